@@ -1,0 +1,36 @@
+"""stepscope: a training debugger and profiler for PyTorch.
+
+Importing this package does nothing: no threads, no hooks, no torch import.
+Names are resolved lazily so that ``import stepscope`` stays cheap inside a
+training process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["Job", "__version__", "init", "list_jobs", "open", "shutdown", "step"]
+
+_LAZY = {
+    "Job": ("stepscope.job", "Job"),
+    "open": ("stepscope.job", "open"),
+    "list_jobs": ("stepscope.job", "list_jobs"),
+    "init": ("stepscope.agent.api", "init"),
+    "shutdown": ("stepscope.agent.api", "shutdown"),
+    "step": ("stepscope.agent.api", "step"),
+}
+
+if TYPE_CHECKING:
+    from .agent.api import init, shutdown, step
+    from .job import Job, list_jobs, open
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(module), attr)

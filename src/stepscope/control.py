@@ -1,0 +1,67 @@
+"""The control channel of a running job: requests written into its folder.
+
+Anything that wants to change a running job (the CLI, a rule's action, the
+dashboard) writes one request file ``control/<kind>-<time_ms>-<nonce>.json``;
+the launcher (stop) and the agent (profiling windows, sampling interval) poll
+``control/`` about once a second and acknowledge each request they took in
+``control/ack/<same name>``. Requests are JSON data, never code; a malformed
+one is acknowledged as rejected with the reason. Works wherever the job folder
+lives, since it only writes whole files.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from typing import Any
+
+from .store import Store
+
+CONTROL = "control"
+ACK = "control/ack"
+KINDS = ("stop", "config", "profile")
+
+
+def request(store: Store, kind: str, body: dict[str, Any], by: str) -> str:
+    """Write a request of ``kind`` into the job and return its name."""
+    if kind not in KINDS:
+        raise ValueError(f"Unknown control request {kind!r}. Valid kinds: {', '.join(KINDS)}.")
+    name = f"{kind}-{int(time.time() * 1000):013d}-{secrets.token_hex(4)}.json"
+    payload = {"kind": kind, "by": by, "time": time.time(), "pid": os.getpid(), **body}
+    store.write_json(f"{CONTROL}/{name}", payload)
+    return name
+
+
+def request_stop(store: Store, reason: str, by: str) -> str:
+    """Ask the launcher to stop the job gracefully; it ends as ``Stopped``."""
+    return request(store, "stop", {"reason": reason}, by)
+
+
+def pending(store: Store, kind: str, seen: set[str]) -> list[tuple[str, Any]]:
+    """Requests of ``kind`` not yet in ``seen``, oldest first (bad JSON gives None)."""
+    out: list[tuple[str, Any]] = []
+    for key in store.list(CONTROL, suffix=".json"):
+        name = key.rsplit("/", 1)[-1]
+        if key.startswith(ACK) or not name.startswith(kind + "-") or name in seen:
+            continue
+        seen.add(name)
+        try:
+            out.append((name, store.read_json(key)))
+        except (OSError, ValueError):
+            out.append((name, None))
+    return out
+
+
+def acknowledge(store: Store, name: str, accepted: bool, detail: str = "") -> None:
+    """Record that a request was applied (or rejected, and why)."""
+    store.write_json(f"{ACK}/{name}", {"accepted": accepted, "detail": detail, "time": time.time()})
+
+
+def acknowledgement(store: Store, name: str) -> dict[str, Any] | None:
+    """The acknowledgement of request ``name``, or None while it is pending."""
+    key = f"{ACK}/{name}"
+    if not store.exists(key):
+        return None
+    ack: dict[str, Any] = store.read_json(key)
+    return ack

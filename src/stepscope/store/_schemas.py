@@ -1,0 +1,63 @@
+"""Arrow schemas of the job folder's row streams (docs/format.md is the spec)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+FORMAT_VERSION = 1
+
+_IDENTITY = [
+    pa.field("rank", pa.int32()),
+    pa.field("local_rank", pa.int32()),
+    pa.field("node", pa.string()),
+    pa.field("pid", pa.int32()),
+]
+
+STEP_PARTS = ("data_wait", "forward", "backward", "optimizer")
+
+STEPS_SCHEMA = pa.schema(
+    [
+        *_IDENTITY,
+        pa.field("phase", pa.string()),
+        pa.field("step", pa.int64()),
+        pa.field("start", pa.float64()),
+        pa.field("end", pa.float64()),
+        pa.field("duration", pa.float32()),
+        *[pa.field(p, pa.float32()) for p in STEP_PARTS],
+        pa.field("other", pa.float32()),
+        pa.field("profiled", pa.bool_()),
+        pa.field("gpu_forward", pa.float32()),
+        pa.field("gpu_backward", pa.float32()),
+        pa.field("gpu_optimizer", pa.float32()),
+    ]
+)
+
+EVENTS_SCHEMA = pa.schema(
+    [
+        pa.field("time", pa.float64()),
+        *_IDENTITY,
+        pa.field("kind", pa.string()),
+        pa.field("detail", pa.string()),
+    ]
+)
+
+SYSTEM_BASE_SCHEMA = pa.schema(
+    [
+        pa.field("time", pa.float64()),
+        pa.field("node", pa.string()),
+        pa.field("interval_ms", pa.int32()),
+        pa.field("cpu", pa.float32()),
+        pa.field("cpu_iowait", pa.float32()),
+        pa.field("mem_used", pa.float64()),
+        pa.field("mem_percent", pa.float32()),
+        pa.field("disk_read_bps", pa.float64()),
+        pa.field("disk_write_bps", pa.float64()),
+        pa.field("net_rx_bps", pa.float64()),
+        pa.field("net_tx_bps", pa.float64()),
+        pa.field("proc_cpu", pa.float32()),
+        pa.field("proc_rss", pa.float64()),
+    ]
+)
+
+JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped")
+HEARTBEAT_STALE_S = 30.0
