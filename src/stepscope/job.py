@@ -141,6 +141,8 @@ class Job:
         selection are pushed down into the Parquet files.
         """
         keys = self.store.list(prefix, suffix=".parquet")
+        self._con.unregister(view)
+        self._con.execute(f"DROP VIEW IF EXISTS {view}")
         if keys and self.store.is_local:
             files = [self.store.path(k) for k in keys]
             self._con.read_parquet(files, union_by_name=True).create_view(view, replace=True)
@@ -155,8 +157,9 @@ class Job:
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Any], order: str
     ) -> pd.DataFrame:
-        self._register("t", prefix, schema)
-        sql = f"SELECT * FROM t WHERE {where} ORDER BY {order}"
+        view = prefix.replace("/", "_")
+        self._register(view, prefix, schema)
+        sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
         return self._con.execute(sql, params).df()
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from ._store import Store
 
 SEGMENT_ROWS = 50_000
 SEGMENT_SECONDS = 300.0
+MAX_BUFFERED_ROWS = 1_000_000
 
 
 def segment_name(start: float, seq: int, pid: int | None = None) -> str:
@@ -43,6 +44,7 @@ class SegmentWriter:
         segment_rows: int = SEGMENT_ROWS,
         segment_seconds: float = SEGMENT_SECONDS,
         clock: Callable[[], float] = time.time,
+        max_buffered_rows: int = MAX_BUFFERED_ROWS,
     ) -> None:
         self.store, self.prefix = store, prefix.rstrip("/")
         self.segment_rows, self.segment_seconds = segment_rows, segment_seconds
@@ -52,8 +54,10 @@ class SegmentWriter:
         self._seq = 0
         self._started = 0.0
         self._dirty = False
+        self.max_buffered_rows = max_buffered_rows
         self.bytes_written = 0
         self.files_written = 0
+        self.dropped_rows = 0
 
     def append(self, batch: pa.RecordBatch) -> None:
         """Add rows; starts a new segment when the schema changes or one is full."""
@@ -67,6 +71,11 @@ class SegmentWriter:
         self._batches.append(batch)
         self._rows += batch.num_rows
         self._dirty = True
+        # While the store is failing, rows pile up here: keep the newest, count the gap.
+        while self._rows > self.max_buffered_rows and len(self._batches) > 1:
+            dropped = self._batches.pop(0)
+            self._rows -= dropped.num_rows
+            self.dropped_rows += dropped.num_rows
 
     def flush(self) -> None:
         """Rewrite the current segment with all its rows; roll over when it is full."""

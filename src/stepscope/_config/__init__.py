@@ -1,0 +1,1 @@
+"""Implementation of :mod:`stepscope.config`; import the public names from there."""

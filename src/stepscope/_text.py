@@ -1,0 +1,109 @@
+"""Plain-text rendering of summaries for the terminal (``ls`` and ``show``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+_SHOWN_METRICS = (
+    ("cpu", "CPU total", "%"),
+    ("cpu_iowait", "I/O wait", "%"),
+    ("mem_used", "memory used", "B"),
+    ("disk_read_bps", "disk read", "B/s"),
+    ("disk_write_bps", "disk write", "B/s"),
+    ("net_rx_bps", "network rx", "B/s"),
+    ("net_tx_bps", "network tx", "B/s"),
+    ("proc_cpu", "training CPU", "%"),
+    ("proc_rss", "training memory", "B"),
+)
+
+
+def human_bytes(x: float) -> str:
+    for unit in ("", "K", "M", "G", "T"):
+        if abs(x) < 1024 or unit == "T":
+            return f"{x:.1f} {unit}" if unit else f"{x:.0f} "
+        x /= 1024
+    return f"{x:.1f}"
+
+
+def fmt_value(x: float | None, unit: str) -> str:
+    if x is None:
+        return "-"
+    if unit.startswith("B"):
+        return human_bytes(x) + unit
+    return f"{x:.1f} {unit}"
+
+
+def fmt_seconds(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x < 1:
+        return f"{x * 1000:.2f} ms"
+    if x < 120:
+        return f"{x:.2f} s"
+    return f"{x / 60:.1f} min"
+
+
+def _gpu_metrics(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
+    units = {"util": "%", "mem_util": "%", "mem_used": "B", "power_w": "W", "temp_c": "C"}
+    out = []
+    for name in sorted(metrics):
+        if name.startswith("gpu") and "_" in name:
+            kind = name.split("_", 1)[1]
+            if kind in units:
+                out.append((name, name, units[kind]))
+    return out
+
+
+def render_show(s: dict[str, Any]) -> str:
+    lines = [
+        f"job        {s['name']}   ({s['path']})",
+        f"status     {s['status']}" + (f"   exit code {s['exit_code']}" if s["exit_code"]
+                                        is not None else "")
+        + (f"   reason: {s['reason']}" if s.get("reason") else ""),
+        f"command    {' '.join(s['command'] or [])}",
+        f"duration   {fmt_seconds(s['duration_seconds'])}   init {fmt_seconds(s['init_seconds'])}"
+        f"   finalization {fmt_seconds(s['finalization_seconds'])}",
+        "",
+    ]
+    lines += _render_steps(s["steps"])
+    lines += _render_system(s["system"])
+    for f in s["faults"]:
+        lines.append(f"FAULT      {f.get('component')}: {f.get('error')} (x{f.get('count', 1)})")
+    return "\n".join(lines)
+
+
+def _render_steps(st: dict[str, Any]) -> list[str]:
+    ranks = ", ".join(f"rank {r}: {n}" for r, n in st["by_rank"].items())
+    lines = [f"steps      {st['count']} training steps (rank 0)" + (f"   [{ranks}]" if ranks else "")]
+    for phase, ph in st["phases"].items():
+        d = ph["duration"]
+        lines.append(f"  {phase:<6} {ph['count']:>7} steps   p50 {fmt_seconds(d['p50'])}"
+                     f"   p95 {fmt_seconds(d['p95'])}")
+        split = "  ".join(f"{k} {100 * (v or 0):.1f}%" for k, v in ph["split"].items())
+        lines.append(f"         split: {split}")
+    return [*lines, ""]
+
+
+def _render_system(sy: dict[str, Any]) -> list[str]:
+    lines = []
+    for node, info in sy["nodes"].items():
+        lines.append(f"system     {node}: {info['samples']} samples every {info['interval_ms']} ms"
+                     f"{'':10}p50        p95")
+        metrics = info["metrics"]
+        for key, label, unit in (*_SHOWN_METRICS, *_gpu_metrics(metrics)):
+            if key in metrics:
+                q = metrics[key]
+                lines.append(f"  {label:<22}{fmt_value(q['p50'], unit):>14} "
+                             f"{fmt_value(q['p95'], unit):>12}")
+    return lines or ["system     no samples"]
+
+
+def render_ls(rows: list[dict[str, Any]]) -> str:
+    head = f"{'JOB':<32} {'STATUS':<10} {'STARTED':<20} {'DURATION':>10} {'STEPS':>8}"
+    out = [head]
+    for r in rows:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["start_time"] or 0))
+        out.append(f"{r['name']:<32} {r['status']:<10} {started:<20} "
+                   f"{fmt_seconds(r['duration_seconds']):>10} {r['steps']:>8}")
+    return "\n".join(out)

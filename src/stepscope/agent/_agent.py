@@ -1,0 +1,108 @@
+"""The in-process agent: recorder + hooks + writer, started and stopped as one."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store import Store, open_store
+from ._faults import FaultBoundary
+from ._hooks import TorchHooks
+from ._import_hook import TorchImportHook
+from ._recorder import StepRecorder
+from ._writer import AgentWriter, Clock, Identity
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Everything the agent needs, resolved once by the launcher or ``init()``."""
+
+    job_url: str
+    node: str = field(default_factory=socket.gethostname)
+    rank: int = 0
+    local_rank: int = 0
+    flush_s: float = 2.0
+    standalone: bool = False
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def _process_start_time() -> float | None:
+    try:
+        import psutil
+
+        return float(psutil.Process().create_time())
+    except Exception:
+        return None
+
+
+class Agent:
+    """One per process. ``start()`` needs nothing but a writable job store."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self.ident = Identity(settings.rank, settings.local_rank, settings.node, os.getpid())
+        self.store: Store = open_store(settings.job_url)
+        self.faults = FaultBoundary(self.store, self.ident.as_dict())
+        self.clock = Clock()
+        self.writer = AgentWriter(self.store, self.ident, self.clock, self.faults,
+                                  settings.flush_s, heartbeat=settings.standalone)
+        self.recorder = StepRecorder(self.writer.steps)
+        self.hooks = TorchHooks(self.recorder, self.faults)
+        self._lock = threading.Lock()
+        self._torch_hook: TorchImportHook | None = None
+        self.running = False
+
+    def start(self) -> Agent:
+        with self._lock:
+            if self.running:
+                return self
+            started = _process_start_time()
+            if started is not None:
+                self.writer.event("process_start", started, argv=sys.argv)
+            self.writer.event("agent_start", config=self.settings.config)
+            self.writer.start()
+            self.running = True
+        atexit.register(self.stop)
+        if "torch" in sys.modules:
+            self.attach_torch()
+        else:
+            self._torch_hook = TorchImportHook(lambda _torch: self.attach_torch())
+            self._torch_hook.install()
+        return self
+
+    def attach_torch(self) -> None:
+        """Install the torch hooks (called once torch is imported)."""
+        if self.running and not self.hooks.installed:
+            try:
+                self.hooks.install()
+            except Exception as exc:
+                self.faults.record("step-hooks", exc)
+
+    def step(self) -> None:
+        """End the current training step now (for loops without an optimizer)."""
+        import time
+
+        self.recorder.end_train_step(time.perf_counter())
+
+    def stop(self) -> None:
+        """Remove every hook, write what is left. Idempotent."""
+        with self._lock:
+            if not self.running:
+                return
+            self.running = False
+        atexit.unregister(self.stop)
+        if self._torch_hook is not None:
+            self._torch_hook.uninstall()
+        try:
+            self.hooks.remove()
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+        self.writer.event("agent_stop", steps=self.recorder.train_steps,
+                          eval_steps=self.recorder.eval_steps,
+                          dropped_rows=self.writer.dropped_rows)
+        self.writer.stop()

@@ -1,0 +1,81 @@
+"""The agent's single fault boundary.
+
+Everything stepscope does inside a training process runs behind a
+:class:`FaultBoundary`: an exception is caught, logged once per component,
+counted, and recorded in the job's ``faults/`` folder (best effort: the store
+may be the very thing that failed). Training never sees it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store import Store
+
+
+@dataclass
+class _Fault:
+    first_time: float
+    error: str
+    count: int = 0
+    detail: str = ""
+
+
+@dataclass
+class FaultBoundary:
+    """Catches, logs once, records. ``identity`` goes into every fault file."""
+
+    store: Store | None
+    identity: dict[str, Any]
+    faults: dict[str, _Fault] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, component: str, exc: BaseException) -> None:
+        """Note a fault of ``component``; never raises."""
+        try:
+            self._record(component, exc)
+        except Exception:  # noqa: S110 - the boundary must not fail itself
+            pass
+
+    def _record(self, component: str, exc: BaseException) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            fault = self.faults.get(component)
+            first = fault is None
+            if fault is None:
+                fault = self.faults[component] = _Fault(time.time(), error)
+                fault.detail = "".join(traceback.format_exception(exc, limit=6))
+            fault.count += 1
+            fault.error = error
+        if first:
+            print(
+                f"stepscope: {component} failed: {error} (training continues; "
+                "recorded in the job's faults/)",
+                file=sys.stderr,
+                flush=True,
+            )
+        self._write(component, fault)
+
+    def _write(self, component: str, fault: _Fault) -> None:
+        if self.store is None:
+            return
+        pid = self.identity.get("pid", 0)
+        key = f"faults/{component}-{self.identity.get('node', 'node')}-{pid}.json"
+        body = {
+            "component": component,
+            "time": time.time(),
+            "first_time": fault.first_time,
+            "error": fault.error,
+            "count": fault.count,
+            "traceback": fault.detail,
+            **self.identity,
+        }
+        try:
+            self.store.write_json(key, body)
+        except Exception:  # noqa: S110 - recording is best effort; stderr already has it
+            pass

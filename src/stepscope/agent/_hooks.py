@@ -1,0 +1,180 @@
+"""The hooks that let the agent see steps in any PyTorch loop, with no code change.
+
+* ``optimizer.step()``: torch's global optimizer step hooks (fire once per real
+  optimizer, whatever wraps it: accelerate, LR schedulers); ``GradScaler.step``
+  is wrapped too so that a step it skips (inf gradients) still counts once.
+* forwards: global module hooks only until the first optimizer step, to find
+  the root modules (outermost modules that own parameters); then per-module
+  hooks on those roots, because global hooks push *every* submodule call off
+  torch's fast path.
+* ``backward()``: ``torch.autograd.backward``, which ``Tensor.backward`` calls.
+* data wait: ``_BaseDataLoaderIter.__next__``.
+
+Every callback runs behind the fault boundary: a bug here never reaches training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+from ._faults import FaultBoundary
+from ._recorder import StepRecorder
+
+
+class TorchHooks:
+    """Installs and removes every hook; ``install`` needs torch imported."""
+
+    def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
+        self.rec, self.faults = rec, faults
+        self._handles: list[Any] = []
+        self._discovery: list[Any] = []
+        self._patches: list[tuple[Any, str, Any]] = []
+        self._stack: list[int] = []
+        self._roots: dict[int, Any] = {}
+        self._has_params: dict[int, bool] = {}
+        self.installed = False
+
+    # -- install / remove -------------------------------------------------------
+    def install(self) -> None:
+        import torch
+        from torch.nn.modules import module as nn_module
+        from torch.optim import optimizer as optim
+
+        self._handles += [
+            optim.register_optimizer_step_pre_hook(self._opt_pre),
+            optim.register_optimizer_step_post_hook(self._opt_post),
+        ]
+        self._discovery = [
+            nn_module.register_module_forward_pre_hook(self._global_fwd_pre),
+            nn_module.register_module_forward_hook(self._global_fwd_post, always_call=True),
+        ]
+        self._patch(torch.autograd, "backward", self._wrap_backward)
+        from torch.utils.data import dataloader
+
+        self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(torch.amp.GradScaler, "step", self._wrap_scaler_step)
+        self.installed = True
+
+    def remove(self) -> None:
+        for handle in self._handles + self._discovery:
+            handle.remove()
+        self._handles, self._discovery = [], []
+        for owner, name, original in reversed(self._patches):
+            setattr(owner, name, original)
+        self._patches = []
+        self.installed = False
+
+    def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+        original = getattr(owner, name)
+        self._patches.append((owner, name, original))
+        setattr(owner, name, wrap(original))
+
+    # -- optimizer ----------------------------------------------------------------
+    def _opt_pre(self, *_: Any) -> None:
+        try:
+            self.rec.on_optimizer_start(perf_counter())
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def _opt_post(self, *_: Any) -> None:
+        try:
+            self.rec.on_optimizer_end(perf_counter())
+            if self._discovery:
+                self._switch_to_root_hooks()
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def _wrap_scaler_step(self, original: Any) -> Any:
+        def step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            self._opt_pre()
+            try:
+                return original(scaler, optimizer, *args, **kwargs)
+            finally:
+                self._opt_post()
+
+        return step
+
+    # -- forward --------------------------------------------------------------------
+    def _owns_params(self, module: Any) -> bool:
+        key = id(module)
+        if key not in self._has_params:
+            self._has_params[key] = next(module.parameters(), None) is not None
+        return self._has_params[key]
+
+    def _global_fwd_pre(self, module: Any, _args: Any) -> None:
+        try:
+            if not self._stack and self._owns_params(module):
+                self._roots[id(module)] = module
+                self.rec.on_forward_start(perf_counter())
+            self._stack.append(id(module))
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def _global_fwd_post(self, module: Any, _args: Any, _out: Any) -> None:
+        try:
+            if self._stack and self._stack[-1] == id(module):
+                self._stack.pop()
+                if not self._stack and id(module) in self._roots:
+                    self.rec.on_forward_end(perf_counter(), self._training(module))
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def _switch_to_root_hooks(self) -> None:
+        for handle in self._discovery:
+            handle.remove()
+        self._discovery, self._stack = [], []
+        for module in self._roots.values():
+            self._handles.append(module.register_forward_pre_hook(self._root_pre))
+            self._handles.append(module.register_forward_hook(self._root_post, always_call=True))
+
+    def _root_pre(self, module: Any, _args: Any) -> None:
+        try:
+            if not self._stack:
+                self.rec.on_forward_start(perf_counter())
+            self._stack.append(id(module))
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def _root_post(self, module: Any, _args: Any, _out: Any) -> None:
+        try:
+            if self._stack:
+                self._stack.pop()
+                if not self._stack:
+                    self.rec.on_forward_end(perf_counter(), self._training(module))
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    @staticmethod
+    def _training(module: Any) -> bool:
+        import torch
+
+        return bool(module.training and torch.is_grad_enabled())
+
+    # -- backward and data ----------------------------------------------------------------
+    def _wrap_backward(self, original: Any) -> Any:
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            t0 = perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._timed("on_backward", t0)
+
+        return backward
+
+    def _wrap_next(self, original: Any) -> Any:
+        def __next__(it: Any) -> Any:  # noqa: N807 - it replaces __next__
+            t0 = perf_counter()
+            try:
+                return original(it)
+            finally:
+                self._timed("on_data", t0)
+
+        return __next__
+
+    def _timed(self, method: str, t0: float) -> None:
+        try:
+            getattr(self.rec, method)(t0, perf_counter())
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)

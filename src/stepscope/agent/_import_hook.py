@@ -1,0 +1,62 @@
+"""Run a callback right after ``import torch`` finishes, wherever the script imports it.
+
+The agent starts before the training script runs (``sitecustomize``), long before
+torch is imported; importing torch ourselves would cost every job ~1.5 s and
+torch's own import order. A meta-path finder wraps torch's loader once.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any, done: Callable[[ModuleType], None]) -> None:
+        self.inner, self.done = inner, done
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self.inner.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # Put the real loader back first, so torch never sees ours afterwards.
+        module.__loader__ = self.inner
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.inner
+        self.inner.exec_module(module)
+        self.done(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class TorchImportHook(importlib.abc.MetaPathFinder):
+    """Calls ``callback(torch)`` once, after torch's ``__init__`` has run."""
+
+    def __init__(self, callback: Callable[[ModuleType], None], name: str = "torch") -> None:
+        self.callback, self.name = callback, name
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        self.uninstall()
+        for finder in sys.meta_path:
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _Loader(spec.loader, self.callback)
+                return spec
+        return None
+
+    def install(self) -> None:
+        sys.meta_path.insert(0, self)
+
+    def uninstall(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)

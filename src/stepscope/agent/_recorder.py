@@ -1,0 +1,81 @@
+"""Step accounting: turns hook callbacks into one row per step.
+
+Times come in as ``time.perf_counter()`` values; the writer converts them to
+wall-clock time off the training thread. A training step ends when the
+outermost ``optimizer.step()`` returns; an evaluation step ends when a forward
+of the model outside training returns (docs/format.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+# (phase, step, start, end, data_wait, forward, backward, optimizer, profiled)
+StepRow = tuple[str, int, float, float, float, float, float, float, bool]
+
+
+@dataclass
+class StepRecorder:
+    """State machine fed by the torch hooks (or by the explicit API)."""
+
+    rows: deque[StepRow]
+    boundary: float | None = None
+    data: float = 0.0
+    forward: float = 0.0
+    backward: float = 0.0
+    optimizer: float = 0.0
+    train_steps: int = 0
+    eval_steps: int = 0
+    profiled: bool = False
+    _opt_depth: int = 0
+    _opt_start: float = 0.0
+    _fwd_start: float = 0.0
+
+    def _touch(self, t: float) -> None:
+        if self.boundary is None:
+            self.boundary = t
+
+    def on_data(self, t0: float, t1: float) -> None:
+        self._touch(t0)
+        self.data += t1 - t0
+
+    def on_forward_start(self, t: float) -> None:
+        self._touch(t)
+        self._fwd_start = t
+
+    def on_forward_end(self, t: float, training: bool) -> None:
+        self.forward += t - self._fwd_start
+        if not training:
+            self._emit("eval", self.eval_steps, t)
+            self.eval_steps += 1
+
+    def on_backward(self, t0: float, t1: float) -> None:
+        self._touch(t0)
+        self.backward += t1 - t0
+
+    def on_optimizer_start(self, t: float) -> None:
+        self._opt_depth += 1
+        if self._opt_depth == 1:
+            self._touch(t)
+            self._opt_start = t
+
+    def on_optimizer_end(self, t: float) -> None:
+        self._opt_depth = max(self._opt_depth - 1, 0)
+        if self._opt_depth == 0:
+            self.optimizer += t - self._opt_start
+            self.end_train_step(t)
+
+    def end_train_step(self, t: float) -> None:
+        """Close the current training step at ``t`` (also the explicit ``stepscope.step()``)."""
+        self._touch(t)
+        self._emit("train", self.train_steps, t)
+        self.train_steps += 1
+
+    def _emit(self, phase: str, step: int, t: float) -> None:
+        start = self.boundary if self.boundary is not None else t
+        row = (phase, step, start, t, self.data, self.forward, self.backward, self.optimizer,
+               self.profiled)
+        self.rows.append(row)
+        self.boundary = t
+        self.data = self.forward = self.backward = self.optimizer = 0.0

@@ -1,0 +1,88 @@
+"""The explicit API, for scripts that want stepscope without ``stepscope run``.
+
+```python
+import stepscope
+with stepscope.init(output="runs", job="exp-1"):
+    train()          # steps are found by the same hooks as under `stepscope run`
+```
+Inside ``stepscope run`` these calls reuse the running agent.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+from ..store import FORMAT_VERSION, open_store
+from . import bootstrap
+from ._agent import Agent, AgentSettings
+
+
+class _Session:
+    """Returned by :func:`init`; a context manager that ends the job on exit."""
+
+    def __init__(self, agent: Agent, owns_job: bool) -> None:
+        self.agent, self.owns_job = agent, owns_job
+
+    @property
+    def path(self) -> str:
+        return self.agent.store.url
+
+    def __enter__(self) -> _Session:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        shutdown(failed=exc_type is not None)
+
+
+def _default_job_name() -> str:
+    script = os.path.splitext(os.path.basename(sys.argv[0] or "python"))[0] or "python"
+    return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def init(output: str = "./stepscope-runs", job: str | None = None,
+         config: Any = None) -> _Session:
+    """Start the agent in this process (or return the one ``stepscope run`` started).
+
+    ``config`` is a :class:`stepscope.config.StepscopeConfig` or ``None``.
+    """
+    running = bootstrap.current()
+    if running is not None:
+        return _Session(running, owns_job=False)
+    if config is not None:
+        output = config.job.output or output
+        job = job or config.job.name
+    name = job or _default_job_name()
+    url = f"{output.rstrip('/')}/{name}"
+    meta = {"format_version": FORMAT_VERSION, "name": name, "command": sys.argv,
+            "cwd": os.getcwd(), "hosts": [socket.gethostname()], "start_time": time.time(),
+            "status": "Running", "exit_code": None, "end_time": None, "reason": None,
+            "config": config.to_dict() if config is not None else {}}
+    open_store(url).write_json("job.json", meta)
+    agent = Agent(AgentSettings(job_url=url, standalone=True, config=meta["config"]))
+    bootstrap.set_current(agent.start())
+    return _Session(agent, owns_job=True)
+
+
+def step() -> None:
+    """Mark the end of a training step (only needed for loops without an optimizer)."""
+    agent = bootstrap.current()
+    if agent is not None:
+        agent.step()
+
+
+def shutdown(failed: bool = False) -> None:
+    """Stop the agent started by :func:`init` and record how the job ended."""
+    agent = bootstrap.current()
+    if agent is None or not agent.settings.standalone:
+        return
+    agent.stop()
+    bootstrap.set_current(None)
+    store = agent.store
+    meta = store.read_json("job.json")
+    meta.update(status="Failed" if failed else "Completed", end_time=time.time(),
+                exit_code=1 if failed else 0)
+    store.write_json("job.json", meta)

@@ -1,0 +1,74 @@
+"""Start the agent inside a process launched by ``stepscope run``.
+
+The launcher puts ``stepscope/_bootstrap`` first on ``PYTHONPATH``; its
+``sitecustomize`` calls :func:`start_from_env`. This is the only place where the
+agent reads the environment: ``STEPSCOPE_AGENT`` holds the resolved settings
+as JSON; torch's ``RANK``/``LOCAL_RANK`` say which rank this is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Mapping
+from types import FrameType
+from typing import Any
+
+from ._agent import Agent, AgentSettings
+
+ENV_VAR = "STEPSCOPE_AGENT"
+
+_agent: Agent | None = None
+
+
+def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
+    raw = env.get(ENV_VAR)
+    if not raw:
+        return None
+    spec: dict[str, Any] = json.loads(raw)
+    return AgentSettings(
+        job_url=spec["job_url"],
+        node=spec["node"],
+        rank=int(env.get("RANK", "0")),
+        local_rank=int(env.get("LOCAL_RANK", "0")),
+        flush_s=float(spec.get("flush_s", 2.0)),
+        config=spec.get("config", {}),
+    )
+
+
+def _flush_on_sigterm() -> None:
+    """Write the last steps before a default SIGTERM death, then die the same way."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if _agent is not None:
+            _agent.stop()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def start_from_env(env: Mapping[str, str] | None = None) -> Agent | None:
+    """Start the agent if this process was launched by ``stepscope run``."""
+    global _agent
+    settings = settings_from_env(os.environ if env is None else env)
+    if settings is None or _agent is not None:
+        return _agent
+    agent = Agent(settings)
+    agent.start()
+    _agent = agent
+    _flush_on_sigterm()
+    return agent
+
+
+def current() -> Agent | None:
+    """The agent of this process, if one runs."""
+    return _agent
+
+
+def set_current(agent: Agent | None) -> None:
+    global _agent
+    _agent = agent

@@ -1,0 +1,277 @@
+"""System metrics of one node: psutil (and NVML) counters -> rows of the wide schema.
+
+:class:`SystemProbe` turns two consecutive readings of the host's counters into
+one row of ``system/<node>/`` (docs/format.md); :func:`rows_to_batches` turns
+rows into Arrow record batches with the exact column types. The loop that calls
+them on a fixed schedule and stores the batches is :mod:`.sampler_main`, which
+runs in its own process so that sampling never competes with training for the GIL.
+
+What is counted (so that nothing is counted twice):
+
+* disks: whole physical disks only. On Linux a disk is physical when
+  ``/sys/block/<name>`` exists and does not resolve under ``/sys/devices/virtual``:
+  this drops partitions (their I/O is already in their disk's counters),
+  ``loop*``, ``ram*``, ``zram*``, ``dm-*`` (LVM, dm-crypt) and ``md*`` (RAID),
+  whose I/O also reaches a physical disk or never touches one.
+* network: every interface but loopback; when a physical NIC exists, virtual
+  ones (``veth``, bridges, ``ifb``, VLANs, tunnels) are dropped too, since their
+  traffic crosses a physical NIC as well. In a container where every interface is
+  virtual, all non-loopback interfaces count.
+* ``mem_used`` is ``total - available``, consistent with ``mem_percent``.
+* ``proc_cpu``/``proc_rss`` sum the watched process and all its descendants;
+  RSS counts pages shared between them (forked data-loader workers) once per process.
+
+Storage: percentages are rounded to 0.1 and byte rates to whole bytes/s when
+batches are built: finer digits are noise (the kernel counts CPU time in 10 ms
+ticks) and rounding lets Parquet's dictionary encoding store a value in 1-2 bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..store import SYSTEM_BASE_SCHEMA
+from ._nvml import Gpus, Row
+
+# The same values as stepscope.config.SYSTEM_MONITOR_INTERVALS (a test checks it); not
+# imported from there to keep the sampler process's start-up short.
+ACCEPTED_INTERVALS_MS = (100, 200, 500, 1000, 5000, 60000)
+_BASE_TYPES = {field.name: field.type for field in SYSTEM_BASE_SCHEMA}
+_BYTE_RATES = {"disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps"}
+_LOOPBACK = ("lo", "lo0")
+
+
+def validate_interval_ms(value: int) -> int:
+    """``value`` if it is an accepted sampling interval, else a ValueError that lists them."""
+    if isinstance(value, bool) or value not in ACCEPTED_INTERVALS_MS:
+        accepted = ", ".join(str(ms) for ms in ACCEPTED_INTERVALS_MS)
+        raise ValueError(
+            f"Invalid value {value} for system_monitor_interval_millis. "
+            f"Accepted values are {accepted}."
+        )
+    return int(value)
+
+
+def column_type(name: str) -> pa.DataType:
+    """Arrow type of a column of ``system/<node>/`` (docs/format.md)."""
+    if name in _BASE_TYPES:
+        return _BASE_TYPES[name]
+    if name.endswith(("_mem_used", "_mem_total")):
+        return pa.float64()
+    return pa.float32()  # cpu<i> and the other gpu<i>_* columns
+
+
+@lru_cache(maxsize=32)
+def schema_for(names: tuple[str, ...]) -> pa.Schema:
+    return pa.schema([pa.field(name, column_type(name)) for name in names])
+
+
+def rows_to_batches(rows: Iterable[Row]) -> list[pa.RecordBatch]:
+    """One record batch per run of rows with the same columns (a GPU may vanish)."""
+    return [_batch(names, list(group)) for names, group in itertools.groupby(rows, key=tuple)]
+
+
+def _batch(names: tuple[str, ...], rows: list[Row]) -> pa.RecordBatch:
+    schema = schema_for(names)
+    arrays = [_array(field, [row[field.name] for row in rows]) for field in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _array(field: pa.Field, values: list[Any]) -> pa.Array:
+    array = pa.array(values, type=field.type)
+    if field.type == pa.float32():
+        return pc.round(array, 1)
+    if field.name in _BYTE_RATES:
+        return pc.round(array, 0)
+    return array
+
+
+@dataclass
+class _Reading:
+    """Cumulative counters at one instant (monotonic seconds)."""
+
+    mono: float
+    cpus: list[Any]
+    disks: dict[str, tuple[int, int]]
+    nics: dict[str, tuple[int, int]]
+
+
+class SystemProbe:
+    """Reads the host's counters; each :meth:`read` returns the rates since the last one."""
+
+    def __init__(self, watch_pid: int | None = None, gpus: Gpus | None = None) -> None:
+        self.gpus = gpus
+        self.processes = ProcessTree(watch_pid)
+        self._prev: _Reading | None = None
+        self._is_disk: dict[str, bool] = {}
+        self._is_virtual_nic: dict[str, bool] = {}
+
+    def read(self, mono: float) -> Row:
+        """The metric columns of one sample taken at ``mono``; rates are null the first time."""
+        cur = _Reading(mono, psutil.cpu_times(percpu=True), self._disks(), self._nics())
+        prev, self._prev = self._prev, cur
+        dt = cur.mono - prev.mono if prev is not None else 0.0
+        row = _cpu_columns(prev.cpus if prev and dt > 0 else None, cur.cpus)
+        mem = psutil.virtual_memory()
+        row["mem_used"] = float(mem.total - mem.available)
+        row["mem_percent"] = float(mem.percent)
+        disk_r, disk_w = _rates(prev.disks if prev else None, cur.disks, dt)
+        net_rx, net_tx = _rates(prev.nics if prev else None, cur.nics, dt)
+        row |= {"disk_read_bps": disk_r, "disk_write_bps": disk_w}
+        row |= {"net_rx_bps": net_rx, "net_tx_bps": net_tx}
+        row["proc_cpu"], row["proc_rss"] = self.processes.read(dt if prev else None)
+        if self.gpus is not None:
+            self.gpus.sample(row)
+        return row
+
+    def _disks(self) -> dict[str, tuple[int, int]]:
+        counters = psutil.disk_io_counters(perdisk=True) or {}
+        return {n: (c.read_bytes, c.write_bytes) for n, c in counters.items() if self._disk(n)}
+
+    def _disk(self, name: str) -> bool:
+        if name not in self._is_disk:
+            self._is_disk[name] = _is_physical_disk(name)
+        return self._is_disk[name]
+
+    def _nics(self) -> dict[str, tuple[int, int]]:
+        counters = psutil.net_io_counters(pernic=True)
+        names = [n for n in counters if n not in _LOOPBACK]
+        for name in names:
+            if name not in self._is_virtual_nic:
+                self._is_virtual_nic[name] = _is_virtual_nic(name)
+        physical = [n for n in names if not self._is_virtual_nic[n]]
+        return {n: (counters[n].bytes_recv, counters[n].bytes_sent) for n in physical or names}
+
+
+def _is_physical_disk(name: str) -> bool:
+    if not os.path.isdir("/sys/block"):  # not Linux: trust psutil's list minus RAM disks
+        return not name.startswith(("ram", "md"))
+    link = f"/sys/block/{name}"
+    return os.path.exists(link) and "/devices/virtual/" not in os.path.realpath(link)
+
+
+def _is_virtual_nic(name: str) -> bool:
+    link = f"/sys/class/net/{name}"
+    return os.path.exists(link) and "/devices/virtual/" in os.path.realpath(link)
+
+
+@lru_cache(maxsize=8)
+def _core_names(count: int) -> tuple[str, ...]:
+    return tuple(f"cpu{i}" for i in range(count))
+
+
+def _cpu_columns(prev: list[Any] | None, cur: list[Any]) -> Row:
+    """Total, iowait and per-core utilisation from two readings of ``/proc/stat``."""
+    names = _core_names(len(cur))
+    if prev is None or len(prev) != len(cur):  # first sample, or a core went off/online
+        return {"cpu": None, "cpu_iowait": None} | dict.fromkeys(names)
+    deltas = [_cpu_delta(a, b) for a, b in zip(prev, cur, strict=True)]
+    busy, iowait, total = (sum(column) for column in zip(*deltas, strict=True))
+    row: Row = {"cpu": _percent(busy, total), "cpu_iowait": _percent(iowait, total)}
+    row.update(zip(names, (_percent(b, t) for b, _, t in deltas), strict=True))
+    return row
+
+
+def _cpu_delta(before: Any, after: Any) -> tuple[float, float, float]:
+    """(busy, iowait, total) seconds of one core between two readings, as psutil counts them."""
+    total = _cpu_total(after) - _cpu_total(before)
+    idle = after.idle - before.idle
+    iowait = getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0)
+    return max(total - idle - iowait, 0.0), max(iowait, 0.0), total
+
+
+def _cpu_total(times: Any) -> float:
+    # Linux counts guest time inside user and nice as well: do not count it twice.
+    return float(sum(times)) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+
+
+def _percent(part: float, total: float) -> float | None:
+    return min(100.0 * part / total, 100.0) if total > 0 else None
+
+
+def _rates(
+    prev: dict[str, tuple[int, int]] | None, cur: dict[str, tuple[int, int]], dt: float
+) -> tuple[float | None, float | None]:
+    """Bytes/s of two counters summed over the devices present in both readings."""
+    if prev is None or dt <= 0:
+        return None, None
+    pairs = [(cur[n], prev[n]) for n in cur.keys() & prev.keys()]
+    first = sum(max(c[0] - p[0], 0) for c, p in pairs)  # a reset counter is no negative rate
+    second = sum(max(c[1] - p[1], 0) for c, p in pairs)
+    return first / dt, second / dt
+
+
+class ProcessTree:
+    """CPU and RSS of a process and all its descendants, which come and go."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.root = process(pid) if pid is not None else None
+        # pid -> (process, its user+system CPU seconds at the previous reading)
+        self._last: dict[int, tuple[psutil.Process, float]] = {}
+        self._max_share = float(psutil.cpu_count() or 1)
+
+    def alive(self) -> bool:
+        """False once the root process has exited (a zombie counts as exited)."""
+        return self.root is not None and is_alive(self.root)
+
+    def read(self, dt: float | None) -> tuple[float | None, float | None]:
+        """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
+        members = self._members()
+        if self.root is None or not members:
+            self._last = {}
+            return None, None
+        cpu_seconds, rss, seen = 0.0, 0.0, {}
+        for proc in members:
+            try:
+                with proc.oneshot():
+                    times, mem = proc.cpu_times(), proc.memory_info()
+            except psutil.Error:
+                continue  # exited between listing and reading
+            used = times.user + times.system
+            proc, before = self._previous(proc)
+            # A process first seen now started during the interval: count all its CPU.
+            cpu_seconds += min(max(used - before, 0.0), (dt or 0.0) * self._max_share)
+            rss += mem.rss
+            seen[proc.pid] = (proc, used)
+        self._last = seen
+        return (100.0 * cpu_seconds / dt if dt else None), rss
+
+    def _members(self) -> list[psutil.Process]:
+        if self.root is None:
+            return []
+        try:
+            return [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def _previous(self, proc: psutil.Process) -> tuple[psutil.Process, float]:
+        """The cached Process (same pid and start time) and its last CPU seconds."""
+        last = self._last.get(proc.pid)
+        if last is not None and last[0] == proc:
+            return last
+        return proc, 0.0
+
+
+def process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def is_alive(proc: psutil.Process) -> bool:
+    """Whether ``proc`` (same pid and start time) still runs; a zombie has exited."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+

@@ -1,0 +1,103 @@
+"""The one-screen summary of a job (``stepscope show``), as plain data."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from ..job import Job
+from ..store import STEP_PARTS
+
+SPLIT = (*STEP_PARTS, "other")
+_ID_COLUMNS = ("time", "node", "interval_ms")
+
+
+def _num(x: Any) -> float | None:
+    """A JSON-safe float (NaN and missing become None)."""
+    if x is None:
+        return None
+    f = float(x)
+    return None if math.isnan(f) else round(f, 6)
+
+
+def _quantiles(s: pd.Series) -> dict[str, float | None]:
+    s = s.dropna()
+    if s.empty:
+        return {"p50": None, "p95": None}
+    return {"p50": _num(s.quantile(0.5)), "p95": _num(s.quantile(0.95))}
+
+
+def _phase_summary(steps: pd.DataFrame) -> dict[str, Any]:
+    total = float(steps["duration"].sum()) or 1.0
+    return {
+        "count": len(steps),
+        "duration": _quantiles(steps["duration"]),
+        "split": {p: _num(steps[p].sum() / total) for p in SPLIT},
+        "split_p50": {p: _quantiles(steps[p])["p50"] for p in SPLIT},
+    }
+
+
+def steps_summary(steps: pd.DataFrame) -> dict[str, Any]:
+    """Counts per rank and phase; duration quantiles and split (rank 0) per phase."""
+    train = steps[steps["phase"] == "train"]
+    rank0 = int(steps["rank"].min()) if len(steps) else 0
+    mine = steps[steps["rank"] == rank0]
+    by_rank = train.groupby("rank").size() if len(train) else pd.Series(dtype=int)
+    return {
+        "count": int((train["rank"] == rank0).sum()),
+        "by_rank": {str(int(r)): int(n) for r, n in by_rank.items()},
+        "phases": {ph: _phase_summary(g) for ph, g in mine.groupby("phase")},
+    }
+
+
+def system_summary(job: Job) -> dict[str, Any]:
+    wide = job.system()
+    nodes: dict[str, Any] = {}
+    for node, rows in wide.groupby("node", sort=True):
+        metrics = [c for c in rows.columns if c not in _ID_COLUMNS and rows[c].notna().any()]
+        nodes[str(node)] = {
+            "samples": len(rows),
+            "interval_ms": int(rows["interval_ms"].iloc[-1]),
+            "metrics": {m: _quantiles(rows[m]) for m in metrics},
+        }
+    first = next(iter(nodes.values()), {"samples": 0, "interval_ms": None})
+    return {"samples": first["samples"], "interval_ms": first["interval_ms"], "nodes": nodes}
+
+
+def _lifecycle(job: Job, meta: dict[str, Any], steps: pd.DataFrame) -> dict[str, Any]:
+    train = steps[steps["phase"] == "train"]
+    rank0 = train[train["rank"] == train["rank"].min()] if len(train) else train
+    starts = job.events(kinds=["process_start"])
+    t0 = float(starts["time"].min()) if len(starts) else meta.get("start_time")
+    init = float(rank0["start"].min()) - t0 if len(rank0) and t0 else None
+    end = meta.get("end_time")
+    last = float(steps["end"].max()) if len(steps) else None
+    final = end - last if end is not None and last is not None else None
+    return {"init_seconds": _num(init), "finalization_seconds": _num(final)}
+
+
+def summarize(job: Job) -> dict[str, Any]:
+    """Everything ``stepscope show`` prints (``--json`` prints exactly this)."""
+    meta = job.meta
+    steps = job.steps()
+    start, end = meta.get("start_time"), meta.get("end_time")
+    duration = (end if end is not None else pd.Timestamp.now().timestamp()) - start
+    return {
+        "name": meta.get("name"),
+        "path": job.path,
+        "status": meta["status"],
+        "alive": meta["alive"],
+        "exit_code": meta.get("exit_code"),
+        "reason": meta.get("reason"),
+        "command": meta.get("command"),
+        "hosts": meta.get("hosts"),
+        "start_time": start,
+        "end_time": end,
+        "duration_seconds": _num(duration),
+        **_lifecycle(job, meta, steps),
+        "steps": steps_summary(steps),
+        "system": system_summary(job),
+        "faults": job.faults(),
+    }

@@ -1,0 +1,91 @@
+"""A small, deterministic CPU training script used by the tests.
+
+Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
+       [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N]
+It prints one JSON line at the end with what it did, for the tests to compare.
+"""
+
+import argparse
+import json
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Data(Dataset):
+    def __init__(self, n: int, slow: float) -> None:
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, 32, generator=g)
+        self.y = (self.x.sum(1) > 0).long()
+        self.slow = slow
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int):
+        if self.slow:
+            time.sleep(self.slow)
+        return self.x[i], self.y[i]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--eval-every", type=int, default=0)
+    p.add_argument("--eval-batches", type=int, default=3)
+    p.add_argument("--accum", type=int, default=1)
+    p.add_argument("--stall-at", type=int, default=-1)
+    p.add_argument("--stall-s", type=float, default=0.0)
+    p.add_argument("--sleep-before", type=float, default=0.0)
+    p.add_argument("--sleep-after", type=float, default=0.0)
+    p.add_argument("--slow-data", type=float, default=0.0)
+    p.add_argument("--step-sleep", type=float, default=0.0)
+    p.add_argument("--fail-at", type=int, default=-1)
+    p.add_argument("--save", default="")
+    a = p.parse_args()
+    if a.sleep_before:
+        time.sleep(a.sleep_before)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = nn.CrossEntropyLoss()
+    loader = DataLoader(Data(512, a.slow_data), batch_size=16, shuffle=False)
+    steps = evals = forwards = 0
+    while steps < a.steps:
+        for i, (x, y) in enumerate(loader):
+            model.train()
+            loss = loss_fn(model(x), y) / a.accum
+            forwards += 1
+            loss.backward()
+            if (i + 1) % a.accum:
+                continue
+            if steps == a.stall_at:
+                time.sleep(a.stall_s)
+            if a.step_sleep:
+                time.sleep(a.step_sleep)
+            opt.step()
+            opt.zero_grad()
+            steps += 1
+            if steps == a.fail_at:
+                raise RuntimeError("injected failure")
+            if a.eval_every and steps % a.eval_every == 0:
+                model.eval()
+                with torch.no_grad():
+                    for j, (ex, _ey) in enumerate(loader):
+                        if j == a.eval_batches:
+                            break
+                        model(ex)
+                        evals += 1
+            if steps >= a.steps:
+                break
+    if a.save:
+        torch.save(model.state_dict(), a.save)
+    if a.sleep_after:
+        time.sleep(a.sleep_after)
+    print(json.dumps({"steps": steps, "evals": evals, "forwards": forwards}))
+
+
+if __name__ == "__main__":
+    main()
