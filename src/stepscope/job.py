@@ -9,7 +9,7 @@ selection pushed down.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
@@ -57,8 +57,9 @@ def _where(
 class Job:
     """One job folder. Cheap to create; every accessor reads the folder anew."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, now: Callable[[], float] = time.time) -> None:
         self.store = store
+        self._now = now
         self.path = store.url
         if not store.exists("job.json"):
             raise JobNotFoundError(
@@ -84,13 +85,13 @@ class Job:
         meta["alive"] = False
         if meta.get("status") == "Running":
             newest = self._newest_heartbeat()
-            age = time.time() - newest if newest else None
+            age = self._now() - newest if newest else None
             if age is not None and age <= HEARTBEAT_STALE_S:
                 meta["alive"] = True
             else:
-                since = f"{age:.0f} s ago" if age is not None else "ever"
+                seen = f"for {age:.0f} s" if age is not None else "recorded"
                 meta["status"] = "Failed"
-                meta["reason"] = f"lost: no heartbeat since {since} (launcher killed?)"
+                meta["reason"] = f"lost: no heartbeat {seen} (launcher killed?)"
         return meta
 
     def _newest_heartbeat(self) -> float | None:

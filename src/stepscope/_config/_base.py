@@ -121,6 +121,17 @@ def as_text(value: Any, name: str, *, allow_none: bool = False) -> str | None:
     return value
 
 
+def suggest(key: str, valid: Iterable[str]) -> str | None:
+    """The valid key ``key`` was probably meant to be, or None."""
+    valid = list(valid)
+    # A key that is part of a valid one ("profiler" for "python_profiler") first.
+    containing = sorted((v for v in valid if len(key) >= 4 and key.lower() in v), key=len)
+    if containing:
+        return containing[0]
+    close = difflib.get_close_matches(key, valid, n=1)
+    return close[0] if close else None
+
+
 def check_keys(data: Any, valid: Iterable[str], section: str) -> Mapping[str, Any]:
     """Refuse anything but a mapping whose keys are all in ``valid``, suggesting fixes."""
     valid = list(valid)
@@ -133,8 +144,8 @@ def check_keys(data: Any, valid: Iterable[str], section: str) -> Mapping[str, An
         )
     for key in data:
         if key not in valid:
-            close = difflib.get_close_matches(str(key), valid, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            close = suggest(str(key), valid)
+            hint = f" Did you mean {close!r}?" if close else ""
             raise ConfigError(
                 f"Unknown key {key!r}.{hint} Valid keys are {', '.join(valid)}. "
                 "Fix the spelling or remove the key.",

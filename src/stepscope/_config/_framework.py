@@ -12,6 +12,7 @@ from ._base import (
     MAX_CHEAP_STEPS,
     ConfigError,
     ProfilingCostWarning,
+    as_float,
     as_int,
     as_text,
     build,
@@ -53,7 +54,7 @@ class FrameworkProfile:
 
     local_path: str | None = None
     file_max_size: int = 10485760
-    file_close_interval: int = 60
+    file_close_interval: float = 60
     file_open_fail_threshold: int = 50
     detailed_profiling_config: DetailedProfilingConfig | None = None
     dataloader_profiling_config: DataloaderProfilingConfig | None = None
@@ -76,12 +77,10 @@ class FrameworkProfile:
         object.__setattr__(
             self, "local_path", as_text(self.local_path, "local_path", allow_none=True)
         )
-        for name, minimum in (
-            ("file_max_size", 1),
-            ("file_close_interval", 1),
-            ("file_open_fail_threshold", 1),
-        ):
-            object.__setattr__(self, name, as_int(getattr(self, name), name, minimum))
+        for name in ("file_max_size", "file_open_fail_threshold"):
+            object.__setattr__(self, name, as_int(getattr(self, name), name, 1))
+        interval = as_float(self.file_close_interval, "file_close_interval", positive=True)
+        object.__setattr__(self, "file_close_interval", interval)
         for name, option in _OPTIONS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):

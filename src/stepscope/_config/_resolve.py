@@ -7,14 +7,13 @@ only here, and only from the mapping the caller passes.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ._base import ConfigError, as_bool
+from ._base import ConfigError, as_bool, suggest
 from ._stepscope import JobConfig, StepscopeConfig
 
 #: Environment variables read by :func:`resolve_config`, and the ``args`` they match.
@@ -25,6 +24,7 @@ ENV_VARS = {
     "STEPSCOPE_DISABLE": "disable_profiler",
 }
 ARGS = tuple(ENV_VARS.values())
+_TOML_FIX = 'Fix the syntax (strings need quotes: name = "bert-42"); see docs/config.md.'
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
@@ -44,12 +44,12 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+), column (\d+)\)", str(error))
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error)) or "syntax error"
-        where = f"{path}:{found.group(1)}:{found.group(2)}" if found else str(path)
+        if found is None:
+            raise ConfigError(f"Invalid TOML: {reason}. {_TOML_FIX}", str(path)) from None
+        line, column = found.groups()
         raise ConfigError(
-            f"Invalid TOML: {reason}"
-            + (f" (line {found.group(1)}, column {found.group(2)})" if found else "")
-            + ". Fix the syntax; see docs/config.md for the layout.",
-            where,
+            f"Invalid TOML at line {line}, column {column}: {reason}. {_TOML_FIX}",
+            f"{path}:{line}:{column}",
         ) from None
 
 
@@ -111,8 +111,8 @@ def resolve_config(
                 raise error.in_source(f"environment variable {var}={value!r}") from None
     for key, value in (args or {}).items():
         if key not in _SETTERS:
-            close = difflib.get_close_matches(key, ARGS, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            close = suggest(key, ARGS)
+            hint = f" Did you mean {close!r}?" if close else ""
             raise ConfigError(
                 f"Unknown argument {key!r}.{hint} Valid arguments are {', '.join(ARGS)}."
             )

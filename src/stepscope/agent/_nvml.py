@@ -9,6 +9,7 @@ or a GPU that fell off the bus reads as null: never an exception, never a log li
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,15 +63,13 @@ class Gpus:
         return cls(nvml, handles, info)
 
     def sample(self, row: Row) -> None:
-        """Add ``gpu<i>_util``, ``_mem_used``, ``_mem_total``, ``_mem_util``, ``_power_w``, ``_temp_c``."""
+        """Add the ``gpu<i>_*`` columns of docs/format.md to ``row``."""
         for gpu, handle in zip(self.info, self._handles, strict=True):
             row.update(self._read(gpu, handle))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
-        except self._nvml.NVMLError:
-            pass
 
     def _read(self, gpu: GpuInfo, handle: Any) -> Row:
         nvml = self._nvml

@@ -9,6 +9,7 @@ of the model outside training returns (docs/format.md).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # (phase, step, start, end, data_wait, forward, backward, optimizer, profiled)
@@ -28,6 +29,9 @@ class StepRecorder:
     train_steps: int = 0
     eval_steps: int = 0
     profiled: bool = False
+    # Called after every step with (phase, step number just ended, perf time); the
+    # profiling-window controller uses it to open and close windows at step boundaries.
+    on_boundary: Callable[[str, int, float], None] | None = None
     _opt_depth: int = 0
     _opt_start: float = 0.0
     _fwd_start: float = 0.0
@@ -79,3 +83,5 @@ class StepRecorder:
         self.rows.append(row)
         self.boundary = t
         self.data = self.forward = self.backward = self.optimizer = 0.0
+        if self.on_boundary is not None:
+            self.on_boundary(phase, step, t)

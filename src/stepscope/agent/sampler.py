@@ -1,29 +1,23 @@
-"""System metrics of one node: psutil (and NVML) counters -> rows of the wide schema.
+"""System metrics of a node: psutil and NVML counters -> rows of ``system/<node>/``.
 
-:class:`SystemProbe` turns two consecutive readings of the host's counters into
-one row of ``system/<node>/`` (docs/format.md); :func:`rows_to_batches` turns
-rows into Arrow record batches with the exact column types. The loop that calls
-them on a fixed schedule and stores the batches is :mod:`.sampler_main`, which
-runs in its own process so that sampling never competes with training for the GIL.
+:class:`SystemProbe` turns two readings of the counters into one row (docs/format.md);
+:func:`rows_to_batches` gives rows their Arrow types. The loop is :mod:`.sampler_main`.
+What is counted, so that nothing is counted twice:
 
-What is counted (so that nothing is counted twice):
-
-* disks: whole physical disks only. On Linux a disk is physical when
-  ``/sys/block/<name>`` exists and does not resolve under ``/sys/devices/virtual``:
-  this drops partitions (their I/O is already in their disk's counters),
-  ``loop*``, ``ram*``, ``zram*``, ``dm-*`` (LVM, dm-crypt) and ``md*`` (RAID),
-  whose I/O also reaches a physical disk or never touches one.
-* network: every interface but loopback; when a physical NIC exists, virtual
-  ones (``veth``, bridges, ``ifb``, VLANs, tunnels) are dropped too, since their
-  traffic crosses a physical NIC as well. In a container where every interface is
-  virtual, all non-loopback interfaces count.
+* disks: whole physical disks. On Linux a disk is physical when ``/sys/block/<name>``
+  exists and does not resolve under ``/sys/devices/virtual``: partitions (already in
+  their disk's counters), ``loop*``, ``ram*``, ``zram*``, ``dm-*`` (LVM, dm-crypt) and
+  ``md*`` (RAID) are left out: their I/O reaches a physical disk too, or none at all.
+* network: all but loopback; when a physical NIC exists, virtual ones (``veth``,
+  bridges, ``ifb``, VLANs, tunnels) are left out too, as their traffic crosses the
+  physical NIC as well. In a container where every NIC is virtual, all count.
 * ``mem_used`` is ``total - available``, consistent with ``mem_percent``.
-* ``proc_cpu``/``proc_rss`` sum the watched process and all its descendants;
-  RSS counts pages shared between them (forked data-loader workers) once per process.
+* ``proc_cpu``/``proc_rss`` sum the watched process and all its descendants; RSS
+  counts shared pages (forked data-loader workers) once per process.
 
-Storage: percentages are rounded to 0.1 and byte rates to whole bytes/s when
-batches are built: finer digits are noise (the kernel counts CPU time in 10 ms
-ticks) and rounding lets Parquet's dictionary encoding store a value in 1-2 bytes.
+Batches round percentages to 0.1 and byte rates to whole bytes/s: finer digits are
+noise (CPU time is counted in 10 ms ticks), and Parquet's dictionary encoding then
+stores most values in 1-2 bytes.
 """
 
 from __future__ import annotations
@@ -53,11 +47,9 @@ _LOOPBACK = ("lo", "lo0")
 def validate_interval_ms(value: int) -> int:
     """``value`` if it is an accepted sampling interval, else a ValueError that lists them."""
     if isinstance(value, bool) or value not in ACCEPTED_INTERVALS_MS:
-        accepted = ", ".join(str(ms) for ms in ACCEPTED_INTERVALS_MS)
-        raise ValueError(
-            f"Invalid value {value} for system_monitor_interval_millis. "
-            f"Accepted values are {accepted}."
-        )
+        accepted = ", ".join(map(str, ACCEPTED_INTERVALS_MS))
+        name = "system_monitor_interval_millis"
+        raise ValueError(f"Invalid value {value} for {name}. Accepted values are {accepted}.")
     return int(value)
 
 
@@ -112,12 +104,10 @@ class SystemProbe:
         self.gpus = gpus
         self.processes = ProcessTree(watch_pid)
         self._prev: _Reading | None = None
-        self._is_disk: dict[str, bool] = {}
-        self._is_virtual_nic: dict[str, bool] = {}
 
     def read(self, mono: float) -> Row:
         """The metric columns of one sample taken at ``mono``; rates are null the first time."""
-        cur = _Reading(mono, psutil.cpu_times(percpu=True), self._disks(), self._nics())
+        cur = _Reading(mono, psutil.cpu_times(percpu=True), _disks(), _nics())
         prev, self._prev = self._prev, cur
         dt = cur.mono - prev.mono if prev is not None else 0.0
         row = _cpu_columns(prev.cpus if prev and dt > 0 else None, cur.cpus)
@@ -133,25 +123,20 @@ class SystemProbe:
             self.gpus.sample(row)
         return row
 
-    def _disks(self) -> dict[str, tuple[int, int]]:
-        counters = psutil.disk_io_counters(perdisk=True) or {}
-        return {n: (c.read_bytes, c.write_bytes) for n, c in counters.items() if self._disk(n)}
 
-    def _disk(self, name: str) -> bool:
-        if name not in self._is_disk:
-            self._is_disk[name] = _is_physical_disk(name)
-        return self._is_disk[name]
-
-    def _nics(self) -> dict[str, tuple[int, int]]:
-        counters = psutil.net_io_counters(pernic=True)
-        names = [n for n in counters if n not in _LOOPBACK]
-        for name in names:
-            if name not in self._is_virtual_nic:
-                self._is_virtual_nic[name] = _is_virtual_nic(name)
-        physical = [n for n in names if not self._is_virtual_nic[n]]
-        return {n: (counters[n].bytes_recv, counters[n].bytes_sent) for n in physical or names}
+def _disks() -> dict[str, tuple[int, int]]:
+    counters = psutil.disk_io_counters(perdisk=True) or {}
+    return {n: (c.read_bytes, c.write_bytes) for n, c in counters.items() if _is_physical_disk(n)}
 
 
+def _nics() -> dict[str, tuple[int, int]]:
+    counters = psutil.net_io_counters(pernic=True)
+    names = [n for n in counters if n not in _LOOPBACK]
+    physical = [n for n in names if not _is_virtual_nic(n)]
+    return {n: (counters[n].bytes_recv, counters[n].bytes_sent) for n in physical or names}
+
+
+@lru_cache(maxsize=1024)  # devices are few; /sys is read once per name
 def _is_physical_disk(name: str) -> bool:
     if not os.path.isdir("/sys/block"):  # not Linux: trust psutil's list minus RAM disks
         return not name.startswith(("ram", "md"))
@@ -159,6 +144,7 @@ def _is_physical_disk(name: str) -> bool:
     return os.path.exists(link) and "/devices/virtual/" not in os.path.realpath(link)
 
 
+@lru_cache(maxsize=1024)
 def _is_virtual_nic(name: str) -> bool:
     link = f"/sys/class/net/{name}"
     return os.path.exists(link) and "/devices/virtual/" in os.path.realpath(link)
@@ -226,8 +212,7 @@ class ProcessTree:
     def read(self, dt: float | None) -> tuple[float | None, float | None]:
         """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
         members = self._members()
-        if self.root is None or not members:
-            self._last = {}
+        if not members:
             return None, None
         cpu_seconds, rss, seen = 0.0, 0.0, {}
         for proc in members:
@@ -246,10 +231,8 @@ class ProcessTree:
         return (100.0 * cpu_seconds / dt if dt else None), rss
 
     def _members(self) -> list[psutil.Process]:
-        if self.root is None:
-            return []
         try:
-            return [self.root, *self.root.children(recursive=True)]
+            return [self.root, *self.root.children(recursive=True)] if self.root else []
         except psutil.Error:
             return []
 
@@ -274,4 +257,3 @@ def is_alive(proc: psutil.Process) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-

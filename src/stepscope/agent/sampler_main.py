@@ -1,0 +1,268 @@
+"""The system sampler process of a node, started by the launcher::
+
+    python -m stepscope.agent.sampler_main --job-url URL --node NODE \\
+        --interval-ms 500 --watch-pid PID [--parent-pid PID] [--flush-seconds 2]
+
+It samples on a fixed schedule (tick ``k`` at ``start + k * interval``; missed
+ticks are skipped, never caught up in a burst), stores rows in ``system/<node>/``
+and ``nodes/<node>.json`` (docs/format.md), and ends with a last sample and flush
+on SIGTERM or SIGINT, when the watched process has exited, or when the parent
+(the launcher) has gone, so that a killed launcher leaves no sampler behind.
+It never imports torch, pandas or duckdb: start-up is pyarrow's import.
+
+Fault boundary: every exception of sampling or storing goes to :meth:`Sampler._guard`,
+which logs the first one to stderr, records all in ``faults/sampler-<node>-<pid>.json``
+and carries on. Unstored rows wait in a bounded buffer (one hour at 100 ms) and go
+out with the next flush that works; past the bound the oldest are dropped and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+import psutil
+
+from ..store import SegmentWriter, Store, StoreError, open_store
+from ._nvml import Gpus, Row
+from .sampler import SystemProbe, is_alive, process, rows_to_batches, validate_interval_ms
+
+FLUSH_S = 2.0
+MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
+LIVENESS_CHECK_S = 1.0  # how often the watched and parent processes are checked at least
+
+
+def next_tick(tick: float, now: float, interval_s: float) -> float:
+    """The first tick of the grid ``tick + k * interval_s`` after ``now``."""
+    behind = max(now - tick, 0.0)
+    return tick + interval_s * (math.floor(behind / interval_s) + 1)
+
+
+class Faults:
+    """What the fault boundary caught: first error on stderr, all in one JSON file."""
+
+    def __init__(self, store: Store, node: str) -> None:
+        self._store, self._key = store, f"faults/sampler-{node}-{os.getpid()}.json"
+        self.doc: dict[str, Any] = {"component": "sampler", "node": node, "pid": os.getpid()}
+        self.doc |= {"count": 0, "dropped_rows": 0}
+        self._changed = False
+
+    def record(self, exc: Exception) -> None:
+        now, error = time.time(), f"{type(exc).__name__}: {exc}"
+        if self.doc["count"] == 0:
+            print(f"stepscope: sampler: {error}", file=sys.stderr, flush=True)
+            self.doc["first_time"] = now
+        self.doc |= {"time": now, "error": error, "count": self.doc["count"] + 1}
+        self._changed = True
+        if self.doc["count"] == 1:
+            self.save()
+
+    def dropped(self, row_time: Any) -> None:
+        """A row left the full buffer unstored: the gap is ``dropped_first_time`` onwards."""
+        self.doc["dropped_rows"] += 1
+        self.doc.setdefault("dropped_first_time", row_time)
+        self.doc["dropped_last_time"] = row_time
+        self._changed = True
+
+    def save(self) -> None:
+        """Best effort, and only when something changed: the store may be what fails."""
+        if self._changed:
+            with contextlib.suppress(Exception):
+                self._store.write_json(self._key, self.doc)
+                self._changed = False
+
+
+class Sampler:
+    """Samples a node's system metrics into a job folder until told or bound to stop."""
+
+    def __init__(
+        self,
+        store: Store,
+        node: str,
+        *,
+        interval_ms: int = 500,
+        watch_pid: int | None = None,
+        parent_pid: int | None = None,
+        flush_s: float = FLUSH_S,
+        max_buffer_rows: int = MAX_BUFFER_ROWS,
+        probe: SystemProbe | None = None,
+    ) -> None:
+        self.store, self.node, self.flush_s = store, node, flush_s
+        self.interval_ms = validate_interval_ms(interval_ms)
+        self.probe = probe or SystemProbe(watch_pid, Gpus.open())
+        self._watching, self._parent_pid = watch_pid is not None, parent_pid
+        self._parent = process(parent_pid) if parent_pid is not None else None
+        self._writer = SegmentWriter(store, f"system/{node}")
+        self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
+        self.faults = Faults(store, node)
+        self._wall0, self._mono0 = time.time(), time.monotonic()
+        self._tick: float | None = None  # monotonic time of the last tick
+        self._flushed, self.samples = self._mono0, 0
+        self._node_written = self._stopped = self._closed = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def set_interval(self, ms: int) -> None:
+        """Change the interval (validated); the next tick is the last one plus ``ms``."""
+        self.interval_ms = validate_interval_ms(ms)
+        self._wake()
+
+    def stop(self) -> None:
+        """End :meth:`run` (safe from a signal handler and from other threads)."""
+        self._stopped = True
+        self._wake()
+
+    def run(self) -> str:
+        """Sample until stopped or a watched process ends; returns why it ended."""
+        self._guard(self._write_node)
+        while (reason := self._sleep()) is None:
+            self._guard(self._sample)
+            if time.monotonic() - self._flushed >= self.flush_s:
+                self.flush()
+        self._guard(self._sample)
+        self.flush()
+        self.close()
+        return reason
+
+    def flush(self) -> None:
+        """Store buffered rows (and what failed before); faults are caught and recorded."""
+        self._flushed = time.monotonic()
+        if not self._node_written:
+            self._guard(self._write_node)
+        self._guard(self._store_rows)
+        self.faults.save()
+
+    def close(self) -> None:
+        if self.probe.gpus is not None:
+            self.probe.gpus.close()
+        if not self._closed:
+            self._closed = True
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def _guard(self, action: Callable[[], None]) -> None:
+        """The fault boundary: nothing raised while sampling or storing stops the sampler."""
+        try:
+            action()
+        except Exception as exc:
+            self.faults.record(exc)
+
+    def _sample(self) -> None:
+        mono = time.monotonic()
+        row: Row = {"time": self._wall0 + (mono - self._mono0), "node": self.node}
+        row["interval_ms"] = self.interval_ms
+        row.update(self.probe.read(mono))
+        if len(self._pending) == self._pending.maxlen:
+            self.faults.dropped(self._pending[0]["time"])
+        self._pending.append(row)
+        self.samples += 1
+
+    def _store_rows(self) -> None:
+        self._writer.flush()  # rows handed over before a failed write go first
+        for batch in rows_to_batches(list(self._pending)):
+            self._writer.append(batch)
+            for _ in range(batch.num_rows):
+                self._pending.popleft()
+        self._writer.flush()
+
+    def _write_node(self) -> None:
+        self.store.write_json(f"nodes/{self.node}.json", node_facts(self))
+        self._node_written = True
+
+    def _sleep(self) -> str | None:
+        """Wait for the next tick; the reason to end instead, if there is one."""
+        due = self._due()
+        while (reason := self._end_reason()) is None:
+            left = due - time.monotonic()
+            if left <= 0:
+                self._tick = due
+                return None
+            if self._wait(min(left, LIVENESS_CHECK_S)):
+                due = self._due()  # the interval may have changed
+        return reason
+
+    def _due(self) -> float:
+        now = time.monotonic()
+        return now if self._tick is None else next_tick(self._tick, now, self.interval_ms / 1e3)
+
+    def _end_reason(self) -> str | None:
+        if self._stopped:
+            return "stopped"
+        if self._watching and not self.probe.processes.alive():
+            return "watched process exited"
+        if self._parent_pid is not None and (self._parent is None or not is_alive(self._parent)):
+            return "parent process exited"
+        return None
+
+    def _wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout``; True if woken by stop() or set_interval()."""
+        # A pipe, not a threading.Event: Event.set() from a signal handler can deadlock
+        # on the Event's own lock, while os.write is safe anywhere.
+        ready, _, _ = select.select([self._wake_r], [], [], timeout)
+        if ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 4096)
+        return bool(ready)
+
+    def _wake(self) -> None:
+        if not self._closed:
+            with contextlib.suppress(BlockingIOError):  # full: a wake-up is pending anyway
+                os.write(self._wake_w, b"!")
+
+
+def node_facts(sampler: Sampler) -> dict[str, Any]:
+    """The content of ``nodes/<node>.json`` (docs/format.md)."""
+    gpus = sampler.probe.gpus.info if sampler.probe.gpus is not None else []
+    facts: dict[str, Any] = {"node": sampler.node, "hostname": socket.gethostname()}
+    facts |= {"cpu_count": psutil.cpu_count(), "mem_total": float(psutil.virtual_memory().total)}
+    facts |= {"gpus": [asdict(gpu) for gpu in gpus], "interval_ms": sampler.interval_ms}
+    return facts | {"clock_offset_s": 0.0, "boot_time": psutil.boot_time()}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m stepscope.agent.sampler_main")
+    p.add_argument("--job-url", required=True, help="the job folder (path or URL)")
+    p.add_argument("--node", required=True, help="node id: writes system/<node>/")
+    p.add_argument("--interval-ms", type=int, default=500, help="100, 200, 500, 1000, 5000, 60000")
+    p.add_argument("--watch-pid", type=int, help="training process: end when it has exited")
+    p.add_argument("--parent-pid", type=int, help="end when it has gone (default: our parent)")
+    p.add_argument("--flush-seconds", type=float, default=FLUSH_S, help="store rows this often")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        validate_interval_ms(args.interval_ms)
+        store = open_store(args.job_url)
+    except (ValueError, StoreError) as exc:
+        print(f"stepscope: sampler: {exc}", file=sys.stderr)
+        return 2
+    sampler = Sampler(
+        store,
+        args.node,
+        interval_ms=args.interval_ms,
+        watch_pid=args.watch_pid,
+        parent_pid=args.parent_pid if args.parent_pid is not None else os.getppid(),
+        flush_s=args.flush_seconds,
+    )
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: sampler.stop())
+    sampler.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

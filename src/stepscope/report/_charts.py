@@ -1,0 +1,117 @@
+"""Chart specs for the page: downsampled, compactly rounded, JSON-ready.
+
+A :class:`Charts` collects the specs of one page; each ``add_*`` method
+returns the id that :func:`._html.chart` places in the page. The specs are
+what ``webcharts/static/stepscope-charts.js`` draws (see docs/charts.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..analysis.downsample import mean_frame, minmax_frame
+
+REPORT_BUCKETS = 2000  # 2 points per bucket: ~4 points per pixel column of a laptop-wide chart
+HEATMAP_BUCKETS = 600
+SIG_DIGITS = 4
+
+
+def compact(values: npt.ArrayLike, digits: int = SIG_DIGITS) -> list[float | None]:
+    """Values rounded to ``digits`` significant digits of the series' largest, NaN as None."""
+    v = np.asarray(values, dtype=np.float64)
+    top = float(np.nanmax(np.abs(v))) if len(v) and not np.isnan(v).all() else 0.0
+    decimals = max(0, digits - 1 - math.floor(math.log10(top))) if top > 0 else 0
+    rounded = np.round(v, decimals)
+    if decimals == 0:
+        return [None if math.isnan(x) else int(x) for x in rounded.tolist()]
+    return [None if math.isnan(x) else x for x in rounded.tolist()]
+
+
+def offsets(x: npt.ArrayLike, t0: float) -> list[float]:
+    """Times as offsets from ``t0``: 1 ms resolution for short spans, 0.1 s for long ones."""
+    rel = np.asarray(x, dtype=np.float64) - t0
+    span = float(rel[-1] - rel[0]) if len(rel) else 0.0
+    return np.round(rel, 3 if span < 600 else 1).tolist()
+
+
+class Charts:
+    """The chart specs of one page, keyed by id."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.specs: dict[str, dict[str, Any]] = {}
+
+    def _add(self, spec: dict[str, Any]) -> str:
+        chart_id = f"c{len(self.specs)}"
+        self.specs[chart_id] = spec
+        return chart_id
+
+    def add_timeseries(
+        self,
+        title: str,
+        x: npt.ArrayLike,
+        columns: Mapping[str, npt.ArrayLike],
+        unit: str = "%",
+        **extra: Any,
+    ) -> str:
+        """Line chart of several series sharing ``x`` (min/max downsampled)."""
+        xs, cols = minmax_frame(x, columns, REPORT_BUCKETS)
+        series = [{"label": k, "values": compact(v)} for k, v in cols.items()]
+        return self._add(self._ts("timeseries", title, xs, series, unit, extra))
+
+    def add_stacked(
+        self, title: str, x: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike], unit: str = "s"
+    ) -> str:
+        """Stacked areas (bucket means, so that the stack's height stays the mean total)."""
+        xs, cols = mean_frame(x, columns, REPORT_BUCKETS)
+        series = [{"label": k, "values": compact(v)} for k, v in cols.items()]
+        return self._add(self._ts("stacked", title, xs, series, unit, {}))
+
+    def _ts(
+        self,
+        kind: str,
+        title: str,
+        xs: npt.ArrayLike,
+        series: list[dict[str, Any]],
+        unit: str,
+        extra: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        spec = {"kind": kind, "title": title, "unit": unit, "t0": self.t0,
+                "x": offsets(xs, self.t0), "series": series}  # fmt: skip
+        spec.update(extra)
+        return spec
+
+    def add_histogram(self, title: str, hist: Mapping[str, Any], unit: str = "s", **extra: Any) -> str:
+        """Bars of ``hist`` (edges and counts, see analysis.report_data.histogram)."""
+        spec = {"kind": "histogram", "title": title, "unit": unit,
+                "edges": compact(hist["edges"], 6), "counts": list(hist["counts"])}  # fmt: skip
+        spec.update(extra)
+        return self._add(spec)
+
+    def add_heatmap(
+        self, title: str, x: npt.ArrayLike, rows: Mapping[str, npt.ArrayLike], unit: str = "%"
+    ) -> str:
+        """Rows (cores, GPUs) over time, bucket means rounded to integers."""
+        xs, cols = mean_frame(x, rows, HEATMAP_BUCKETS)
+        values = [[None if math.isnan(v) else round(v) for v in c.tolist()] for c in cols.values()]
+        spec = {"kind": "heatmap", "title": title, "unit": unit, "t0": self.t0,
+                "x": offsets(xs, self.t0), "rows": list(cols), "values": values}  # fmt: skip
+        return self._add(spec)
+
+    def add_share(self, title: str, labels: Sequence[str], values: Sequence[float], unit: str = "s") -> str:
+        """One bar split into shares (the step split in total)."""
+        spec = {"kind": "share", "title": title, "unit": unit, "labels": list(labels),
+                "values": compact(values)}  # fmt: skip
+        return self._add(spec)
+
+    def band(self, start: float | None, end: float | None, label: str, severity: float) -> dict[str, Any]:
+        """A shaded time range (a rule finding) for a time series' ``bands``."""
+        s = start if start is not None else self.t0
+        e = end if end is not None else s
+        return {"start": round(s - self.t0, 3), "end": round(e - self.t0, 3),
+                "label": label, "severity": severity}  # fmt: skip

@@ -1,0 +1,80 @@
+"""What every section of one report reads: the job's frames, loaded once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..job import Job
+from ._charts import Charts
+
+Progress = Callable[[str, float], None]
+"""Called with a stage name and the fraction of the report done (0..1)."""
+
+
+def no_progress(stage: str, fraction: float) -> None:
+    """The default progress callback: report nothing."""
+
+
+def read_rules(job: Job) -> list[dict[str, Any]]:
+    """The rule results under ``rules/*.json``; unreadable files are skipped."""
+    results = []
+    for key in job.store.list("rules", suffix=".json"):
+        try:
+            data = job.store.read_json(key)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            data.setdefault("rule", key.rsplit("/", 1)[-1][: -len(".json")])
+            results.append(data)
+    return results
+
+
+@dataclass
+class Context:
+    """The job's metadata and frames, and the charts of the page being built."""
+
+    job: Job
+    meta: dict[str, Any]
+    steps: pd.DataFrame
+    events: pd.DataFrame
+    rules: list[dict[str, Any]]
+    charts: Charts
+    now: float
+    _system: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, job: Job, now: float | None = None) -> Context:
+        """Read everything but the system samples (read per node, on first use)."""
+        meta = job.meta
+        steps, events = job.steps(), job.events()
+        t0 = _first_time(meta, steps, events)
+        now = time.time() if now is None else now
+        return cls(job, meta, steps, events, read_rules(job), Charts(t0), now)
+
+    def system(self, node: str) -> pd.DataFrame:
+        """One node's system samples (wide), with the columns no sample has dropped."""
+        if node not in self._system:
+            frame = self.job.system(nodes=[node])
+            self._system[node] = frame.dropna(axis=1, how="all")
+        return self._system[node]
+
+    @property
+    def end_time(self) -> float:
+        """The job's end, or now for a job that still runs."""
+        end = self.meta.get("end_time")
+        return float(end) if end is not None else self.now
+
+
+def _first_time(meta: dict[str, Any], steps: pd.DataFrame, events: pd.DataFrame) -> float:
+    candidates = [meta.get("start_time")]
+    if len(events):
+        candidates.append(float(events["time"].min()))
+    if len(steps):
+        candidates.append(float(steps["start"].min()))
+    known = [float(c) for c in candidates if c is not None]
+    return min(known) if known else 0.0

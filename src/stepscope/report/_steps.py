@@ -1,0 +1,106 @@
+"""Steps: duration over time and as a histogram per phase, outliers, and the split."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.report_data import SPLIT, histogram, outlier_threshold, per_step, split_totals
+from ._context import Context
+from ._html import chart, fmt_duration, fmt_time, note, section, table
+
+TOP_OUTLIERS = 10
+
+
+def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
+    dur = agg["duration"].to_numpy(np.float64)
+    multi = int(agg["ranks"].max()) > 1
+    series = {"slowest rank" if multi else "duration": dur}
+    if multi:
+        series["median rank"] = agg["median"].to_numpy(np.float64)
+    # Outliers as their own point series: min/max downsampling keeps their exact values.
+    series["outliers"] = np.where(dur > threshold, dur, np.nan)
+    extra = {"phase": phase, "outlier_threshold": None if math.isinf(threshold) else threshold}
+    if not math.isinf(threshold):
+        extra["hlines"] = [{"value": threshold, "label": "mean + 3σ"}]
+    chart_id = ctx.charts.add_timeseries(
+        f"{phase} step duration", agg["start"], series, "s", **extra)  # fmt: skip
+    spec = ctx.charts.specs[chart_id]
+    spec["series"][-1].update(points=True, color="#d62728")
+    return chart(chart_id, "Each point is a step at its start time; red dots: outliers.")
+
+
+def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
+    hist = histogram(agg["duration"].to_numpy(np.float64))
+    extra = {"phase": phase}
+    if not math.isinf(threshold) and threshold <= hist["edges"][-1]:
+        extra["markers"] = [{"x": threshold, "axis": "value", "label": "mean + 3σ"}]
+    chart_id = ctx.charts.add_histogram(f"{phase} step duration histogram", hist, "s", **extra)
+    clipped = f" {hist['clipped']} slower steps are counted in the last bar." if hist["clipped"] else ""
+    return chart(chart_id, "Number of steps per duration." + clipped)
+
+
+def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: str) -> str:
+    parts = [p for p in SPLIT if p in agg and agg[p].notna().any()]
+    if not parts:
+        return ""
+    cols = {p: agg[p].to_numpy(np.float64) for p in parts}
+    stacked = ctx.charts.add_stacked(f"{phase} step split over time", agg["start"], cols, "s")
+    ctx.charts.specs[stacked]["phase"] = phase
+    totals = split_totals(rows)
+    share = ctx.charts.add_share(f"{phase} step split in total", list(totals), list(totals.values()))
+    total = sum(totals.values()) or 1.0
+    trows = [(p, fmt_duration(v), f"{100 * v / total:.1f}%") for p, v in totals.items()]
+    return (
+        "<h4>Split of a step</h4>"
+        + chart(stacked, "Mean over ranks per step (mean per time bucket on long jobs).")
+        + chart(share, "Total over all steps and ranks.")
+        + table(["Part", "Time", "Share"], trows, cls="num split")
+    )
+
+
+def _outlier_table(rows: pd.DataFrame, threshold: float) -> str:
+    if math.isinf(threshold):
+        return note("Too few steps to look for outliers.")
+    slow = rows[rows["duration"] > threshold]
+    if slow.empty:
+        return note(f"No outliers: no step took longer than {fmt_duration(threshold)} (mean + 3σ).")
+    top = slow.nlargest(TOP_OUTLIERS, "duration")
+    body = [(int(r.step), int(r.rank), fmt_duration(r.duration), fmt_time(r.start)) for r in top.itertuples()]
+    title = (f"<p>{len(slow)} outlier steps took longer than {fmt_duration(threshold)} (mean + 3σ); "
+             f"the slowest {len(top)}:</p>")  # fmt: skip
+    return title + table(["Step", "Rank", "Duration", "Started"], body, cls="num outliers")
+
+
+def _stats_table(rows: pd.DataFrame) -> str:
+    d = rows["duration"].to_numpy(np.float64)
+    q = np.quantile(d, [0.5, 0.95, 0.99]) if len(d) else [math.nan] * 3
+    cells = [(len(rows), *(fmt_duration(float(v)) for v in (d.mean(), *q, d.max())))]
+    return table(["Steps (all ranks)", "mean", "p50", "p95", "p99", "max"], cells, cls="num")
+
+
+def phase_section(ctx: Context, phase: str, rows: pd.DataFrame) -> str:
+    """One phase (train or eval): statistics, outliers and charts."""
+    agg = per_step(rows)
+    threshold = outlier_threshold(agg["duration"])
+    body = (
+        _stats_table(rows)
+        + _duration_chart(ctx, agg, phase, threshold)
+        + _histogram_chart(ctx, agg, phase, threshold)
+        + _outlier_table(rows, threshold)
+        + _split_charts(ctx, agg, rows, phase)
+    )
+    return section(f"steps-{phase}", f"{phase.capitalize()} steps", body, level=3)
+
+
+def steps_section(ctx: Context) -> str:
+    """Every phase that has steps, training first."""
+    if ctx.steps.empty:
+        return section("steps", "Steps", note("No steps were recorded."))
+    phases = sorted(ctx.steps["phase"].unique(), key=lambda p: (p != "train", p))
+    parts = [phase_section(ctx, str(p), ctx.steps[ctx.steps["phase"] == p]) for p in phases]
+    intro = note("With several ranks, a step's duration is the slowest rank's; outliers are "
+                 "steps longer than the mean plus three standard deviations.")  # fmt: skip
+    return section("steps", "Steps", intro + "".join(parts))

@@ -1,0 +1,280 @@
+/* stepscope chart layer: small wrappers over uPlot, shared by the report and the dashboard.
+ *
+ * StepscopeCharts.draw(el, spec) draws one chart from a plain JSON spec; drawAll(root, specs)
+ * draws every element with a data-chart="<id>" attribute. Kinds: timeseries, stacked,
+ * histogram, heatmap, share. Times are unix seconds given as offsets from spec.t0 and shown
+ * in UTC. Text from the data is only ever set with textContent or drawn on a canvas.
+ * Every chart records what it holds in StepscopeCharts.registry[id] and on its element
+ * (data-drawn, data-points) so that tests can compare charts with the job's data.
+ */
+(function (global) {
+  "use strict";
+  const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  const SPLIT_COLORS = {data_wait: "#d62728", forward: "#1f77b4", backward: "#ff7f0e",
+    optimizer: "#2ca02c", other: "#9d9d9d"};
+  const registry = {};
+  const plots = [];  // one resize function per chart
+  const HEIGHT = 220;
+
+  const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+  const color = (s, i) => s.color || SPLIT_COLORS[s.label] || PALETTE[i % PALETTE.length];
+  const widthOf = (el) => Math.max(320, Math.floor(el.clientWidth || 800));
+
+  function human(v, unit) {
+    if (v === null || v === undefined || Number.isNaN(v)) return "--";
+    if (unit === "B" || unit === "B/s") {
+      const k = ["", "K", "M", "G", "T"]; let i = 0; let a = Math.abs(v);
+      while (a >= 1000 && i < k.length - 1) { a /= 1000; v /= 1000; i++; }
+      return v.toFixed(a >= 100 || i === 0 ? 0 : 1) + " " + k[i] + unit;
+    }
+    if (unit === "s") return Math.abs(v) < 1 ? (v * 1e3).toPrecision(3) + " ms" : v.toPrecision(3) + " s";
+    const s = Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3);
+    return unit ? s + (unit === "%" ? "%" : " " + unit) : s;
+  }
+
+  function decodeX(spec) {
+    const t0 = spec.t0 || 0, out = new Float64Array(spec.x.length);
+    for (let i = 0; i < out.length; i++) out[i] = t0 + spec.x[i];
+    return out;
+  }
+
+  function stats(label, values) {
+    let n = 0, min = null, max = null, first = null, last = null;
+    for (const v of values) {
+      if (v === null || v === undefined || Number.isNaN(v)) continue;
+      n++; last = v; if (first === null) first = v;
+      if (min === null || v < min) min = v;
+      if (max === null || v > max) max = v;
+    }
+    return {label, n, min, max, first, last};
+  }
+
+  function record(el, spec, series, extra) {
+    const points = series.reduce((a, s) => a + s.n, 0);
+    registry[spec.id] = Object.assign({id: spec.id, kind: spec.kind, drawn: false, points, series}, extra || {});
+    el.dataset.points = String(points);
+    return registry[spec.id];
+  }
+
+  function markDrawn(el, spec) {
+    if (registry[spec.id]) registry[spec.id].drawn = true;
+    el.dataset.drawn = "1";
+  }
+
+  /* Shaded bands (rule findings), vertical markers and horizontal threshold lines. */
+  function overlayHooks(spec) {
+    const bands = spec.bands || [], marks = spec.markers || [], hlines = spec.hlines || [];
+    const drawBands = (u) => {
+      const c = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      for (const b of bands) {
+        const x0 = u.valToPos((spec.t0 || 0) + b.start, "x", true);
+        const x1 = u.valToPos((spec.t0 || 0) + b.end, "x", true);
+        c.fillStyle = `rgba(214,39,40,${0.08 + 0.25 * (b.severity || 0.5)})`;
+        c.fillRect(Math.min(x0, x1), top, Math.max(2, Math.abs(x1 - x0)), h);
+      }
+    };
+    const drawLines = (u) => {
+      const c = u.ctx, b = u.bbox; c.save(); c.setLineDash([5, 4]); c.lineWidth = 1.5;
+      c.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`; c.fillStyle = c.strokeStyle = "#b00";
+      for (const m of marks) {
+        const x = u.valToPos((m.axis === "value" ? 0 : spec.t0 || 0) + m.x, "x", true);
+        c.beginPath(); c.moveTo(x, b.top); c.lineTo(x, b.top + b.height); c.stroke();
+        if (m.label) c.fillText(m.label, x + 4, b.top + 12 * devicePixelRatio);
+      }
+      for (const l of hlines) {
+        const y = u.valToPos(l.value, "y", true);
+        c.beginPath(); c.moveTo(b.left, y); c.lineTo(b.left + b.width, y); c.stroke();
+        if (l.label) c.fillText(l.label, b.left + 4, y - 4);
+      }
+      c.restore();
+    };
+    return {drawClear: [drawBands], draw: [drawLines]};
+  }
+
+  function baseOpts(el, spec, series, extraHooks) {
+    const hooks = overlayHooks(spec);
+    hooks.draw.push(() => markDrawn(el, spec));
+    for (const k in extraHooks || {}) hooks[k] = (hooks[k] || []).concat(extraHooks[k]);
+    const y = spec.yRange ? {range: spec.yRange} : {auto: true};
+    return {
+      width: widthOf(el), height: spec.height || HEIGHT, tzDate: utc, hooks,
+      scales: {x: {time: spec.kind !== "histogram"}, y}, series,
+      axes: [{label: spec.xLabel || (spec.kind === "histogram" ? "" : "UTC"), size: 50},
+             {size: 70, values: (u, vals) => vals.map((v) => human(v, spec.unit))}],
+      legend: {live: true}, cursor: {drag: {x: true, y: false}},
+    };
+  }
+
+  function timeseries(el, spec) {
+    const xs = decodeX(spec);
+    const data = [xs], series = [{label: "time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}"}];
+    spec.series.forEach((s, i) => {
+      data.push(s.values);
+      const c = color(s, i);
+      const opt = {label: s.label, stroke: c, width: 1.25, value: (u, v) => human(v, spec.unit)};
+      if (s.fill) opt.fill = c + "33";
+      if (s.points) Object.assign(opt, {paths: () => null, points: {show: true, size: 7, fill: c, stroke: c}});
+      series.push(opt);
+    });
+    record(el, spec, spec.series.map((s) => stats(s.label, s.values)));
+    return mount(el, baseOpts(el, spec, series), data);
+  }
+
+  /* Stacked areas: each layer is drawn as the running sum and filled down to the one below. */
+  function stacked(el, spec) {
+    const xs = decodeX(spec), data = [xs], series = [{label: "time (UTC)"}], bands = [];
+    const raw = spec.series.map((s) => s.values);
+    let acc = new Array(xs.length).fill(0);
+    raw.forEach((vals, i) => {
+      acc = acc.map((a, j) => (vals[j] === null || a === null ? null : a + vals[j]));
+      data.push(acc.slice());
+      const s = spec.series[i], c = color(s, i);
+      series.push({label: s.label, stroke: c, fill: c + "aa", width: 1,
+        value: (u, v, si, idx) => human(idx === null ? null : raw[si - 1][idx], spec.unit)});
+      if (i > 0) bands.push({series: [i + 1, i], fill: c + "aa"});
+    });
+    const opts = baseOpts(el, spec, series);
+    opts.bands = bands;
+    record(el, spec, spec.series.map((s) => stats(s.label, s.values)));
+    return mount(el, opts, data);
+  }
+
+  function histogram(el, spec) {
+    const xs = Float64Array.from(spec.edges.slice(0, -1));
+    const c = spec.color || PALETTE[0];
+    const series = [{label: spec.xLabel || "value", value: (u, v) => human(v, spec.unit)},
+      {label: "steps", stroke: c, fill: c + "aa", paths: uPlot.paths.bars({size: [0.95, 100], align: 1})}];
+    const opts = baseOpts(el, spec, series);
+    opts.axes[0].values = (u, vals) => vals.map((v) => human(v, spec.unit));
+    opts.axes[1].values = (u, vals) => vals.map((v) => String(v));
+    opts.scales.x = {time: false, range: [spec.edges[0], spec.edges[spec.edges.length - 1]]};
+    record(el, spec, [stats("steps", spec.counts)], {total: spec.counts.reduce((a, b) => a + b, 0)});
+    return mount(el, opts, [xs, spec.counts]);
+  }
+
+  function mount(el, opts, data) {
+    el.textContent = "";
+    const plot = new uPlot(opts, data, el);
+    plots.push(() => plot.setSize({width: widthOf(el), height: plot.height}));
+    return plot;
+  }
+
+  /* A value in 0..100 to a colour: white-blue-red, easy to read in print. */
+  function heat(v) {
+    if (v === null || v === undefined) return [240, 240, 240];
+    const t = Math.max(0, Math.min(1, v / 100));
+    if (t < 0.5) { const k = t / 0.5; return [255 - 200 * k, 255 - 120 * k, 255 - 30 * k]; }
+    const k = (t - 0.5) / 0.5; return [55 + 170 * k, 135 - 105 * k, 225 - 190 * k];
+  }
+
+  function heatmap(el, spec) {
+    const rows = spec.values.length, cols = rows ? spec.values[0].length : 0;
+    record(el, spec, spec.values.map((r, i) => stats(spec.rows[i], r)), {rows, cols});
+    el.textContent = "";
+    const canvas = document.createElement("canvas"), tip = document.createElement("div");
+    tip.className = "sc-tip"; el.append(canvas, tip); el.classList.add("sc-heatmap");
+    const paint = () => paintHeatmap(canvas, spec, rows, cols);
+    paint(); plots.push(paint);
+    canvas.addEventListener("mousemove", (e) => heatTip(e, canvas, spec, rows, cols, tip));
+    canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+    markDrawn(el, spec);
+  }
+
+  const GUTTER = 64, AXIS = 22;
+
+  function paintHeatmap(canvas, spec, rows, cols) {
+    const dpr = devicePixelRatio || 1, w = widthOf(canvas.parentElement);
+    const rowH = Math.max(4, Math.min(18, Math.floor(280 / Math.max(rows, 1))));
+    const h = rows * rowH + AXIS;
+    canvas.style.width = w + "px"; canvas.style.height = h + "px";
+    canvas.width = w * dpr; canvas.height = h * dpr;
+    const c = canvas.getContext("2d"); c.scale(dpr, dpr);
+    const img = new ImageData(Math.max(cols, 1), Math.max(rows, 1));
+    spec.values.forEach((r, i) => r.forEach((v, j) => {
+      const p = (i * cols + j) * 4, rgb = heat(v);
+      img.data[p] = rgb[0]; img.data[p + 1] = rgb[1]; img.data[p + 2] = rgb[2]; img.data[p + 3] = 255;
+    }));
+    const off = document.createElement("canvas"); off.width = img.width; off.height = img.height;
+    off.getContext("2d").putImageData(img, 0, 0);
+    c.imageSmoothingEnabled = false;
+    c.drawImage(off, GUTTER, 0, w - GUTTER, rows * rowH);
+    c.fillStyle = "#333"; c.font = "11px sans-serif"; c.textBaseline = "middle";
+    const every = Math.ceil(12 / rowH);
+    spec.rows.forEach((label, i) => { if (i % every === 0) c.fillText(label, 4, i * rowH + rowH / 2); });
+    heatAxis(c, spec, cols, w, rows * rowH);
+  }
+
+  function heatAxis(c, spec, cols, w, y) {
+    if (!cols) return;
+    const t0 = (spec.t0 || 0) + spec.x[0], t1 = (spec.t0 || 0) + spec.x[cols - 1];
+    c.textBaseline = "top";
+    for (let k = 0; k <= 4; k++) {
+      const t = t0 + (t1 - t0) * k / 4, px = GUTTER + (w - GUTTER - 40) * k / 4;
+      c.fillText(new Date(t * 1e3).toISOString().slice(11, 19), px, y + 5);
+    }
+  }
+
+  function heatTip(e, canvas, spec, rows, cols, tip) {
+    const r = canvas.getBoundingClientRect(), w = r.width;
+    const rowH = (r.height - AXIS) / Math.max(rows, 1);
+    const j = Math.floor((e.clientX - r.left - GUTTER) / (w - GUTTER) * cols);
+    const i = Math.floor((e.clientY - r.top) / rowH);
+    if (i < 0 || i >= rows || j < 0 || j >= cols) { tip.style.display = "none"; return; }
+    const t = new Date(((spec.t0 || 0) + spec.x[j]) * 1e3).toISOString().slice(0, 19).replace("T", " ");
+    tip.textContent = `${spec.rows[i]}  ${t} UTC  ${human(spec.values[i][j], spec.unit || "%")}`;
+    tip.style.display = "block";
+    tip.style.left = (e.clientX - r.left + 12) + "px"; tip.style.top = (e.clientY - r.top + 12) + "px";
+  }
+
+  /* One horizontal bar split into shares (the total step split). */
+  function share(el, spec) {
+    const total = spec.values.reduce((a, b) => a + (b || 0), 0) || 1;
+    record(el, spec, [stats("share", spec.values)], {total});
+    el.textContent = "";
+    const bar = document.createElement("div"), legend = document.createElement("div");
+    bar.className = "sc-share"; legend.className = "sc-share-legend";
+    spec.labels.forEach((label, i) => {
+      const c = color({label}, i), pct = (100 * (spec.values[i] || 0)) / total;
+      const seg = document.createElement("span");
+      seg.style.width = pct + "%"; seg.style.background = c; seg.title = `${label}: ${pct.toFixed(1)}%`;
+      bar.append(seg);
+      const item = document.createElement("span"), sw = document.createElement("i");
+      sw.style.background = c; item.append(sw, `${label} ${pct.toFixed(1)}% (${human(spec.values[i], spec.unit)})`);
+      legend.append(item);
+    });
+    el.append(bar, legend);
+    markDrawn(el, spec);
+  }
+
+  const KINDS = {timeseries, stacked, histogram, heatmap, share};
+
+  function draw(el, spec) {
+    try {
+      const kind = KINDS[spec.kind];
+      if (!kind) throw new Error("unknown chart kind " + spec.kind);
+      return kind(el, spec);
+    } catch (err) {
+      el.dataset.error = String(err);
+      el.textContent = "chart failed: " + err;
+      throw err;
+    }
+  }
+
+  function drawAll(root, specs) {
+    for (const el of root.querySelectorAll("[data-chart]")) {
+      const spec = specs[el.dataset.chart];
+      if (spec) draw(el, Object.assign({id: el.dataset.chart}, spec));
+    }
+  }
+
+  function resizeAll() {
+    for (const resize of plots) resize();
+  }
+
+  let pending = null;
+  global.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(resizeAll, 100); });
+  global.addEventListener("beforeprint", resizeAll);
+
+  global.StepscopeCharts = {draw, drawAll, resizeAll, registry, human, version: "1"};
+})(window);
