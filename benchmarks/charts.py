@@ -31,10 +31,16 @@ UPLOT = ROOT / "src/stepscope/webcharts/static/uPlot.iife.min.js"
 CACHE = Path.home() / ".cache/stepscope-bench"
 ECHARTS_VERSION = "6.1.0"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
-]  # fmt: skip
+]
 SIZES = (4_000, 172_800, 1_728_000)
 
 # Data is made in the page (a random walk with spikes) so that only drawing is timed.
@@ -88,8 +94,10 @@ def echarts_path(given: str | None) -> Path:
         with tempfile.TemporaryDirectory() as tmp:
             subprocess.run(
                 ["npm", "pack", f"echarts@{ECHARTS_VERSION}", "--silent"],
-                cwd=tmp, check=True, capture_output=True,
-            )  # fmt: skip
+                cwd=tmp,
+                check=True,
+                capture_output=True,
+            )
             with tarfile.open(next(Path(tmp).glob("*.tgz"))) as tar:
                 member = tar.extractfile("package/dist/echarts.min.js")
                 assert member is not None
@@ -128,7 +136,9 @@ def main() -> None:
         page_file.write_text(page_html(path.read_text(), DRAW_JS[name]))
         urls[name] = page_file.as_uri()
         raw = path.read_bytes()
-        print(f"{name:8s} {path.name}: {len(raw) / 1e3:.0f} KB, {len(gzip.compress(raw)) / 1e3:.0f} KB gzipped")
+        print(
+            f"{name:8s} {path.name}: {len(raw) / 1e3:.0f} KB, {len(gzip.compress(raw)) / 1e3:.0f} KB gzipped"
+        )
     loads: dict[str, list[float]] = {n: [] for n in libs}
     draws: dict[tuple[str, int], list[float]] = {(n, s): [] for n in libs for s in SIZES}
     with sync_playwright() as pw:

@@ -59,7 +59,9 @@ def test_minmax_frame_aligns_series_and_keeps_extremes() -> None:
 
 def test_minmax_frame_earlier_extreme_first() -> None:
     x = np.arange(8.0)
-    y = np.array([5.0, 9.0, 1.0, 5.0, 0.0, 3.0, 7.0, 2.0])  # bucket 0: max first; bucket 1: min first
+    y = np.array(
+        [5.0, 9.0, 1.0, 5.0, 0.0, 3.0, 7.0, 2.0]
+    )  # bucket 0: max first; bucket 1: min first
     _, cols = minmax_frame(x, {"y": y}, buckets=2)
     assert cols["y"].tolist() == [9.0, 1.0, 0.0, 7.0]
 

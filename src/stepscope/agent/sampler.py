@@ -22,8 +22,11 @@ stores most values in 1-2 bytes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import math
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -124,13 +127,15 @@ class SystemProbe:
         return row
 
 
+# nowrap=False: a third cheaper, and a counter that wraps or resets gives one rate of 0
+# (see _rates), not a wrong one.
 def _disks() -> dict[str, tuple[int, int]]:
-    counters = psutil.disk_io_counters(perdisk=True) or {}
+    counters = psutil.disk_io_counters(perdisk=True, nowrap=False) or {}
     return {n: (c.read_bytes, c.write_bytes) for n, c in counters.items() if _is_physical_disk(n)}
 
 
 def _nics() -> dict[str, tuple[int, int]]:
-    counters = psutil.net_io_counters(pernic=True)
+    counters = psutil.net_io_counters(pernic=True, nowrap=False)
     names = [n for n in counters if n not in _LOOPBACK]
     physical = [n for n in names if not _is_virtual_nic(n)]
     return {n: (counters[n].bytes_recv, counters[n].bytes_sent) for n in physical or names}
@@ -197,13 +202,20 @@ def _rates(
 
 
 class ProcessTree:
-    """CPU and RSS of a process and all its descendants, which come and go."""
+    """CPU and RSS of a process and all its descendants, which come and go.
 
-    def __init__(self, pid: int | None) -> None:
+    Listing descendants reads every process of the host (``/proc/*/stat``: about 3 ms
+    for 80 processes), so the list is refreshed once per ``refresh_s``; the members'
+    own counters are read at every sample. A process counts from the first reading
+    that finds it: up to ``refresh_s`` of a new process's CPU, or all of one that
+    lives less long, can be missed, but a late find never shows as a spike.
+    """
+
+    def __init__(self, pid: int | None, refresh_s: float = 1.0) -> None:
         self.root = process(pid) if pid is not None else None
-        # pid -> (process, its user+system CPU seconds at the previous reading)
-        self._last: dict[int, tuple[psutil.Process, float]] = {}
-        self._max_share = float(psutil.cpu_count() or 1)
+        self.refresh_s, self._listed = refresh_s, -math.inf
+        self._members: list[psutil.Process] = []
+        self._last: dict[psutil.Process, float] = {}  # CPU seconds at the last reading
 
     def alive(self) -> bool:
         """False once the root process has exited (a zombie counts as exited)."""
@@ -211,37 +223,27 @@ class ProcessTree:
 
     def read(self, dt: float | None) -> tuple[float | None, float | None]:
         """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
-        members = self._members()
-        if not members:
-            return None, None
         cpu_seconds, rss, seen = 0.0, 0.0, {}
-        for proc in members:
+        for proc in self._list():
             try:
                 with proc.oneshot():
                     times, mem = proc.cpu_times(), proc.memory_info()
             except psutil.Error:
-                continue  # exited between listing and reading
-            used = times.user + times.system
-            proc, before = self._previous(proc)
-            # A process first seen now started during the interval: count all its CPU.
-            cpu_seconds += min(max(used - before, 0.0), (dt or 0.0) * self._max_share)
+                continue  # it has exited
+            seen[proc] = used = times.user + times.system  # Process: same pid and start
+            cpu_seconds += max(used - self._last.get(proc, used), 0.0)
             rss += mem.rss
-            seen[proc.pid] = (proc, used)
         self._last = seen
+        if not seen:
+            return None, None
         return (100.0 * cpu_seconds / dt if dt else None), rss
 
-    def _members(self) -> list[psutil.Process]:
-        try:
-            return [self.root, *self.root.children(recursive=True)] if self.root else []
-        except psutil.Error:
-            return []
-
-    def _previous(self, proc: psutil.Process) -> tuple[psutil.Process, float]:
-        """The cached Process (same pid and start time) and its last CPU seconds."""
-        last = self._last.get(proc.pid)
-        if last is not None and last[0] == proc:
-            return last
-        return proc, 0.0
+    def _list(self) -> list[psutil.Process]:
+        if self.root is not None and time.monotonic() - self._listed >= self.refresh_s:
+            self._listed = time.monotonic()
+            with contextlib.suppress(psutil.Error):
+                self._members = [self.root, *self.root.children(recursive=True)]
+        return self._members
 
 
 def process(pid: int) -> psutil.Process | None:

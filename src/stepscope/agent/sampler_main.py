@@ -128,10 +128,10 @@ class Sampler:
         """Sample until stopped or a watched process ends; returns why it ended."""
         self._guard(self._write_node)
         while (reason := self._sleep()) is None:
-            self._guard(self._sample)
+            self._guard(self.sample)
             if time.monotonic() - self._flushed >= self.flush_s:
                 self.flush()
-        self._guard(self._sample)
+        self._guard(self.sample)
         self.flush()
         self.close()
         return reason
@@ -159,7 +159,8 @@ class Sampler:
         except Exception as exc:
             self.faults.record(exc)
 
-    def _sample(self) -> None:
+    def sample(self) -> None:
+        """Take one sample now into the buffer (:meth:`run` calls it on schedule)."""
         mono = time.monotonic()
         row: Row = {"time": self._wall0 + (mono - self._mono0), "node": self.node}
         row["interval_ms"] = self.interval_ms

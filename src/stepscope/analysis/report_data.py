@@ -82,8 +82,16 @@ def metric_table(wide: pd.DataFrame) -> list[dict[str, Any]]:
         if not len(values):
             continue
         p50, p95, p99 = np.quantile(values, [0.5, 0.95, 0.99])
-        rows.append({"metric": col, "unit": metric_unit(col), "p50": float(p50),
-                     "p95": float(p95), "p99": float(p99), "max": float(values.max())})  # fmt: skip
+        rows.append(
+            {
+                "metric": col,
+                "unit": metric_unit(col),
+                "p50": float(p50),
+                "p95": float(p95),
+                "p99": float(p99),
+                "max": float(values.max()),
+            }
+        )
     return rows
 
 
@@ -107,8 +115,12 @@ def per_step(steps: pd.DataFrame) -> pd.DataFrame:
     if steps.empty:
         return pd.DataFrame(columns=["step", "start", "duration", "median", "ranks", *SPLIT])
     g = steps.groupby("step", sort=False)
-    out = g.agg(start=("start", "min"), duration=("duration", "max"),
-                median=("duration", "median"), ranks=("rank", "nunique"))  # fmt: skip
+    out = g.agg(
+        start=("start", "min"),
+        duration=("duration", "max"),
+        median=("duration", "median"),
+        ranks=("rank", "nunique"),
+    )
     out = out.join(g[list(SPLIT)].mean())
     return out.reset_index().sort_values("start", kind="stable").reset_index(drop=True)
 

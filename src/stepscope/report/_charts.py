@@ -81,15 +81,28 @@ class Charts:
         unit: str,
         extra: Mapping[str, Any],
     ) -> dict[str, Any]:
-        spec = {"kind": kind, "title": title, "unit": unit, "t0": self.t0,
-                "x": offsets(xs, self.t0), "series": series}  # fmt: skip
+        spec = {
+            "kind": kind,
+            "title": title,
+            "unit": unit,
+            "t0": self.t0,
+            "x": offsets(xs, self.t0),
+            "series": series,
+        }
         spec.update(extra)
         return spec
 
-    def add_histogram(self, title: str, hist: Mapping[str, Any], unit: str = "s", **extra: Any) -> str:
+    def add_histogram(
+        self, title: str, hist: Mapping[str, Any], unit: str = "s", **extra: Any
+    ) -> str:
         """Bars of ``hist`` (edges and counts, see analysis.report_data.histogram)."""
-        spec = {"kind": "histogram", "title": title, "unit": unit,
-                "edges": compact(hist["edges"], 6), "counts": list(hist["counts"])}  # fmt: skip
+        spec = {
+            "kind": "histogram",
+            "title": title,
+            "unit": unit,
+            "edges": compact(hist["edges"], 6),
+            "counts": list(hist["counts"]),
+        }
         spec.update(extra)
         return self._add(spec)
 
@@ -99,19 +112,39 @@ class Charts:
         """Rows (cores, GPUs) over time, bucket means rounded to integers."""
         xs, cols = mean_frame(x, rows, HEATMAP_BUCKETS)
         values = [[None if math.isnan(v) else round(v) for v in c.tolist()] for c in cols.values()]
-        spec = {"kind": "heatmap", "title": title, "unit": unit, "t0": self.t0,
-                "x": offsets(xs, self.t0), "rows": list(cols), "values": values}  # fmt: skip
+        spec = {
+            "kind": "heatmap",
+            "title": title,
+            "unit": unit,
+            "t0": self.t0,
+            "x": offsets(xs, self.t0),
+            "rows": list(cols),
+            "values": values,
+        }
         return self._add(spec)
 
-    def add_share(self, title: str, labels: Sequence[str], values: Sequence[float], unit: str = "s") -> str:
+    def add_share(
+        self, title: str, labels: Sequence[str], values: Sequence[float], unit: str = "s"
+    ) -> str:
         """One bar split into shares (the step split in total)."""
-        spec = {"kind": "share", "title": title, "unit": unit, "labels": list(labels),
-                "values": compact(values)}  # fmt: skip
+        spec = {
+            "kind": "share",
+            "title": title,
+            "unit": unit,
+            "labels": list(labels),
+            "values": compact(values),
+        }
         return self._add(spec)
 
-    def band(self, start: float | None, end: float | None, label: str, severity: float) -> dict[str, Any]:
+    def band(
+        self, start: float | None, end: float | None, label: str, severity: float
+    ) -> dict[str, Any]:
         """A shaded time range (a rule finding) for a time series' ``bands``."""
         s = start if start is not None else self.t0
         e = end if end is not None else s
-        return {"start": round(s - self.t0, 3), "end": round(e - self.t0, 3),
-                "label": label, "severity": severity}  # fmt: skip
+        return {
+            "start": round(s - self.t0, 3),
+            "end": round(e - self.t0, 3),
+            "label": label,
+            "severity": severity,
+        }

@@ -11,8 +11,13 @@ from typing import Any
 
 # JSON inside <script type="application/json">: "</script>" or "<!--" in a string
 # must not end the element, so the characters that could are written as escapes.
-_SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
-                0x2028: "\\u2028", 0x2029: "\\u2029"}  # fmt: skip
+_SCRIPT_SAFE = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
 
 
 def esc(value: Any) -> str:
@@ -28,14 +33,14 @@ def script_json(obj: Any) -> str:
 def fmt_time(t: float | None) -> str:
     """A unix time as ``YYYY-mm-dd HH:MM:SS UTC``."""
     if t is None or (isinstance(t, float) and math.isnan(t)):
-        return "–"
+        return "\u2013"
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def fmt_duration(s: float | None) -> str:
     """Seconds as ``850 ms``, ``12.3 s``, ``4 min 05 s`` or ``26 h 03 min``."""
     if s is None or math.isnan(s):
-        return "–"
+        return "\u2013"
     if abs(s) < 1:
         return f"{s * 1e3:.3g} ms"
     if abs(s) < 60:
@@ -50,7 +55,7 @@ def fmt_duration(s: float | None) -> str:
 def fmt_value(v: float | None, unit: str) -> str:
     """A metric value with its unit: bytes with SI prefixes, seconds as durations."""
     if v is None or math.isnan(v):
-        return "–"
+        return "\u2013"
     if unit in ("B", "B/s"):
         for prefix in ("", "K", "M", "G", "T"):
             if abs(v) < 1000 or prefix == "T":

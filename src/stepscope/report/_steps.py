@@ -24,9 +24,10 @@ def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: floa
     series["outliers"] = np.where(dur > threshold, dur, np.nan)
     extra = {"phase": phase, "outlier_threshold": None if math.isinf(threshold) else threshold}
     if not math.isinf(threshold):
-        extra["hlines"] = [{"value": threshold, "label": "mean + 3σ"}]
+        extra["hlines"] = [{"value": threshold, "label": "mean + 3\u03c3"}]
     chart_id = ctx.charts.add_timeseries(
-        f"{phase} step duration", agg["start"], series, "s", **extra)  # fmt: skip
+        f"{phase} step duration", agg["start"], series, "s", **extra
+    )
     spec = ctx.charts.specs[chart_id]
     spec["series"][-1].update(points=True, color="#d62728")
     return chart(chart_id, "Each point is a step at its start time; red dots: outliers.")
@@ -36,9 +37,10 @@ def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: flo
     hist = histogram(agg["duration"].to_numpy(np.float64))
     extra = {"phase": phase}
     if not math.isinf(threshold) and threshold <= hist["edges"][-1]:
-        extra["markers"] = [{"x": threshold, "axis": "value", "label": "mean + 3σ"}]
+        extra["markers"] = [{"x": threshold, "axis": "value", "label": "mean + 3\u03c3"}]
     chart_id = ctx.charts.add_histogram(f"{phase} step duration histogram", hist, "s", **extra)
-    clipped = f" {hist['clipped']} slower steps are counted in the last bar." if hist["clipped"] else ""
+    n = hist["clipped"]
+    clipped = f" {n} slower step{'s are' if n > 1 else ' is'} counted in the last bar." if n else ""
     return chart(chart_id, "Number of steps per duration." + clipped)
 
 
@@ -50,7 +52,9 @@ def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: st
     stacked = ctx.charts.add_stacked(f"{phase} step split over time", agg["start"], cols, "s")
     ctx.charts.specs[stacked]["phase"] = phase
     totals = split_totals(rows)
-    share = ctx.charts.add_share(f"{phase} step split in total", list(totals), list(totals.values()))
+    share = ctx.charts.add_share(
+        f"{phase} step split in total", list(totals), list(totals.values())
+    )
     total = sum(totals.values()) or 1.0
     trows = [(p, fmt_duration(v), f"{100 * v / total:.1f}%") for p, v in totals.items()]
     return (
@@ -66,11 +70,16 @@ def _outlier_table(rows: pd.DataFrame, threshold: float) -> str:
         return note("Too few steps to look for outliers.")
     slow = rows[rows["duration"] > threshold]
     if slow.empty:
-        return note(f"No outliers: no step took longer than {fmt_duration(threshold)} (mean + 3σ).")
+        return note(f"No outliers: no step took longer than {fmt_duration(threshold)} (mean + 3\u03c3).")
     top = slow.nlargest(TOP_OUTLIERS, "duration")
-    body = [(int(r.step), int(r.rank), fmt_duration(r.duration), fmt_time(r.start)) for r in top.itertuples()]
-    title = (f"<p>{len(slow)} outlier steps took longer than {fmt_duration(threshold)} (mean + 3σ); "
-             f"the slowest {len(top)}:</p>")  # fmt: skip
+    body = [
+        (int(r.step), int(r.rank), fmt_duration(r.duration), fmt_time(r.start))
+        for r in top.itertuples()
+    ]
+    title = (
+        f"<p>{len(slow)} outlier steps took longer than {fmt_duration(threshold)} (mean + 3\u03c3); "
+        f"the slowest {len(top)}:</p>"
+    )
     return title + table(["Step", "Rank", "Duration", "Started"], body, cls="num outliers")
 
 
@@ -101,6 +110,8 @@ def steps_section(ctx: Context) -> str:
         return section("steps", "Steps", note("No steps were recorded."))
     phases = sorted(ctx.steps["phase"].unique(), key=lambda p: (p != "train", p))
     parts = [phase_section(ctx, str(p), ctx.steps[ctx.steps["phase"] == p]) for p in phases]
-    intro = note("With several ranks, a step's duration is the slowest rank's; outliers are "
-                 "steps longer than the mean plus three standard deviations.")  # fmt: skip
+    intro = note(
+        "With several ranks, a step's duration is the slowest rank's; outliers are "
+        "steps longer than the mean plus three standard deviations."
+    )
     return section("steps", "Steps", intro + "".join(parts))

@@ -19,9 +19,11 @@ def _command(meta: dict[str, Any]) -> str:
 
 def _ranks(ctx: Context) -> str:
     if not len(ctx.steps):
-        return ", ".join(str(r) for r in ctx.job.ranks()) or "–"
+        return ", ".join(str(r) for r in ctx.job.ranks()) or "\u2013"
     ranks = sorted(int(r) for r in ctx.steps["rank"].unique())
-    return f"{len(ranks)} ({ranks[0]}–{ranks[-1]})" if len(ranks) > 3 else ", ".join(map(str, ranks))
+    return (
+        f"{len(ranks)} ({ranks[0]}\u2013{ranks[-1]})" if len(ranks) > 3 else ", ".join(map(str, ranks))
+    )
 
 
 def _status(meta: dict[str, Any]) -> str:
@@ -59,8 +61,11 @@ def summary_section(ctx: Context) -> str:
 
 def _timeline(ctx: Context) -> str:
     life = lifecycle(ctx.meta, ctx.steps, ctx.events)
-    parts = [("Initialization", life["init_s"], "init"), ("Training loop", life["loop_s"], "loop"),
-             ("Finalization", life["final_s"], "final")]  # fmt: skip
+    parts = [
+        ("Initialization", life["init_s"], "init"),
+        ("Training loop", life["loop_s"], "loop"),
+        ("Finalization", life["final_s"], "final"),
+    ]
     known = [(n, max(s, 0.0), c) for n, s, c in parts if s is not None]
     if not known:
         return note("No steps were recorded, so there is no timeline of the training loop.")
@@ -87,8 +92,15 @@ def faults_section(ctx: Context) -> str:
     if not faults:
         return ""
     rows = [
-        (f.get("component"), f.get("node"), f.get("rank"), f.get("pid"), f.get("error"),
-         f.get("count"), fmt_time(f.get("first_time") or f.get("time")))  # fmt: skip
+        (
+            f.get("component"),
+            f.get("node"),
+            f.get("rank"),
+            f.get("pid"),
+            f.get("error"),
+            f.get("count"),
+            fmt_time(f.get("first_time") or f.get("time")),
+        )
         for f in sorted(faults, key=lambda f: float(f.get("time") or 0))
     ]
     head = ["Component", "Node", "Rank", "PID", "Error", "Count", "First seen"]

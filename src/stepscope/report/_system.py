@@ -13,13 +13,20 @@ from ._html import chart, esc, fmt_value, note, section, table
 
 # (title, unit, {label: column}, y range): the time series drawn for every node.
 _PLAIN_CHARTS: list[tuple[str, str, dict[str, str], list[float] | None]] = [
-    ("Memory", "%", {"memory used": "mem_percent", "training processes (RSS)": "proc_rss_pct"},
-     [0, 100]),
+    (
+        "Memory",
+        "%",
+        {"memory used": "mem_percent", "training processes (RSS)": "proc_rss_pct"},
+        [0, 100],
+    ),
     ("Disk throughput", "B/s", {"read": "disk_read_bps", "write": "disk_write_bps"}, None),
     ("Network throughput", "B/s", {"received": "net_rx_bps", "sent": "net_tx_bps"}, None),
-]  # fmt: skip
-_GPU_CHARTS = [("GPU utilization", "util", "%", [0, 100]), ("GPU memory used", "mem_util", "%", [0, 100]),
-               ("GPU power", "power_w", "W", None)]  # fmt: skip
+]
+_GPU_CHARTS = [
+    ("GPU utilization", "util", "%", [0, 100]),
+    ("GPU memory used", "mem_util", "%", [0, 100]),
+    ("GPU power", "power_w", "W", None),
+]
 
 
 def node_anchor(node: str) -> str:
@@ -42,10 +49,20 @@ def _series(wide: pd.DataFrame, columns: dict[str, str]) -> dict[str, np.ndarray
 
 
 def _cpu_chart(ctx: Context, wide: pd.DataFrame, node: str) -> str:
-    cols = {"CPU (all cores)": "cpu", "I/O wait": "cpu_iowait", "training processes": "proc_cpu_pct"}
+    cols = {
+        "CPU (all cores)": "cpu",
+        "I/O wait": "cpu_iowait",
+        "training processes": "proc_cpu_pct",
+    }
     chart_id = ctx.charts.add_timeseries(
-        f"CPU utilization, {node}", wide["time"], _series(wide, cols), "%", yRange=[0, 100],
-        node=node, metrics=[c for c in cols.values() if c in wide])  # fmt: skip
+        f"CPU utilization, {node}",
+        wide["time"],
+        _series(wide, cols),
+        "%",
+        yRange=[0, 100],
+        node=node,
+        metrics=[c for c in cols.values() if c in wide],
+    )
     return chart(chart_id, "Training processes: their CPU time as % of all the node's cores.")
 
 
@@ -56,8 +73,19 @@ def _plain_charts(ctx: Context, wide: pd.DataFrame, node: str) -> str:
         if series:
             extra: dict[str, Any] = {"yRange": y_range} if y_range else {}
             metrics = [c for c in cols.values() if c in wide]
-            out.append(chart(ctx.charts.add_timeseries(
-                f"{title}, {node}", wide["time"], series, unit, node=node, metrics=metrics, **extra)))  # fmt: skip
+            out.append(
+                chart(
+                    ctx.charts.add_timeseries(
+                        f"{title}, {node}",
+                        wide["time"],
+                        series,
+                        unit,
+                        node=node,
+                        metrics=metrics,
+                        **extra,
+                    )
+                )
+            )
     return "".join(out)
 
 
@@ -70,7 +98,8 @@ def _gpu_charts(ctx: Context, wide: pd.DataFrame, node: str) -> str:
         series = {f"GPU {c.split('_')[0][3:]}": wide[c].to_numpy(np.float64) for c in cols}
         extra: dict[str, Any] = {"yRange": y_range} if y_range else {}
         chart_id = ctx.charts.add_timeseries(
-            f"{title}, {node}", wide["time"], series, unit, node=node, metrics=cols, **extra)  # fmt: skip
+            f"{title}, {node}", wide["time"], series, unit, node=node, metrics=cols, **extra
+        )
         out.append(chart(chart_id))
     return "".join(out)
 
@@ -85,7 +114,12 @@ def _heatmaps(ctx: Context, wide: pd.DataFrame, node: str) -> str:
             rows = {(c if prefix == "cpu" else prefix + c.split("_")[0][3:]): wide[c] for c in cols}
             chart_id = ctx.charts.add_heatmap(f"{title}, {node}", wide["time"], rows)
             ctx.charts.specs[chart_id].update(node=node, metrics=cols)
-            out.append(f"<h4>{esc(title)}</h4>" + chart(chart_id, "Mean per time bucket; grey: no data."))
+            out.append(
+                chart(
+                    chart_id,
+                    "Mean per time bucket: white 0 %, blue 50 %, red 100 %; grey: no data.",
+                )
+            )
     return "".join(out)
 
 
@@ -100,8 +134,10 @@ def _quantile_table(wide: pd.DataFrame) -> str:
     cores = [cells(r) for r in rows if CORE_RE.match(r["metric"])]
     html = table(head, main, cls="num quantiles")
     if cores:
-        html += (f"<details><summary>Per-core CPU ({len(cores)} cores)</summary>"
-                 f"{table(head, cores, cls='num quantiles')}</details>")  # fmt: skip
+        html += (
+            f"<details><summary>Per-core CPU ({len(cores)} cores)</summary>"
+            f"{table(head, cores, cls='num quantiles')}</details>"
+        )
     return html
 
 
@@ -109,8 +145,10 @@ def _facts(info: dict[str, Any], node: str, wide: pd.DataFrame) -> str:
     gpus = ", ".join(str(g.get("name")) for g in info.get("gpus") or []) or "none"
     mem = fmt_value(info.get("mem_total"), "B") if info.get("mem_total") else "?"
     interval = info.get("interval_ms") or (int(wide["interval_ms"].iloc[-1]) if len(wide) else "?")
-    text = (f"{info.get('hostname', node)}: {info.get('cpu_count', '?')} cores, {mem} memory, "
-            f"GPUs: {gpus}; {len(wide)} samples every {interval} ms")  # fmt: skip
+    text = (
+        f"{info.get('hostname', node)}: {info.get('cpu_count', '?')} cores, {mem} memory, "
+        f"GPUs: {gpus}; {len(wide)} samples every {interval} ms"
+    )
     return f'<p class="facts-line">{esc(text)}</p>'
 
 
@@ -121,9 +159,14 @@ def node_section(ctx: Context, node: str) -> str:
         return section(node_anchor(node), f"Node {node}", note("No system samples."), level=3)
     info = _node_info(ctx, node)
     wide = _derived(wide, info)
-    body = (_facts(info, node, wide) + _quantile_table(wide) + _cpu_chart(ctx, wide, node)
-            + _gpu_charts(ctx, wide, node) + _plain_charts(ctx, wide, node)
-            + _heatmaps(ctx, wide, node))  # fmt: skip
+    body = (
+        _facts(info, node, wide)
+        + _quantile_table(wide)
+        + _cpu_chart(ctx, wide, node)
+        + _gpu_charts(ctx, wide, node)
+        + _plain_charts(ctx, wide, node)
+        + _heatmaps(ctx, wide, node)
+    )
     return section(node_anchor(node), f"Node {node}", body, level=3)
 
 
@@ -145,5 +188,7 @@ def system_section(ctx: Context, progress: Any = None) -> str:
         if progress:
             progress(f"system {node}", i / len(nodes))
         parts.append(node_section(ctx, node))
-    intro = note("Percentiles over the whole job; charts keep every spike (min and max per time bucket).")
+    intro = note(
+        "Percentiles over the whole job; charts keep every spike (min and max per time bucket)."
+    )
     return section("system", "System usage", intro + "".join(parts))

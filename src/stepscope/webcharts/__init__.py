@@ -23,7 +23,9 @@ STATIC_DIR = Path(str(resources.files("stepscope.webcharts").joinpath("static"))
 
 @cache
 def _read(name: str) -> str:
-    return resources.files("stepscope.webcharts").joinpath("static", name).read_text(encoding="utf-8")
+    return (
+        resources.files("stepscope.webcharts").joinpath("static", name).read_text(encoding="utf-8")
+    )
 
 
 def script_text() -> str:

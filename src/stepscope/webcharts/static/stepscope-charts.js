@@ -21,16 +21,25 @@
   const color = (s, i) => s.color || SPLIT_COLORS[s.label] || PALETTE[i % PALETTE.length];
   const widthOf = (el) => Math.max(320, Math.floor(el.clientWidth || 800));
 
+  const short = (v) => (v === 0 ? "0" : String(Number(v.toPrecision(3))));
+
   function human(v, unit) {
     if (v === null || v === undefined || Number.isNaN(v)) return "--";
     if (unit === "B" || unit === "B/s") {
-      const k = ["", "K", "M", "G", "T"]; let i = 0; let a = Math.abs(v);
-      while (a >= 1000 && i < k.length - 1) { a /= 1000; v /= 1000; i++; }
-      return v.toFixed(a >= 100 || i === 0 ? 0 : 1) + " " + k[i] + unit;
+      const k = ["", "K", "M", "G", "T"]; let i = 0;
+      while (Math.abs(v) >= 1000 && i < k.length - 1) { v /= 1000; i++; }
+      return short(v) + " " + k[i] + unit;
     }
-    if (unit === "s") return Math.abs(v) < 1 ? (v * 1e3).toPrecision(3) + " ms" : v.toPrecision(3) + " s";
-    const s = Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3);
+    if (unit === "s") return Math.abs(v) < 1 && v !== 0 ? short(v * 1e3) + " ms" : short(v) + " s";
+    const s = Math.abs(v) >= 1000 ? v.toFixed(0) : short(v);
     return unit ? s + (unit === "%" ? "%" : " " + unit) : s;
+  }
+
+  /* Time axis labels in UTC, 24-hour clock, with the date only when the span needs it. */
+  function timeLabels(u, splits, axisIdx, space, incr) {
+    const withDate = u.scales.x.max - u.scales.x.min > 86400;
+    const fmt = uPlot.fmtDate(incr < 60 ? "{HH}:{mm}:{ss}" : withDate ? "{MM}-{DD} {HH}:{mm}" : "{HH}:{mm}");
+    return splits.map((v) => fmt(utc(v)));
   }
 
   function decodeX(spec) {
@@ -98,9 +107,10 @@
     for (const k in extraHooks || {}) hooks[k] = (hooks[k] || []).concat(extraHooks[k]);
     const y = spec.yRange ? {range: spec.yRange} : {auto: true};
     return {
-      width: widthOf(el), height: spec.height || HEIGHT, tzDate: utc, hooks,
+      title: spec.title, width: widthOf(el), height: spec.height || HEIGHT, tzDate: utc, hooks,
       scales: {x: {time: spec.kind !== "histogram"}, y}, series,
-      axes: [{label: spec.xLabel || (spec.kind === "histogram" ? "" : "UTC"), size: 50},
+      axes: [{label: spec.xLabel || (spec.kind === "histogram" ? "" : "UTC"), size: 50,
+              values: spec.kind === "histogram" ? undefined : timeLabels},
              {size: 70, values: (u, vals) => vals.map((v) => human(v, spec.unit))}],
       legend: {live: true}, cursor: {drag: {x: true, y: false}},
     };
@@ -130,7 +140,7 @@
       acc = acc.map((a, j) => (vals[j] === null || a === null ? null : a + vals[j]));
       data.push(acc.slice());
       const s = spec.series[i], c = color(s, i);
-      series.push({label: s.label, stroke: c, fill: c + "aa", width: 1,
+      series.push({label: s.label, stroke: c, fill: c + "aa", width: 1, points: {show: false},
         value: (u, v, si, idx) => human(idx === null ? null : raw[si - 1][idx], spec.unit)});
       if (i > 0) bands.push({series: [i + 1, i], fill: c + "aa"});
     });
@@ -144,7 +154,8 @@
     const xs = Float64Array.from(spec.edges.slice(0, -1));
     const c = spec.color || PALETTE[0];
     const series = [{label: spec.xLabel || "value", value: (u, v) => human(v, spec.unit)},
-      {label: "steps", stroke: c, fill: c + "aa", paths: uPlot.paths.bars({size: [0.95, 100], align: 1})}];
+      {label: "steps", stroke: c, fill: c + "aa", points: {show: false},
+       paths: uPlot.paths.bars({size: [0.95, 100], align: 1})}];
     const opts = baseOpts(el, spec, series);
     opts.axes[0].values = (u, vals) => vals.map((v) => human(v, spec.unit));
     opts.axes[1].values = (u, vals) => vals.map((v) => String(v));
@@ -173,7 +184,7 @@
     record(el, spec, spec.values.map((r, i) => stats(spec.rows[i], r)), {rows, cols});
     el.textContent = "";
     const canvas = document.createElement("canvas"), tip = document.createElement("div");
-    tip.className = "sc-tip"; el.append(canvas, tip); el.classList.add("sc-heatmap");
+    tip.className = "sc-tip"; el.append(titleOf(spec), canvas, tip); el.classList.add("sc-heatmap");
     const paint = () => paintHeatmap(canvas, spec, rows, cols);
     paint(); plots.push(paint);
     canvas.addEventListener("mousemove", (e) => heatTip(e, canvas, spec, rows, cols, tip));
@@ -182,6 +193,12 @@
   }
 
   const GUTTER = 64, AXIS = 22;
+
+  function titleOf(spec) {
+    const t = document.createElement("div");
+    t.className = "sc-title"; t.textContent = spec.title || "";
+    return t;
+  }
 
   function paintHeatmap(canvas, spec, rows, cols) {
     const dpr = devicePixelRatio || 1, w = widthOf(canvas.parentElement);
@@ -210,7 +227,8 @@
     const t0 = (spec.t0 || 0) + spec.x[0], t1 = (spec.t0 || 0) + spec.x[cols - 1];
     c.textBaseline = "top";
     for (let k = 0; k <= 4; k++) {
-      const t = t0 + (t1 - t0) * k / 4, px = GUTTER + (w - GUTTER - 40) * k / 4;
+      const t = t0 + (t1 - t0) * k / 4, px = GUTTER + (w - GUTTER) * k / 4;
+      c.textAlign = k === 0 ? "left" : k === 4 ? "right" : "center";
       c.fillText(new Date(t * 1e3).toISOString().slice(11, 19), px, y + 5);
     }
   }
@@ -224,7 +242,8 @@
     const t = new Date(((spec.t0 || 0) + spec.x[j]) * 1e3).toISOString().slice(0, 19).replace("T", " ");
     tip.textContent = `${spec.rows[i]}  ${t} UTC  ${human(spec.values[i][j], spec.unit || "%")}`;
     tip.style.display = "block";
-    tip.style.left = (e.clientX - r.left + 12) + "px"; tip.style.top = (e.clientY - r.top + 12) + "px";
+    const box = canvas.parentElement.getBoundingClientRect();
+    tip.style.left = (e.clientX - box.left + 12) + "px"; tip.style.top = (e.clientY - box.top + 12) + "px";
   }
 
   /* One horizontal bar split into shares (the total step split). */
@@ -233,7 +252,7 @@
     record(el, spec, [stats("share", spec.values)], {total});
     el.textContent = "";
     const bar = document.createElement("div"), legend = document.createElement("div");
-    bar.className = "sc-share"; legend.className = "sc-share-legend";
+    bar.className = "sc-share"; legend.className = "sc-share-legend"; el.append(titleOf(spec));
     spec.labels.forEach((label, i) => {
       const c = color({label}, i), pct = (100 * (spec.values[i] || 0)) / total;
       const seg = document.createElement("span");

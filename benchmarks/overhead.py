@@ -1,0 +1,71 @@
+"""Overhead of `stepscope run` (default settings) on a ~2.5 ms/step CPU training loop.
+
+Runs the same loop bare and under `stepscope run` in interleaved pairs and prints
+the median ratio of training-loop time (target: <= 1.005). Everything that runs by
+default counts: the agent, the system sampler and the live rule runner.
+
+    python benchmarks/overhead.py --seconds 60 --pairs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).parent
+LOOP = str(HERE / "_mlp_loop.py")
+STEPSCOPE = str(Path(sys.executable).parent / "stepscope")
+
+
+def _loop(cmd: list[str]) -> dict[str, float]:
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def bare(steps: int) -> float:
+    return _loop([sys.executable, LOOP, "--steps", str(steps)])["loop_s"]
+
+
+def watched(steps: int, out: str, i: int, extra: list[str]) -> float:
+    cmd = [STEPSCOPE, "run", "-o", out, "--job", f"bench-{i}", *extra, "--",
+           sys.executable, LOOP, "--steps", str(steps)]
+    return _loop(cmd)["loop_s"]
+
+
+def calibrate(seconds: float) -> tuple[int, float]:
+    """Steps that take ``seconds`` bare, and the measured time per step."""
+    t = bare(400)
+    per_step = t / 400
+    return max(int(seconds / per_step), 400), per_step
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
+    a = p.parse_args()
+    steps, per_step = calibrate(a.seconds)
+    print(f"loop: {steps} steps, {per_step * 1000:.2f} ms/step bare (calibration)")
+    ratios = []
+    with tempfile.TemporaryDirectory() as out:
+        for i in range(a.pairs):
+            # Alternate the order inside pairs so that drift hurts both sides alike.
+            first_bare = i % 2 == 0
+            b = bare(steps) if first_bare else None
+            w = watched(steps, out, i, a.extra)
+            b = b if b is not None else bare(steps)
+            ratios.append(w / b)
+            print(f"pair {i}: bare {b:.2f} s  stepscope {w:.2f} s  ratio {w / b:.4f}",
+                  flush=True)
+    print(f"median ratio {statistics.median(ratios):.4f} over {a.pairs} pairs "
+          f"(min {min(ratios):.4f}, max {max(ratios):.4f})")
+
+
+if __name__ == "__main__":
+    main()

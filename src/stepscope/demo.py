@@ -1,0 +1,44 @@
+"""``stepscope demo``: run the demo job under stepscope, summarize, report, point at the UI."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .launcher import RunSpec, run
+
+
+def run_demo(output: str) -> int:
+    from ._text import render_show
+    from .analysis.summary import summarize
+    from .config import StepscopeConfig
+    from .job import open as open_job
+
+    name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    spec = RunSpec(command=[sys.executable, "-m", "stepscope.demo_train"], output=output,
+                   job=name, config=StepscopeConfig().to_dict())
+    code = run(spec)
+    job = open_job(f"{output.rstrip('/')}/{name}")
+    print("\n" + render_show(summarize(job)))
+    _rules(job.path)
+    _report(job.path)
+    print(f"\nOpen the dashboard:  stepscope ui {output}")
+    return code
+
+
+def _rules(path: str) -> None:
+    try:
+        from .rules.cli_support import run_rules_command
+    except ImportError:
+        return
+    text, _ = run_rules_command(path, [], [], False)
+    print("\n" + text)
+
+
+def _report(path: str) -> None:
+    try:
+        from .report.cli_support import report_command
+    except ImportError:
+        return
+    text, _ = report_command(path, None)
+    print(f"\nReport: {text}")

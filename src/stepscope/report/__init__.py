@@ -1,0 +1,11 @@
+"""The profiling report: one self-contained HTML file per job (rendering only).
+
+``render_report(job)`` returns the page; ``write_report(job, out_path=None)``
+writes it to ``<job>/report.html`` (or ``out_path``) and returns the path.
+What is shown comes from ``stepscope.analysis``; the charts from
+``stepscope.webcharts``. See docs/report.md.
+"""
+
+from ._render import REPORT_NAME, render_report, write_report
+
+__all__ = ["REPORT_NAME", "render_report", "write_report"]

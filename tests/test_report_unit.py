@@ -1,0 +1,158 @@
+"""The report without a browser: escaping, where it is written, edge cases, the CLI glue."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.analysis.report_data import histogram, outlier_threshold, rank_rules
+from stepscope.report import render_report, write_report
+from stepscope.report._html import script_json
+from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
+from stepscope.report.cli_support import ProgressBar, report_command
+from stepscope.store import open_store
+from stepscope.webcharts import script_text, style_text
+
+SMALL = SyntheticJob(hours=0.01)
+
+
+def test_script_json_cannot_end_its_script_element() -> None:
+    value = {"name": "</script><script>alert(1)</script>", "c": "<!-- & \u2028"}
+    text = script_json(value)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == value
+
+
+def test_chart_layer_is_inlinable() -> None:
+    js = script_text()
+    assert "var uPlot" in js and "StepscopeCharts" in js and "</script" not in js.lower()
+    assert ".sc-chart" in style_text() and ".uplot" in style_text()
+
+
+def test_report_is_self_contained(tmp_path: Path) -> None:
+    write_synthetic_job(str(tmp_path), SMALL)
+    html = render_report(stepscope.open(tmp_path))
+    assert not any(s in html for s in ('src="http', 'href="http', "@import", "url(http"))
+    assert "@media print" in html and 'id="stepscope-data"' in html
+
+
+def test_write_report_default_and_explicit_paths(tmp_path: Path) -> None:
+    write_synthetic_job(str(tmp_path / "job"), SMALL)
+    job = stepscope.open(tmp_path / "job")
+    stages: list[str] = []
+    default = write_report(job, progress=lambda stage, f: stages.append(stage))
+    assert (
+        default == str(tmp_path / "job" / "report.html") and Path(default).stat().st_size > 50_000
+    )
+    assert stages[0] == "reading" and stages[-1] == "done"
+    explicit = write_report(job, str(tmp_path / "elsewhere" / "r.html"))
+    assert Path(explicit).read_text().startswith("<!doctype html>")
+    assert not list((tmp_path / "elsewhere").glob("*.tmp-*"))
+
+
+def test_write_report_through_a_memory_store() -> None:
+    url = f"memory://report-test-{time.time_ns()}/job"
+    write_synthetic_job(url, SMALL)
+    path = write_report(stepscope.open(url))
+    assert path == f"{url}/report.html"
+    assert open_store(url).read_bytes("report.html").startswith(b"<!doctype html>")
+
+
+def test_empty_running_job_renders(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path))
+    now = time.time()
+    store.write_json(
+        "job.json",
+        {
+            "format_version": 1,
+            "name": "empty",
+            "status": "Running",
+            "start_time": now - 5,
+            "command": ["python", "x.py"],
+        },
+    )
+    store.write_json("heartbeat/n.json", {"time": now, "pid": 1, "interval_s": 2})
+    html = render_report(stepscope.open(tmp_path))
+    assert "still running" in html and "No steps were recorded" in html
+    assert "No system metrics were recorded" in html and "No rule results" in html
+
+
+def test_faults_and_profiles_sections(tmp_path: Path) -> None:
+    store = write_synthetic_job(str(tmp_path), SMALL)
+    store.write_json(
+        "faults/steps-writer-node-a-1.json",
+        {
+            "component": "steps-writer",
+            "node": "node-a",
+            "rank": 0,
+            "pid": 1,
+            "time": 1_763_850_001.0,
+            "error": "OSError: <disk> full",
+            "count": 3,
+        },
+    )
+    store.write_bytes("profiles/window-0/trace.json", b"{}")
+    html = render_report(stepscope.open(tmp_path))
+    assert 'id="faults"' in html and "OSError: &lt;disk&gt; full" in html
+    assert 'id="profiles"' in html
+
+
+def test_rules_ranked_most_severe_first() -> None:
+    results = [
+        {"rule": "A", "status": "NoIssuesFound"},
+        {"rule": "B", "status": "IssuesFound", "triggers": 1, "findings": [{"severity": 0.2}]},
+        {"rule": "C", "status": "Error"},
+        {"rule": "D", "status": "IssuesFound", "triggers": 1, "findings": [{"severity": 0.9}]},
+        {"rule": "E", "status": "NotApplicable"},
+        {"rule": "F", "status": "InProgress"},
+    ]
+    assert [r["rule"] for r in rank_rules(results)] == ["D", "B", "C", "F", "A", "E"]
+
+
+def test_outliers_and_histogram() -> None:
+    values = [1.0] * 100 + [10.0]
+    assert 1.0 < outlier_threshold(values) < 10.0
+    assert outlier_threshold([1.0, 2.0]) == float("inf")
+    hist = histogram([*values, float("nan")], bins=10)
+    assert sum(hist["counts"]) == 101 and len(hist["edges"]) == 11
+
+
+def test_report_command_prints_the_path(tmp_path: Path) -> None:
+    write_synthetic_job(str(tmp_path / "job"), SMALL)
+    out, err = io.StringIO(), io.StringIO()
+    path, code = report_command(str(tmp_path / "job"), None, stdout=out, stderr=err)
+    assert code == 0 and out.getvalue() == path + "\n" and Path(path).exists()
+    assert err.getvalue() == ""  # not a terminal: no bar
+
+
+def test_report_command_explains_a_missing_job(tmp_path: Path) -> None:
+    err = io.StringIO()
+    path, code = report_command(str(tmp_path / "nope"), None, stdout=io.StringIO(), stderr=err)
+    assert (path, code) == ("", 2)
+    assert "No stepscope job" in err.getvalue()
+
+
+def test_progress_bar_shows_after_a_delay_and_erases_itself() -> None:
+    ticks = iter([0.0, 0.1, 2.0, 3.0])
+    stream = io.StringIO()
+    bar = ProgressBar(stream, enabled=True, delay=0.5, clock=lambda: next(ticks))
+    bar("reading", 0.0)  # at 0.1 s: too early
+    assert stream.getvalue() == ""
+    bar("system node-a", 0.5)
+    assert "50%" in stream.getvalue() and "system node-a" in stream.getvalue()
+    bar.close()
+    assert stream.getvalue().endswith("\r")
+
+
+@pytest.mark.parametrize("enabled", [False])
+def test_progress_bar_disabled(enabled: bool) -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream, enabled=enabled, delay=0.0)
+    bar("x", 0.5)
+    bar.close()
+    assert stream.getvalue() == ""
