@@ -137,7 +137,8 @@ def main() -> None:
         urls[name] = page_file.as_uri()
         raw = path.read_bytes()
         print(
-            f"{name:8s} {path.name}: {len(raw) / 1e3:.0f} KB, {len(gzip.compress(raw)) / 1e3:.0f} KB gzipped"
+            f"{name:11s} {path.name}: {len(raw) / 1e3:.0f} KB, "
+            f"{len(gzip.compress(raw)) / 1e3:.0f} KB gzipped"
         )
     loads: dict[str, list[float]] = {n: [] for n in libs}
     draws: dict[tuple[str, int], list[float]] = {(n, s): [] for n in libs for s in SIZES}

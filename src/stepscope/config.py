@@ -13,6 +13,7 @@ from ._config._base import (
     ConfigError,
     ProfilingCostWarning,
 )
+from ._config._debugger import CollectionConfig, DebuggerHookConfig, SaveConfig
 from ._config._framework import FrameworkProfile
 from ._config._metrics import (
     DataloaderProfilingConfig,
@@ -33,8 +34,10 @@ __all__ = [
     "MAX_CHEAP_STEPS",
     "SYSTEM_MONITOR_INTERVALS",
     "WINDOW_KINDS",
+    "CollectionConfig",
     "ConfigError",
     "DataloaderProfilingConfig",
+    "DebuggerHookConfig",
     "DetailedProfilingConfig",
     "FrameworkProfile",
     "JobConfig",
@@ -43,6 +46,7 @@ __all__ = [
     "ProfilerConfig",
     "ProfilingCostWarning",
     "ProfilingWindow",
+    "SaveConfig",
     "PythonProfiler",
     "PythonProfilingConfig",
     "StepRange",

@@ -17,6 +17,7 @@ from ._base import (
     given,
     invalid,
 )
+from ._debugger import DebuggerHookConfig
 from ._profiler import ProfilerConfig
 
 DEFAULT_OUTPUT = "./stepscope-runs"
@@ -71,8 +72,8 @@ class StepscopeConfig:
     """The whole configuration: the ``[job]``, ``[profiler]``, ``[[rules]]`` and
     ``[debugger]`` sections of a stepscope TOML file.
 
-    ``rules`` (raw dicts) and ``debugger`` (a raw dict) are placeholders until the
-    rules and debugger configuration are typed. ``profiler.output_path``, when set,
+    ``rules`` (raw dicts) is a placeholder until the rules configuration is typed;
+    ``debugger`` is a :class:`DebuggerHookConfig` (docs/tensors.md). ``profiler.output_path``, when set,
     is the output folder: ``job.output`` takes its value (setting both to different
     folders is an error), so readers only need ``job.output``.
     """
@@ -80,7 +81,7 @@ class StepscopeConfig:
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
     job: JobConfig = field(default_factory=JobConfig)
     rules: tuple[dict[str, Any], ...] = ()
-    debugger: dict[str, Any] | None = None
+    debugger: DebuggerHookConfig | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.profiler, Mapping):
@@ -107,10 +108,10 @@ class StepscopeConfig:
             if not isinstance(rule, Mapping):
                 raise invalid(rule, "rules entry", "tables ([[rules]] in TOML)")
         object.__setattr__(self, "rules", tuple(dict(rule) for rule in rules))
-        if self.debugger is not None:
-            if not isinstance(self.debugger, Mapping):
-                raise invalid(self.debugger, "debugger", "a table ([debugger] in TOML)")
-            object.__setattr__(self, "debugger", dict(self.debugger))
+        if isinstance(self.debugger, Mapping):
+            object.__setattr__(self, "debugger", DebuggerHookConfig.from_dict(self.debugger))
+        if self.debugger is not None and not isinstance(self.debugger, DebuggerHookConfig):
+            raise invalid(self.debugger, "debugger", "a table ([debugger] in TOML)")
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as a JSON-serialisable dict (``from_dict`` reads it back)."""

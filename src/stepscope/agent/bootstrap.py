@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from collections.abc import Mapping
 from types import FrameType
 from typing import Any
@@ -22,9 +23,20 @@ ENV_VAR = "STEPSCOPE_AGENT"
 _agent: Agent | None = None
 
 
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def is_torch_launcher(argv: list[str], orig_argv: list[str]) -> bool:
+    """True in torchrun's own process: it carries no training, its workers do."""
+    if argv and os.path.basename(argv[0]) == "torchrun":
+        return True
+    return any(orig_argv[i : i + 2] == ["-m", m] for m in _LAUNCHER_MODULES
+               for i in range(len(orig_argv)))
+
+
 def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
     raw = env.get(ENV_VAR)
-    if not raw:
+    if not raw or is_torch_launcher(sys.argv, getattr(sys, "orig_argv", [])):
         return None
     spec: dict[str, Any] = json.loads(raw)
     return AgentSettings(

@@ -124,7 +124,7 @@ def mean_frame(
     if len(xs) <= buckets:
         return xs, cols
     idx, lo, width = bucket_index(xs, buckets)
-    centres = lo + width * (np.arange(buckets) + 0.5)
+    centres = np.asarray(lo + width * (np.arange(buckets) + 0.5), dtype=np.float64)
     return centres, {k: _bucket_mean(idx, v, buckets) for k, v in cols.items()}
 
 

@@ -45,7 +45,7 @@ def fmt_duration(s: float | None) -> str:
         return f"{s * 1e3:.3g} ms"
     if abs(s) < 60:
         return f"{s:.3g} s"
-    m, sec = divmod(int(round(s)), 60)
+    m, sec = divmod(round(s), 60)
     if m < 60:
         return f"{m} min {sec:02d} s"
     h, m = divmod(m, 60)
@@ -76,7 +76,10 @@ def table(
     for row in rows:
         cells = (c if i in raw_cols else esc(c) for i, c in enumerate(row))
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return f'<table class="{esc(cls)}"><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    rows_html = "".join(body)
+    return (
+        f'<table class="{esc(cls)}"><thead><tr>{th}</tr></thead><tbody>{rows_html}</tbody></table>'
+    )
 
 
 def section(anchor: str, title: str, body: str, level: int = 2) -> str:
@@ -92,7 +95,8 @@ def badge(status: str) -> str:
 def chart(chart_id: str, caption: str = "") -> str:
     """The placeholder a chart is drawn into by the page's script."""
     cap = f'<div class="caption">{esc(caption)}</div>' if caption else ""
-    return f'<figure class="figure"><div class="sc-chart" data-chart="{esc(chart_id)}"></div>{cap}</figure>'
+    div = f'<div class="sc-chart" data-chart="{esc(chart_id)}"></div>'
+    return f'<figure class="figure">{div}{cap}</figure>'
 
 
 def note(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from ._context import Context
 from ._html import chart, fmt_duration, fmt_time, note, section, table
 
 TOP_OUTLIERS = 10
+LIMIT = "mean + 3\u03c3"
 
 
 def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
@@ -22,9 +24,12 @@ def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: floa
         series["median rank"] = agg["median"].to_numpy(np.float64)
     # Outliers as their own point series: min/max downsampling keeps their exact values.
     series["outliers"] = np.where(dur > threshold, dur, np.nan)
-    extra = {"phase": phase, "outlier_threshold": None if math.isinf(threshold) else threshold}
+    extra: dict[str, Any] = {
+        "phase": phase,
+        "outlier_threshold": None if math.isinf(threshold) else threshold,
+    }
     if not math.isinf(threshold):
-        extra["hlines"] = [{"value": threshold, "label": "mean + 3\u03c3"}]
+        extra["hlines"] = [{"value": threshold, "label": LIMIT}]
     chart_id = ctx.charts.add_timeseries(
         f"{phase} step duration", agg["start"], series, "s", **extra
     )
@@ -35,9 +40,9 @@ def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: floa
 
 def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
     hist = histogram(agg["duration"].to_numpy(np.float64))
-    extra = {"phase": phase}
+    extra: dict[str, Any] = {"phase": phase}
     if not math.isinf(threshold) and threshold <= hist["edges"][-1]:
-        extra["markers"] = [{"x": threshold, "axis": "value", "label": "mean + 3\u03c3"}]
+        extra["markers"] = [{"x": threshold, "axis": "value", "label": LIMIT}]
     chart_id = ctx.charts.add_histogram(f"{phase} step duration histogram", hist, "s", **extra)
     n = hist["clipped"]
     clipped = f" {n} slower step{'s are' if n > 1 else ' is'} counted in the last bar." if n else ""
@@ -70,15 +75,15 @@ def _outlier_table(rows: pd.DataFrame, threshold: float) -> str:
         return note("Too few steps to look for outliers.")
     slow = rows[rows["duration"] > threshold]
     if slow.empty:
-        return note(f"No outliers: no step took longer than {fmt_duration(threshold)} (mean + 3\u03c3).")
+        return note(f"No outliers: no step took longer than {fmt_duration(threshold)} ({LIMIT}).")
     top = slow.nlargest(TOP_OUTLIERS, "duration")
     body = [
         (int(r.step), int(r.rank), fmt_duration(r.duration), fmt_time(r.start))
         for r in top.itertuples()
     ]
     title = (
-        f"<p>{len(slow)} outlier steps took longer than {fmt_duration(threshold)} (mean + 3\u03c3); "
-        f"the slowest {len(top)}:</p>"
+        f"<p>{len(slow)} outlier steps took longer than {fmt_duration(threshold)} "
+        f"({LIMIT}); the slowest {len(top)}:</p>"
     )
     return title + table(["Step", "Rank", "Duration", "Started"], body, cls="num outliers")
 

@@ -22,7 +22,9 @@ def _ranks(ctx: Context) -> str:
         return ", ".join(str(r) for r in ctx.job.ranks()) or "\u2013"
     ranks = sorted(int(r) for r in ctx.steps["rank"].unique())
     return (
-        f"{len(ranks)} ({ranks[0]}\u2013{ranks[-1]})" if len(ranks) > 3 else ", ".join(map(str, ranks))
+        f"{len(ranks)} ({ranks[0]}\u2013{ranks[-1]})"
+        if len(ranks) > 3
+        else ", ".join(map(str, ranks))
     )
 
 
@@ -76,14 +78,16 @@ def _timeline(ctx: Context) -> str:
         for n, s, c in known
     )
     legend = "".join(
-        f'<span><i class="tl-{c}"></i>{esc(n)}: {esc(fmt_duration(s))} ({100 * s / total:.1f}%)</span>'
+        f'<span><i class="tl-{c}"></i>{esc(n)}: {esc(fmt_duration(s))} '
+        f"({100 * s / total:.1f}%)</span>"
         for n, s, c in known
     )
     explain = note(
         "Initialization: from the start of the training process to the start of its first step. "
         "Finalization: from the end of the last step to the end of the job."
     )
-    return f'<h3>Timeline</h3><div class="timeline">{segs}</div><div class="legend">{legend}</div>{explain}'
+    bar = f'<div class="timeline">{segs}</div><div class="legend">{legend}</div>'
+    return f"<h3>Timeline</h3>{bar}{explain}"
 
 
 def faults_section(ctx: Context) -> str:

@@ -18,6 +18,7 @@
     for (const d of document.querySelectorAll("details")) d.open = true;
   });
   window.stepscopeReport = {charts: Object.keys(data.charts).length, failed,
-    drawMs: performance.now() - t0, registry: StepscopeCharts.registry};
+    drawMs: performance.now() - t0, startedAt: t0, readyAt: performance.now(),
+    registry: StepscopeCharts.registry};
   document.documentElement.dataset.ready = "1";
 })();

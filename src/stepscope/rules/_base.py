@@ -1,0 +1,146 @@
+"""The rule API: :class:`Rule` for rule authors, :class:`NodeRule` for per-node rules.
+
+A rule is a pure function of a job's data (:class:`RuleInput`) and of its
+parameters, returning a :class:`RuleResult`. It never plots, prints, reads the
+clock or raises to report a finding; an exception is a bug in the rule, and
+the caller turns it into status ``Error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ._input import RuleInput
+from ._params import SCAN_INTERVAL, Param, resolve_params
+from ._types import Finding, RuleResult, Status
+
+
+class Rule:
+    """Base of every rule. Subclass it, declare ``params`` and implement ``evaluate``.
+
+    ``Rule(**parameters)`` validates the parameters: unknown names and bad
+    values raise :class:`~stepscope.rules.RuleConfigError`. Every rule also has
+    ``scan_interval_us``. Read a parameter with ``self.p("name")``.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    recommendation: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, name: str | None = None, **parameters: Any) -> None:
+        self.rule_name = name or self.name or type(self).__name__
+        self.parameters = resolve_params(self.rule_name, self.declared(), parameters)
+
+    @classmethod
+    def declared(cls) -> tuple[Param, ...]:
+        """The rule's parameters, ``scan_interval_us`` included."""
+        names = {p.name for p in cls.params}
+        return (*cls.params, *([] if SCAN_INTERVAL.name in names else [SCAN_INTERVAL]))
+
+    def p(self, name: str) -> Any:
+        """The value of parameter ``name``."""
+        return self.parameters[name]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.rule_name!r}, {self.parameters})"
+
+    def evaluate(self, data: RuleInput) -> RuleResult:
+        """Judge ``data``; return a result, never raise to report a problem."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement evaluate()")
+
+    # -- helpers to build results --------------------------------------------------
+    def result(
+        self,
+        status: Status,
+        data: RuleInput,
+        *,
+        findings: Iterable[Finding] = (),
+        triggers: int | None = None,
+        datapoints: int = 0,
+        message: str = "",
+        reason: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> RuleResult:
+        """A result of this rule with its name, parameters and description filled in."""
+        found = tuple(sorted(findings, key=lambda f: (-f.severity, f.start or 0.0)))
+        return RuleResult(
+            rule=self.rule_name, status=status, datapoints=int(datapoints),
+            triggers=len(found) if triggers is None else int(triggers),
+            message=message or reason or "", recommendation=self.recommendation,
+            parameters=dict(self.parameters), findings=found,
+            description=self.description, reason=reason, updated=data.now,
+            details=dict(details or {}),
+        )  # fmt: skip
+
+    def not_applicable(self, data: RuleInput, reason: str) -> RuleResult:
+        """Status ``NotApplicable`` with ``reason`` (e.g. no GPU in this job)."""
+        return self.result(Status.NOT_APPLICABLE, data, reason=reason)
+
+
+@dataclass
+class Part:
+    """What a :class:`NodeRule` found on one node, before the nodes are combined."""
+
+    findings: list[Finding] = field(default_factory=list)
+    triggers: int = 0
+    datapoints: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+    na_reason: str | None = None
+
+
+class NodeRule(Rule):
+    """A rule judged node by node (``check``), then combined (``combine``).
+
+    The offline evaluator loads one node at a time, so memory stays bounded on
+    jobs of many nodes. ``tolerated`` triggers do not make the rule fire.
+    """
+
+    def check(self, data: RuleInput) -> Part:
+        """Judge one node's data (``data`` holds only that node)."""
+        raise NotImplementedError
+
+    def tolerated(self) -> int:
+        """Triggers allowed before the status becomes ``IssuesFound``."""
+        return 0
+
+    def evaluate(self, data: RuleInput) -> RuleResult:
+        parts = [self.check(data.for_node(node)) for node in data.node_names()]
+        return self.combine(parts, data)
+
+    def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
+        """One result from the parts of all nodes."""
+        judged = [p for p in parts if p.na_reason is None]
+        if not judged:
+            reasons = sorted({p.na_reason or "" for p in parts}) or ["no data in this job"]
+            return self.not_applicable(data, "; ".join(r for r in reasons if r))
+        findings = [f for p in judged for f in p.findings]
+        triggers = sum(p.triggers for p in judged)
+        datapoints = sum(p.datapoints for p in judged)
+        details: dict[str, Any] = {}
+        for p in judged:
+            details.update(p.details)
+        status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
+        message = self.summarize(status, findings, triggers, datapoints, details)
+        return self.result(
+            status, data, findings=findings, triggers=triggers, datapoints=datapoints,
+            message=message, details=details,
+        )  # fmt: skip
+
+    def summarize(
+        self,
+        status: Status,
+        findings: list[Finding],
+        triggers: int,
+        datapoints: int,
+        details: dict[str, Any],
+    ) -> str:
+        """The result's one-line message."""
+        if status is Status.ISSUES_FOUND and findings:
+            worst = max(findings, key=lambda f: f.severity)
+            return f"{triggers} trigger(s) in {len(findings)} finding(s); worst: {worst.message}"
+        if triggers:
+            return f"{triggers} trigger(s), within the {self.tolerated()} tolerated."
+        return f"No issue found in {datapoints} datapoints."

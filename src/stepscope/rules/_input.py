@@ -1,0 +1,93 @@
+"""What a rule reads: :class:`RuleInput`, the job's frames at one moment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
+
+DEFAULT_INTERVAL_S = 0.5
+
+
+def empty_steps() -> pd.DataFrame:
+    """A steps frame without rows, with the columns of docs/format.md."""
+    return STEPS_SCHEMA.empty_table().to_pandas()
+
+
+def empty_events() -> pd.DataFrame:
+    """An events frame without rows."""
+    return EVENTS_SCHEMA.empty_table().to_pandas()
+
+
+def empty_system() -> pd.DataFrame:
+    """A (wide) system frame without rows."""
+    return SYSTEM_BASE_SCHEMA.empty_table().to_pandas()
+
+
+@dataclass(frozen=True)
+class RuleInput:
+    """The data a rule judges (columns as in docs/format.md).
+
+    ``steps``, ``system`` (wide) and ``events`` may cover the whole job or only
+    its recent part (live). ``nodes`` maps node ids to ``nodes/<node>.json``.
+    ``origin`` is the job's start (unix s): rules align their time windows to it,
+    so a window means the same span in every evaluation. ``now`` is the time of
+    the evaluation (injected, never read from the clock by a rule).
+    """
+
+    steps: pd.DataFrame = field(default_factory=empty_steps)
+    system: pd.DataFrame = field(default_factory=empty_system)
+    events: pd.DataFrame = field(default_factory=empty_events)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    now: float = 0.0
+    origin: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def node_names(self) -> list[str]:
+        """Every node that has node facts, system samples, steps or events."""
+        names = set(self.nodes)
+        for frame in (self.system, self.steps, self.events):
+            if "node" in frame and len(frame):
+                names.update(frame["node"].dropna().unique().tolist())
+        return sorted(str(n) for n in names)
+
+    def for_node(self, node: str) -> RuleInput:
+        """The same input restricted to one node."""
+
+        def only(frame: pd.DataFrame) -> pd.DataFrame:
+            if not len(frame) or "node" not in frame:
+                return frame
+            return frame[frame["node"] == node]
+
+        nodes = {node: self.nodes[node]} if node in self.nodes else {}
+        return replace(
+            self, steps=only(self.steps), system=only(self.system), events=only(self.events),
+            nodes=nodes,
+        )  # fmt: skip
+
+    def start(self) -> float:
+        """The origin of the time windows: the job's start, else its first datum."""
+        if self.origin is not None:
+            return float(self.origin)
+        times = [self.system["time"].min()] if len(self.system) else []
+        if len(self.steps):
+            times.append(self.steps["start"].min())
+        if len(self.events):
+            times.append(self.events["time"].min())
+        return float(min(times)) if times else self.now
+
+    def interval_s(self, node: str | None = None) -> float:
+        """The sampling interval of ``node`` (or of the first node), seconds."""
+        infos = [self.nodes[node]] if node in self.nodes else list(self.nodes.values())
+        for info in infos:
+            ms = info.get("interval_ms")
+            if ms:
+                return float(ms) / 1000.0
+        if len(self.system) and "interval_ms" in self.system:
+            ms = self.system["interval_ms"].dropna()
+            if len(ms):
+                return float(ms.median()) / 1000.0
+        return DEFAULT_INTERVAL_S

@@ -1,0 +1,109 @@
+"""Declared rule parameters: name, type, default and doc, validated on construction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class RuleConfigError(ValueError):
+    """A rule set, rule or parameter is invalid; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a rule.
+
+    ``kind`` is ``float``, ``int``, ``str`` or ``bool``. Numbers also accept
+    numeric strings (``"90"``), as the seeds pass every parameter as a string.
+    ``choices`` restricts a ``str`` parameter; ``minimum`` bounds a number.
+    """
+
+    name: str
+    default: Any
+    doc: str
+    kind: type = float
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = 0.0
+
+    def convert(self, value: Any, rule: str) -> Any:
+        """``value`` as this parameter's type, or a RuleConfigError saying what is valid."""
+        try:
+            out = _convert(self.kind, value)
+        except (TypeError, ValueError):
+            raise self._invalid(value, rule, f"a {self.kind.__name__}") from None
+        if self.choices is not None and out not in self.choices:
+            raise self._invalid(value, rule, "one of " + ", ".join(self.choices))
+        if self.minimum is not None and self.kind in (int, float) and out < self.minimum:
+            raise self._invalid(value, rule, f"a number >= {self.minimum:g}")
+        return out
+
+    def _invalid(self, value: Any, rule: str, valid: str) -> RuleConfigError:
+        return RuleConfigError(
+            f"Invalid value {value!r} for parameter {self.name!r} of rule {rule}: "
+            f"expected {valid} ({self.doc}; default {self.default!r})."
+        )
+
+
+def _convert(kind: type, value: Any) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise TypeError(value)
+        return value.strip().lower()
+    if isinstance(value, bool):
+        raise TypeError(value)
+    number = float(value.strip()) if isinstance(value, str) else float(value)
+    if not math.isfinite(number):
+        raise ValueError(value)
+    if kind is int:
+        if number != int(number):
+            raise ValueError(value)
+        return int(number)
+    return number
+
+
+def resolve_params(
+    rule: str, declared: Iterable[Param], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Defaults overridden by ``given``; an unknown name is an error listing the valid ones."""
+    by_name = {p.name: p for p in declared}
+    unknown = sorted(set(given) - set(by_name))
+    if unknown:
+        valid = ", ".join(sorted(by_name)) or "none"
+        raise RuleConfigError(
+            f"Unknown parameter {unknown[0]!r} for rule {rule}. Valid parameters: {valid}."
+        )
+    values = {name: p.default for name, p in by_name.items()}
+    for name, value in given.items():
+        values[name] = by_name[name].convert(value, rule)
+    return values
+
+
+SCAN_INTERVAL = Param(
+    "scan_interval_us",
+    60_000_000,
+    "how often the live runner evaluates the rule, in microseconds",
+    int,
+    minimum=1,
+)
+
+
+def patience(default: int) -> Param:
+    """The seeds' ``patience``: data points skipped at the start of the job."""
+    return Param("patience", default, "data points (samples) skipped at the start", int)
+
+
+def window(default: int, what: str = "samples") -> Param:
+    """The seeds' ``window``: the size of the windows the rule judges one by one."""
+    return Param("window", default, f"size of each judged window, in {what}", int, minimum=1)
