@@ -18,8 +18,13 @@ def main() -> None:
     p.add_argument("--width", type=int, default=512)
     a = p.parse_args()
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, a.width), nn.ReLU(), nn.Linear(a.width, a.width),
-                          nn.ReLU(), nn.Linear(a.width, 10))
+    model = nn.Sequential(
+        nn.Linear(256, a.width),
+        nn.ReLU(),
+        nn.Linear(a.width, a.width),
+        nn.ReLU(),
+        nn.Linear(a.width, 10),
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data = torch.utils.data.TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
     loader = torch.utils.data.DataLoader(data, batch_size=64, shuffle=True)

@@ -25,8 +25,10 @@ DUCK = """
 import duckdb, glob, time, resource, json, sys
 t = time.perf_counter()
 files = sorted(glob.glob(sys.argv[1] + '/*.parquet'))
-con = duckdb.connect(); con.execute("SET enable_progress_bar=false"); r = con.execute(f"SELECT node, quantile_cont(cpu, 0.5), quantile_cont(cpu, 0.95) FROM "
-               f"read_parquet({files!r}) GROUP BY node").fetchall()
+con = duckdb.connect()
+con.execute("SET enable_progress_bar=false")
+r = con.execute(f"SELECT node, quantile_cont(cpu, 0.5), quantile_cont(cpu, 0.95) "
+                f"FROM read_parquet({files!r}) GROUP BY node").fetchall()
 print(json.dumps({"s": time.perf_counter() - t, "groups": len(r),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -35,7 +37,8 @@ POLARS = """
 import polars as pl, time, resource, json, sys
 t = time.perf_counter()
 r = (pl.scan_parquet(sys.argv[1] + '/*.parquet').group_by('node')
-     .agg(pl.col('cpu').quantile(0.5).alias('p50'), pl.col('cpu').quantile(0.95).alias('p95')).collect())
+     .agg(pl.col('cpu').quantile(0.5).alias('p50'),
+          pl.col('cpu').quantile(0.95).alias('p95')).collect())
 print(json.dumps({"s": time.perf_counter() - t, "groups": r.height,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -45,19 +48,22 @@ def write_data(folder: Path) -> None:
     rng = np.random.default_rng(0)
     per = ROWS // SEGMENTS
     for i in range(SEGMENTS):
-        table = pa.table({
-            "time": np.arange(i * per, (i + 1) * per, dtype=np.float64) * 0.5,
-            "node": pa.array([f"node-{j % 16}" for j in range(per)]).dictionary_encode(),
-            "cpu": rng.uniform(0, 100, per).astype(np.float32),
-        })
+        table = pa.table(
+            {
+                "time": np.arange(i * per, (i + 1) * per, dtype=np.float64) * 0.5,
+                "node": pa.array([f"node-{j % 16}" for j in range(per)]).dictionary_encode(),
+                "cpu": rng.uniform(0, 100, per).astype(np.float32),
+            }
+        )
         pq.write_table(table, folder / f"part-{i:03d}.parquet", compression="zstd")
 
 
 def measure(code: str, folder: Path) -> dict[str, float]:
     best: dict[str, float] = {}
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True
+        )
         r = json.loads(out.stdout)
         if not best or r["s"] < best["s"]:
             best = r

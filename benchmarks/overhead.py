@@ -32,8 +32,20 @@ def bare(steps: int) -> float:
 
 
 def watched(steps: int, out: str, i: int, extra: list[str]) -> float:
-    cmd = [STEPSCOPE, "run", "-o", out, "--job", f"bench-{i}", *extra, "--",
-           sys.executable, LOOP, "--steps", str(steps)]
+    cmd = [
+        STEPSCOPE,
+        "run",
+        "-o",
+        out,
+        "--job",
+        f"bench-{i}",
+        *extra,
+        "--",
+        sys.executable,
+        LOOP,
+        "--steps",
+        str(steps),
+    ]
     return _loop(cmd)["loop_s"]
 
 
@@ -61,10 +73,11 @@ def main() -> None:
             w = watched(steps, out, i, a.extra)
             b = b if b is not None else bare(steps)
             ratios.append(w / b)
-            print(f"pair {i}: bare {b:.2f} s  stepscope {w:.2f} s  ratio {w / b:.4f}",
-                  flush=True)
-    print(f"median ratio {statistics.median(ratios):.4f} over {a.pairs} pairs "
-          f"(min {min(ratios):.4f}, max {max(ratios):.4f})")
+            print(f"pair {i}: bare {b:.2f} s  stepscope {w:.2f} s  ratio {w / b:.4f}", flush=True)
+    print(
+        f"median ratio {statistics.median(ratios):.4f} over {a.pairs} pairs "
+        f"(min {min(ratios):.4f}, max {max(ratios):.4f})"
+    )
 
 
 if __name__ == "__main__":

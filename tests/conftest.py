@@ -27,8 +27,12 @@ def _torch_global_hooks() -> int:
     from torch.nn.modules import module as m
     from torch.optim import optimizer as o
 
-    return (len(m._global_forward_pre_hooks) + len(m._global_forward_hooks)
-            + len(o._global_optimizer_pre_hooks) + len(o._global_optimizer_post_hooks))
+    return (
+        len(m._global_forward_pre_hooks)
+        + len(m._global_forward_hooks)
+        + len(o._global_optimizer_pre_hooks)
+        + len(o._global_optimizer_post_hooks)
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -43,8 +47,11 @@ def healthy() -> Any:
     assert _torch_global_hooks() == hooks, "leaked torch global hooks"
     assert sys.meta_path == meta_path, "leaked import hooks"
     assert sys.getprofile() is profile, "leaked profiler"
-    children = [c for c in psutil.Process().children(recursive=True) if c.is_running()
-                and c.status() != psutil.STATUS_ZOMBIE]
+    children = [
+        c
+        for c in psutil.Process().children(recursive=True)
+        if c.is_running() and c.status() != psutil.STATUS_ZOMBIE
+    ]
     assert not children, f"leaked processes: {children}"
 
 
@@ -70,13 +77,30 @@ def env_for_tests(**extra: str) -> dict[str, str]:
     return env
 
 
-def stepscope_run(tmp: Path, script_args: list[str], *opts: str, job: str = "job",
-                  timeout: float = 240, env: dict[str, str] | None = None) -> Run:
+def stepscope_run(
+    tmp: Path,
+    script_args: list[str],
+    *opts: str,
+    job: str = "job",
+    timeout: float = 240,
+    env: dict[str, str] | None = None,
+) -> Run:
     """``stepscope run -o tmp --job job [opts] -- python <args>`` in a subprocess."""
-    cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp), "--job", job, *opts, "--",
-           sys.executable, *script_args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env=env or env_for_tests())
+    cmd = [
+        str(BIN / "stepscope"),
+        "run",
+        "-o",
+        str(tmp),
+        "--job",
+        job,
+        *opts,
+        "--",
+        sys.executable,
+        *script_args,
+    ]
+    p = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=env or env_for_tests()
+    )
     return Run(p.returncode, p.stdout, p.stderr, tmp / job)
 
 

@@ -22,10 +22,21 @@ LONG = [MLP, "--steps", "100000", "--step-sleep", "0.01"]
 
 
 def _start(tmp: Path, args: list[str], job: str = "job") -> subprocess.Popen[str]:
-    cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp), "--job", job, "--no-rules", "--",
-           sys.executable, *args]
-    return subprocess.Popen(cmd, env=env_for_tests(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    cmd = [
+        str(BIN / "stepscope"),
+        "run",
+        "-o",
+        str(tmp),
+        "--job",
+        job,
+        "--no-rules",
+        "--",
+        sys.executable,
+        *args,
+    ]
+    return subprocess.Popen(
+        cmd, env=env_for_tests(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _wait_for_steps(job_path: Path, n: int = 1, timeout: float = 120) -> None:
@@ -92,8 +103,12 @@ def test_broken_output_never_changes_training(tmp_path):
     """A file where the steps folder must be: faults recorded, model bit-for-bit the same."""
     args = [MLP, "--steps", "250", "--step-sleep", "0.02"]
     bare = tmp_path / "bare.pt"
-    subprocess.run([sys.executable, *args, "--save", str(bare)], check=True,
-                   capture_output=True, env=env_for_tests())
+    subprocess.run(
+        [sys.executable, *args, "--save", str(bare)],
+        check=True,
+        capture_output=True,
+        env=env_for_tests(),
+    )
     watched = tmp_path / "watched.pt"
     proc = _start(tmp_path, [*args, "--save", str(watched)])
     steps_dir = tmp_path / "job" / "steps" / "rank-0"
@@ -114,13 +129,24 @@ def test_broken_output_never_changes_training(tmp_path):
 
 
 def test_import_does_nothing():
-    code = ("import sys, threading; import stepscope; "
-            "print(threading.active_count(), sorted(m for m in ('torch', 'pyarrow', 'duckdb', "
-            "'pandas', 'psutil') if m in sys.modules), len(sys.meta_path))")
-    base = subprocess.run([sys.executable, "-c", "import sys; print(len(sys.meta_path))"],
-                          capture_output=True, text=True, check=True)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=env_for_tests())
+    code = (
+        "import sys, threading; import stepscope; "
+        "print(threading.active_count(), sorted(m for m in ('torch', 'pyarrow', 'duckdb', "
+        "'pandas', 'psutil') if m in sys.modules), len(sys.meta_path))"
+    )
+    base = subprocess.run(
+        [sys.executable, "-c", "import sys; print(len(sys.meta_path))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env_for_tests(),
+    )
     threads, modules, meta = out.stdout.rsplit(" ", 1)[0], out.stdout, out.stdout.split()[-1]
     assert out.stdout.startswith("1 [] "), out.stdout
     assert meta == base.stdout.strip(), (threads, modules)
@@ -134,8 +160,9 @@ def test_init_api_without_launcher(tmp_path):
         f"    sys.argv = ['mlp.py', '--steps', '7']\n"
         f"    runpy.run_path({MLP!r}, run_name='__main__')\n"
     )
-    subprocess.run([sys.executable, str(script)], check=True, env=env_for_tests(),
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(script)], check=True, env=env_for_tests(), capture_output=True
+    )
     job = stepscope.open(tmp_path / "api")
     assert job.meta["status"] == "Completed"
     assert len(job.steps(phase="train")) == 7

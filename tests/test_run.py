@@ -15,20 +15,44 @@ MLP = str(SCRIPTS / "mlp.py")
 
 
 def _show(path: object) -> dict:
-    out = subprocess.run([str(BIN / "stepscope"), "show", "--json", str(path)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(BIN / "stepscope"), "show", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
 def test_steps_phases_split_and_init(run_job):
-    r = run_job([MLP, "--steps", "30", "--eval-every", "10", "--eval-batches", "3",
-                 "--sleep-before", "1.0", "--stall-at", "5", "--stall-s", "0.4",
-                 "--slow-data", "0.002"], "--no-rules")
+    r = run_job(
+        [
+            MLP,
+            "--steps",
+            "30",
+            "--eval-every",
+            "10",
+            "--eval-batches",
+            "3",
+            "--sleep-before",
+            "1.0",
+            "--stall-at",
+            "5",
+            "--stall-s",
+            "0.4",
+            "--slow-data",
+            "0.002",
+        ],
+        "--no-rules",
+    )
     assert r.code == 0, r.stderr
     # The script's own output passes through untouched: its one JSON line, nothing else.
     assert r.stdout.strip().splitlines() == [json.dumps(r.result())]
-    assert all(line.startswith("stepscope: ") for line in r.stderr.strip().splitlines()
-               if "stepscope" in line)
+    assert all(
+        line.startswith("stepscope: ")
+        for line in r.stderr.strip().splitlines()
+        if "stepscope" in line
+    )
     job = stepscope.open(r.job_path)
     train, evals = job.steps(phase="train"), job.steps(phase="eval")
     assert list(train["step"]) == list(range(30))
@@ -89,8 +113,21 @@ def test_failure_exit_code_and_status(run_job):
 
 
 def test_bad_interval_is_a_clear_error(tmp_path):
-    p = subprocess.run([str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--interval-ms",
-                        "700", "--", sys.executable, MLP], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            str(BIN / "stepscope"),
+            "run",
+            "-o",
+            str(tmp_path),
+            "--interval-ms",
+            "700",
+            "--",
+            sys.executable,
+            MLP,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2
     assert "700" in p.stderr and "100, 200, 500, 1000, 5000, 60000" in p.stderr
     assert "Traceback" not in p.stderr
@@ -98,8 +135,11 @@ def test_bad_interval_is_a_clear_error(tmp_path):
 
 
 def test_unknown_command_is_a_clear_error(tmp_path):
-    p = subprocess.run([str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--",
-                        "no-such-program-xyz"], capture_output=True, text=True)
+    p = subprocess.run(
+        [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--", "no-such-program-xyz"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "command not found" in p.stderr
 
 

@@ -58,8 +58,8 @@ def _gpu_metrics(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
 def render_show(s: dict[str, Any]) -> str:
     lines = [
         f"job        {s['name']}   ({s['path']})",
-        f"status     {s['status']}" + (f"   exit code {s['exit_code']}" if s["exit_code"]
-                                        is not None else "")
+        f"status     {s['status']}"
+        + (f"   exit code {s['exit_code']}" if s["exit_code"] is not None else "")
         + (f"   reason: {s['reason']}" if s.get("reason") else ""),
         f"command    {' '.join(s['command'] or [])}",
         f"duration   {fmt_seconds(s['duration_seconds'])}   init {fmt_seconds(s['init_seconds'])}"
@@ -75,11 +75,14 @@ def render_show(s: dict[str, Any]) -> str:
 
 def _render_steps(st: dict[str, Any]) -> list[str]:
     ranks = ", ".join(f"rank {r}: {n}" for r, n in st["by_rank"].items())
-    lines = [f"steps      {st['count']} training steps (rank 0)" + (f"   [{ranks}]" if ranks else "")]
+    head = f"steps      {st['count']} training steps (rank 0)"
+    lines = [head + (f"   [{ranks}]" if ranks else "")]
     for phase, ph in st["phases"].items():
         d = ph["duration"]
-        lines.append(f"  {phase:<6} {ph['count']:>7} steps   p50 {fmt_seconds(d['p50'])}"
-                     f"   p95 {fmt_seconds(d['p95'])}")
+        lines.append(
+            f"  {phase:<6} {ph['count']:>7} steps   p50 {fmt_seconds(d['p50'])}"
+            f"   p95 {fmt_seconds(d['p95'])}"
+        )
         split = "  ".join(f"{k} {100 * (v or 0):.1f}%" for k, v in ph["split"].items())
         lines.append(f"         split: {split}")
     return [*lines, ""]
@@ -88,14 +91,17 @@ def _render_steps(st: dict[str, Any]) -> list[str]:
 def _render_system(sy: dict[str, Any]) -> list[str]:
     lines = []
     for node, info in sy["nodes"].items():
-        lines.append(f"system     {node}: {info['samples']} samples every {info['interval_ms']} ms"
-                     f"{'':10}p50        p95")
+        lines.append(
+            f"system     {node}: {info['samples']} samples every {info['interval_ms']} ms"
+            f"{'':10}p50        p95"
+        )
         metrics = info["metrics"]
         for key, label, unit in (*_SHOWN_METRICS, *_gpu_metrics(metrics)):
             if key in metrics:
                 q = metrics[key]
-                lines.append(f"  {label:<22}{fmt_value(q['p50'], unit):>14} "
-                             f"{fmt_value(q['p95'], unit):>12}")
+                lines.append(
+                    f"  {label:<22}{fmt_value(q['p50'], unit):>14} {fmt_value(q['p95'], unit):>12}"
+                )
     return lines or ["system     no samples"]
 
 
@@ -104,6 +110,8 @@ def render_ls(rows: list[dict[str, Any]]) -> str:
     out = [head]
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["start_time"] or 0))
-        out.append(f"{r['name']:<32} {r['status']:<10} {started:<20} "
-                   f"{fmt_seconds(r['duration_seconds']):>10} {r['steps']:>8}")
+        out.append(
+            f"{r['name']:<32} {r['status']:<10} {started:<20} "
+            f"{fmt_seconds(r['duration_seconds']):>10} {r['steps']:>8}"
+        )
     return "\n".join(out)

@@ -62,9 +62,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     name = cfg.job.name or _job_name(command)
     output = cfg.job.output or DEFAULT_OUTPUT
     _refuse_existing(output, name)
-    spec = RunSpec(command=command, output=output, job=name, config=cfg.to_dict(),
-                   interval_ms=cfg.profiler.system_monitor_interval_millis,
-                   rules=not args.no_rules)
+    spec = RunSpec(
+        command=command,
+        output=output,
+        job=name,
+        config=cfg.to_dict(),
+        interval_ms=cfg.profiler.system_monitor_interval_millis,
+        rules=not args.no_rules,
+    )
     return run(spec)
 
 
@@ -72,8 +77,10 @@ def _refuse_existing(output: str, name: str) -> None:
     from .store import open_store
 
     if open_store(output).exists(f"{name}/job.json"):
-        raise UsageError(f"a job named {name!r} already exists in {output}. "
-                         "Choose another --job, or remove the old job folder.")
+        raise UsageError(
+            f"a job named {name!r} already exists in {output}. "
+            "Choose another --job, or remove the old job folder."
+        )
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -85,10 +92,16 @@ def cmd_ls(args: argparse.Namespace) -> int:
         meta = job.meta
         end = meta.get("end_time") or time.time()
         n = job.sql("SELECT count(*) AS n FROM steps WHERE phase = 'train' AND rank = 0")
-        rows.append({"name": meta["name"], "path": job.path, "status": meta["status"],
-                     "start_time": meta.get("start_time"),
-                     "duration_seconds": end - meta.get("start_time", end),
-                     "steps": int(n["n"].iloc[0])})
+        rows.append(
+            {
+                "name": meta["name"],
+                "path": job.path,
+                "status": meta["status"],
+                "start_time": meta.get("start_time"),
+                "duration_seconds": end - meta.get("start_time", end),
+                "steps": int(n["n"].iloc[0]),
+            }
+        )
     print(json.dumps(rows, indent=1) if args.json else render_ls(rows))
     return 0
 
@@ -136,12 +149,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _add_run(sub: Any) -> None:
-    p = sub.add_parser("run", help="run a training command as a watched job",
-                       usage="stepscope run [OPTIONS] -- COMMAND...")
+    p = sub.add_parser(
+        "run",
+        help="run a training command as a watched job",
+        usage="stepscope run [OPTIONS] -- COMMAND...",
+    )
     p.add_argument("-o", "--output", help=f"output folder or URL (default {DEFAULT_OUTPUT})")
     p.add_argument("--job", help="job name (default: <script>-<timestamp>)")
-    p.add_argument("--interval-ms", type=int, help="system sampling interval: 100, 200, 500, "
-                   "1000, 5000 or 60000 ms (default 500)")
+    p.add_argument(
+        "--interval-ms",
+        type=int,
+        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000 ms (default 500)",
+    )
     p.add_argument("--config", help="TOML configuration file (see docs/config.md)")
     p.add_argument("--no-rules", action="store_true", help="do not run rules live")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
@@ -173,8 +192,9 @@ def _add_readers(sub: Any) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="stepscope", description="Training debugger and profiler "
-                                "for PyTorch.")
+    p = argparse.ArgumentParser(
+        prog="stepscope", description="Training debugger and profiler for PyTorch."
+    )
     p.add_argument("--version", action="version", version=f"stepscope {_version()}")
     sub = p.add_subparsers(dest="subcommand", required=True)
     _add_run(sub)
@@ -201,14 +221,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> int:
-    extras = {"torch": "torch", "starlette": "dashboard", "uvicorn": "dashboard",
-              "s3fs": "s3"}
+    extras = {"torch": "torch", "starlette": "dashboard", "uvicorn": "dashboard", "s3fs": "s3"}
     extra = extras.get((exc.name or "").split(".")[0])
     if extra is None:
         raise exc
     pin = " torch==2.13.0" if extra == "torch" else ""
-    print(f"stepscope: error: this needs the [{extra}] extra: pip install "
-          f"'stepscope[{extra}]'{pin}", file=sys.stderr)
+    print(
+        f"stepscope: error: this needs the [{extra}] extra: pip install 'stepscope[{extra}]'{pin}",
+        file=sys.stderr,
+    )
     return 2
 
 

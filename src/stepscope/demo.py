@@ -15,8 +15,12 @@ def run_demo(output: str) -> int:
     from .job import open as open_job
 
     name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
-    spec = RunSpec(command=[sys.executable, "-m", "stepscope.demo_train"], output=output,
-                   job=name, config=StepscopeConfig().to_dict())
+    spec = RunSpec(
+        command=[sys.executable, "-m", "stepscope.demo_train"],
+        output=output,
+        job=name,
+        config=StepscopeConfig().to_dict(),
+    )
     code = run(spec)
     job = open_job(f"{output.rstrip('/')}/{name}")
     print("\n" + render_show(summarize(job)))

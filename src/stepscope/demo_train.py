@@ -29,9 +29,16 @@ class Images(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 
 def model() -> nn.Module:
     return nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 7 * 7, 64), nn.ReLU(), nn.Linear(64, 10),
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 7 * 7, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
     )
 
 

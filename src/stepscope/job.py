@@ -220,7 +220,7 @@ class Job:
         return long.dropna(subset=["value"]).reset_index(drop=True)
 
 
-def open(path: str | Any) -> Job:  # noqa: A001 - the public name users expect
+def open(path: str | Any) -> Job:
     """Open the job folder at ``path`` (a local path or a URL such as ``s3://b/runs/job``)."""
     return Job(open_store(path))
 

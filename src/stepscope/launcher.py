@@ -38,8 +38,9 @@ class RunSpec:
     job: str
     interval_ms: int = 500
     config: dict[str, Any] = field(default_factory=dict)
-    node: str = field(default_factory=lambda: os.environ.get("STEPSCOPE_NODE")
-                      or socket.gethostname())
+    node: str = field(
+        default_factory=lambda: os.environ.get("STEPSCOPE_NODE") or socket.gethostname()
+    )
     rules: bool = True
 
 
@@ -49,10 +50,18 @@ def say(msg: str) -> None:
 
 def _job_meta(spec: RunSpec) -> dict[str, Any]:
     return {
-        "format_version": FORMAT_VERSION, "name": spec.job, "command": spec.command,
-        "cwd": os.getcwd(), "config": spec.config, "hosts": [spec.node],
-        "start_time": time.time(), "end_time": None, "status": "Running",
-        "exit_code": None, "reason": None, "stepscope_version": __version__,
+        "format_version": FORMAT_VERSION,
+        "name": spec.job,
+        "command": spec.command,
+        "cwd": os.getcwd(),
+        "config": spec.config,
+        "hosts": [spec.node],
+        "start_time": time.time(),
+        "end_time": None,
+        "status": "Running",
+        "exit_code": None,
+        "reason": None,
+        "stepscope_version": __version__,
     }
 
 
@@ -71,13 +80,29 @@ def _python_module(module: str, *args: str) -> list[str]:
 def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subprocess.Popen[bytes]]:
     """The node's sampler and the live rule runner, each in its own process."""
     me = str(os.getpid())
-    procs = [subprocess.Popen(_python_module(
-        "stepscope.agent.sampler_main", "--job-url", store.url, "--node", spec.node,
-        "--interval-ms", str(spec.interval_ms), "--watch-pid", str(child_pid),
-        "--parent-pid", me))]
+    procs = [
+        subprocess.Popen(
+            _python_module(
+                "stepscope.agent.sampler_main",
+                "--job-url",
+                store.url,
+                "--node",
+                spec.node,
+                "--interval-ms",
+                str(spec.interval_ms),
+                "--watch-pid",
+                str(child_pid),
+                "--parent-pid",
+                me,
+            )
+        )
+    ]
     if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
-        procs.append(subprocess.Popen(_python_module(
-            "stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me)))
+        procs.append(
+            subprocess.Popen(
+                _python_module("stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me)
+            )
+        )
     return procs
 
 
@@ -194,6 +219,8 @@ def run(spec: RunSpec) -> int:
     meta = _finish(store, spec, code, sup.stop_reason)
     _stop_helpers(helpers)
     took = meta["end_time"] - meta["start_time"]
-    say(f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
-        f"stepscope show {store.url}")
+    say(
+        f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
+        f"stepscope show {store.url}"
+    )
     return code

@@ -38,13 +38,21 @@ def main() -> None:
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(
-            output_dir=out, max_steps=max_steps, gradient_accumulation_steps=2,
-            per_device_train_batch_size=4, per_device_eval_batch_size=4,
-            eval_strategy="steps", eval_steps=4, logging_steps=1000, save_strategy="no",
-            report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+            output_dir=out,
+            max_steps=max_steps,
+            gradient_accumulation_steps=2,
+            per_device_train_batch_size=4,
+            per_device_eval_batch_size=4,
+            eval_strategy="steps",
+            eval_steps=4,
+            logging_steps=1000,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
         )
-        trainer = Trainer(model=Tiny(), args=args, train_dataset=Data(64),
-                          eval_dataset=Data(12))
+        trainer = Trainer(model=Tiny(), args=args, train_dataset=Data(64), eval_dataset=Data(12))
         trainer.train()
         print(json.dumps({"global_step": trainer.state.global_step}))
 

@@ -73,9 +73,10 @@ class StepscopeConfig:
     ``[debugger]`` sections of a stepscope TOML file.
 
     ``rules`` (raw dicts) is a placeholder until the rules configuration is typed;
-    ``debugger`` is a :class:`DebuggerHookConfig` (docs/tensors.md). ``profiler.output_path``, when set,
-    is the output folder: ``job.output`` takes its value (setting both to different
-    folders is an error), so readers only need ``job.output``.
+    ``debugger`` is a :class:`DebuggerHookConfig` (docs/tensors.md).
+    ``profiler.output_path``, when set, is the output folder: ``job.output`` takes
+    its value (setting both to different folders is an error), so readers only need
+    ``job.output``.
     """
 
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)

@@ -49,8 +49,14 @@ class Agent:
         self.store: Store = open_store(settings.job_url)
         self.faults = FaultBoundary(self.store, self.ident.as_dict())
         self.clock = Clock()
-        self.writer = AgentWriter(self.store, self.ident, self.clock, self.faults,
-                                  settings.flush_s, heartbeat=settings.standalone)
+        self.writer = AgentWriter(
+            self.store,
+            self.ident,
+            self.clock,
+            self.faults,
+            settings.flush_s,
+            heartbeat=settings.standalone,
+        )
         self.recorder = StepRecorder(self.writer.steps)
         self.hooks = TorchHooks(self.recorder, self.faults)
         self._lock = threading.Lock()
@@ -102,7 +108,10 @@ class Agent:
             self.hooks.remove()
         except Exception as exc:
             self.faults.record("step-hooks", exc)
-        self.writer.event("agent_stop", steps=self.recorder.train_steps,
-                          eval_steps=self.recorder.eval_steps,
-                          dropped_rows=self.writer.dropped_rows)
+        self.writer.event(
+            "agent_stop",
+            steps=self.recorder.train_steps,
+            eval_steps=self.recorder.eval_steps,
+            dropped_rows=self.writer.dropped_rows,
+        )
         self.writer.stop()

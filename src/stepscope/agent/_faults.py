@@ -8,6 +8,7 @@ may be the very thing that failed). Training never sees it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -37,10 +38,8 @@ class FaultBoundary:
 
     def record(self, component: str, exc: BaseException) -> None:
         """Note a fault of ``component``; never raises."""
-        try:
+        with contextlib.suppress(Exception):
             self._record(component, exc)
-        except Exception:  # noqa: S110 - the boundary must not fail itself
-            pass
 
     def _record(self, component: str, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"
@@ -75,7 +74,5 @@ class FaultBoundary:
             "traceback": fault.detail,
             **self.identity,
         }
-        try:
+        with contextlib.suppress(Exception):
             self.store.write_json(key, body)
-        except Exception:  # noqa: S110 - recording is best effort; stderr already has it
-            pass

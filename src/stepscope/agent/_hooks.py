@@ -164,7 +164,7 @@ class TorchHooks:
         return backward
 
     def _wrap_next(self, original: Any) -> Any:
-        def __next__(it: Any) -> Any:  # noqa: N807 - it replaces __next__
+        def __next__(it: Any) -> Any:
             t0 = perf_counter()
             try:
                 return original(it)

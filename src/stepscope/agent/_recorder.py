@@ -78,8 +78,17 @@ class StepRecorder:
 
     def _emit(self, phase: str, step: int, t: float) -> None:
         start = self.boundary if self.boundary is not None else t
-        row = (phase, step, start, t, self.data, self.forward, self.backward, self.optimizer,
-               self.profiled)
+        row = (
+            phase,
+            step,
+            start,
+            t,
+            self.data,
+            self.forward,
+            self.backward,
+            self.optimizer,
+            self.profiled,
+        )
         self.rows.append(row)
         self.boundary = t
         self.data = self.forward = self.backward = self.optimizer = 0.0

@@ -31,8 +31,12 @@ class Identity:
     pid: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, "local_rank": self.local_rank, "node": self.node,
-                "pid": self.pid}
+        return {
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "node": self.node,
+            "pid": self.pid,
+        }
 
 
 class Clock:
@@ -108,8 +112,12 @@ class AgentWriter:
 
     def _identity_cols(self, n: int) -> dict[str, list[Any]]:
         i = self.ident
-        return {"rank": [i.rank] * n, "local_rank": [i.local_rank] * n,
-                "node": [i.node] * n, "pid": [i.pid] * n}
+        return {
+            "rank": [i.rank] * n,
+            "local_rank": [i.local_rank] * n,
+            "node": [i.node] * n,
+            "pid": [i.pid] * n,
+        }
 
     def _steps_batch(self, rows: list[StepRow]) -> Any:
         import pyarrow as pa
@@ -118,21 +126,35 @@ class AgentWriter:
         start = [self.clock.wall(t) for t in t0]
         end = [self.clock.wall(t) for t in t1]
         dur = [b - a for a, b in zip(t0, t1, strict=True)]
-        other = [max(d - (a + b + c + e), 0.0)
-                 for d, a, b, c, e in zip(dur, data, fwd, bwd, opt, strict=True)]
+        other = [
+            max(d - (a + b + c + e), 0.0)
+            for d, a, b, c, e in zip(dur, data, fwd, bwd, opt, strict=True)
+        ]
         none = [None] * len(rows)
-        cols = {**self._identity_cols(len(rows)), "phase": phase, "step": step, "start": start,
-                "end": end, "duration": dur, "data_wait": data, "forward": fwd,
-                "backward": bwd, "optimizer": opt, "other": other, "profiled": prof,
-                "gpu_forward": none, "gpu_backward": none, "gpu_optimizer": none}
+        cols = {
+            **self._identity_cols(len(rows)),
+            "phase": phase,
+            "step": step,
+            "start": start,
+            "end": end,
+            "duration": dur,
+            "data_wait": data,
+            "forward": fwd,
+            "backward": bwd,
+            "optimizer": opt,
+            "other": other,
+            "profiled": prof,
+            "gpu_forward": none,
+            "gpu_backward": none,
+            "gpu_optimizer": none,
+        }
         return pa.RecordBatch.from_pydict(cols, schema=STEPS_SCHEMA)
 
     def _events_batch(self, rows: list[EventRow]) -> Any:
         import pyarrow as pa
 
         times, kinds, details = (list(c) for c in zip(*rows, strict=True))
-        cols = {"time": times, **self._identity_cols(len(rows)), "kind": kinds,
-                "detail": details}
+        cols = {"time": times, **self._identity_cols(len(rows)), "kind": kinds, "detail": details}
         return pa.RecordBatch.from_pydict(cols, schema=EVENTS_SCHEMA)
 
     @property

@@ -43,8 +43,7 @@ def _default_job_name() -> str:
     return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def init(output: str = "./stepscope-runs", job: str | None = None,
-         config: Any = None) -> _Session:
+def init(output: str = "./stepscope-runs", job: str | None = None, config: Any = None) -> _Session:
     """Start the agent in this process (or return the one ``stepscope run`` started).
 
     ``config`` is a :class:`stepscope.config.StepscopeConfig` or ``None``.
@@ -57,10 +56,19 @@ def init(output: str = "./stepscope-runs", job: str | None = None,
         job = job or config.job.name
     name = job or _default_job_name()
     url = f"{output.rstrip('/')}/{name}"
-    meta = {"format_version": FORMAT_VERSION, "name": name, "command": sys.argv,
-            "cwd": os.getcwd(), "hosts": [socket.gethostname()], "start_time": time.time(),
-            "status": "Running", "exit_code": None, "end_time": None, "reason": None,
-            "config": config.to_dict() if config is not None else {}}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "command": sys.argv,
+        "cwd": os.getcwd(),
+        "hosts": [socket.gethostname()],
+        "start_time": time.time(),
+        "status": "Running",
+        "exit_code": None,
+        "end_time": None,
+        "reason": None,
+        "config": config.to_dict() if config is not None else {},
+    }
     open_store(url).write_json("job.json", meta)
     agent = Agent(AgentSettings(job_url=url, standalone=True, config=meta["config"]))
     bootstrap.set_current(agent.start())
@@ -83,6 +91,9 @@ def shutdown(failed: bool = False) -> None:
     bootstrap.set_current(None)
     store = agent.store
     meta = store.read_json("job.json")
-    meta.update(status="Failed" if failed else "Completed", end_time=time.time(),
-                exit_code=1 if failed else 0)
+    meta.update(
+        status="Failed" if failed else "Completed",
+        end_time=time.time(),
+        exit_code=1 if failed else 0,
+    )
     store.write_json("job.json", meta)

@@ -30,8 +30,9 @@ def is_torch_launcher(argv: list[str], orig_argv: list[str]) -> bool:
     """True in torchrun's own process: it carries no training, its workers do."""
     if argv and os.path.basename(argv[0]) == "torchrun":
         return True
-    return any(orig_argv[i : i + 2] == ["-m", m] for m in _LAUNCHER_MODULES
-               for i in range(len(orig_argv)))
+    return any(
+        orig_argv[i : i + 2] == ["-m", m] for m in _LAUNCHER_MODULES for i in range(len(orig_argv))
+    )
 
 
 def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:

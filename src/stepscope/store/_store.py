@@ -7,6 +7,7 @@ particular filesystem. Keys are ``/``-separated paths relative to the store's ro
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import posixpath
@@ -92,7 +93,7 @@ class Store:
     def isdir(self, key: str = "") -> bool:
         return bool(self.fs.isdir(self.path(key)))
 
-    def list(self, prefix: str = "", suffix: str = "") -> list[str]:
+    def list(self, prefix: str = "", suffix: str = "") -> builtins.list[str]:
         """Keys of all files under ``prefix`` (recursively), sorted, temporaries skipped."""
         base = self.path(prefix)
         if not self.fs.isdir(base):
@@ -102,7 +103,7 @@ class Store:
         keys = [posixpath.relpath(p, self.root) for p in found]
         return sorted(k for k in keys if TMP_MARKER not in k and k.endswith(suffix))
 
-    def listdir(self, prefix: str = "") -> list[str]:
+    def listdir(self, prefix: str = "") -> builtins.list[str]:
         """Names of the direct children of ``prefix`` (files and folders)."""
         base = self.path(prefix)
         if not self.fs.isdir(base):

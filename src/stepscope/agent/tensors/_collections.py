@@ -1,0 +1,133 @@
+"""Collections at run time: which tensors each one selects, and on which steps.
+
+Built from the job's configuration (``[debugger]`` and the enabled ``[[rules]]``)
+when the agent starts. Tensors come in kinds (``loss``, ``weight``, ``bias``,
+``gradient``, ``input``, ``output``, ``optimizer``, ``scalar``); a built-in
+collection selects kinds, an ``include_regex`` selects names (matched from the
+start, case-insensitively, against the tensor's name and its alias).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._config._debugger import (
+    BUILTIN_COLLECTIONS,
+    PHASES,
+    CollectionConfig,
+    DebuggerHookConfig,
+    SaveConfig,
+)
+
+KINDS = ("loss", "weight", "bias", "gradient", "input", "output", "optimizer", "scalar")
+_BUILTIN_KINDS: dict[str, frozenset[str]] = {
+    "all": frozenset(KINDS),
+    "default": frozenset({"loss", "scalar"}),
+    "losses": frozenset({"loss"}),
+    "weights": frozenset({"weight"}),
+    "biases": frozenset({"bias"}),
+    "gradients": frozenset({"gradient"}),
+    "inputs": frozenset({"input"}),
+    "outputs": frozenset({"output"}),
+    "optimizer_variables": frozenset({"optimizer"}),
+}
+
+# The collections each debugging rule reads; enabling the rule enables them.
+RULE_COLLECTIONS: dict[str, tuple[CollectionConfig, ...]] = {
+    "VanishingGradient": (CollectionConfig("gradients"),),
+    "ExplodingTensor": (CollectionConfig("losses"), CollectionConfig("gradients")),
+    "LossNotDecreasing": (CollectionConfig("losses"),),
+    "Overfit": (CollectionConfig("losses"),),
+    "Overtraining": (CollectionConfig("losses"),),
+    "DeadRelu": (CollectionConfig("relu_output", {"include_regex": ".*relu_output"}),),
+    "PoorWeightInitialization": (
+        CollectionConfig("relu_input", {"include_regex": ".*relu_input"}),
+        CollectionConfig("gradients"), CollectionConfig("losses")),
+    "SaturatedActivation": (
+        CollectionConfig("tanh_input", {"include_regex": ".*tanh_input"}),
+        CollectionConfig("sigmoid_input", {"include_regex": ".*sigmoid_input"})),
+    "WeightUpdateRatio": (CollectionConfig("weights"),),
+    "AllZero": (CollectionConfig("weights"), CollectionConfig("gradients")),
+    "UnchangedTensor": (CollectionConfig("weights"), CollectionConfig("gradients")),
+    "TensorVariance": (CollectionConfig("weights"), CollectionConfig("gradients")),
+    "ClassImbalance": (CollectionConfig("labels", {"include_regex": ".*loss_input_1"}),
+                       CollectionConfig("predictions", {"include_regex": ".*loss_input_0"})),
+    "StalledTrainingRule": (),
+}
+
+
+@dataclass
+class Collection:
+    """One collection as the capture uses it."""
+
+    name: str
+    kinds: frozenset[str]
+    regex: re.Pattern[str] | None
+    schedules: dict[str, SaveConfig]
+    reductions: tuple[str, ...] = ()
+    save_raw: bool = True
+    _memo: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False)
+
+    def saves(self, phase: str, step: int) -> bool:
+        """Whether this collection saves step ``step`` of ``phase``."""
+        return self.schedules[phase].saves(step)
+
+    def selects(self, kind: str, name: str, alias: str = "") -> bool:
+        """Whether this collection holds the tensor ``name`` of ``kind`` (memoised)."""
+        key = (kind, name)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = kind in self.kinds and (self.regex is None or bool(
+                self.regex.match(name) or (alias and self.regex.match(alias))))
+            self._memo[key] = hit
+        return hit
+
+
+def from_config(config: CollectionConfig) -> Collection:
+    """The run-time collection of ``config`` (its defaults already merged)."""
+    regex = re.compile(config.include_regex, re.IGNORECASE) if config.include_regex else None
+    kinds = _BUILTIN_KINDS.get(config.name)
+    if kinds is None:  # a user collection selects by name among every kind
+        kinds = frozenset(KINDS) if regex is not None else frozenset()
+    reductions = config.reductions
+    raw = config.parameters.get("save_raw_tensor")
+    return Collection(name=config.name, kinds=kinds, regex=regex,
+                      schedules={p: config.schedule(p) for p in PHASES},
+                      reductions=reductions,
+                      save_raw=bool(raw) if raw is not None else not reductions)
+
+
+def _rule_names(rules: Iterable[Any]) -> list[str]:
+    names = []
+    for rule in rules:
+        if isinstance(rule, Mapping):
+            name = rule.get("name") or rule.get("rule") or rule.get("type")
+            names.append(str(name))
+        elif isinstance(rule, str):
+            names.append(rule)
+    return names
+
+
+def resolve(config: Mapping[str, Any]) -> list[Collection]:
+    """The collections of a job: the configured ones, the losses by default, and
+    those the enabled debugging rules need (``config`` as StepscopeConfig.to_dict())."""
+    raw = config.get("debugger")
+    hook = DebuggerHookConfig.from_dict(raw) if raw else DebuggerHookConfig()
+    defaults = dict(hook.hook_parameters)
+    wanted = list(hook.collection_configs)
+    if defaults.get("save_all"):
+        wanted.append(CollectionConfig("all"))
+    if not {c.name for c in wanted} & {"losses", "default", "all"}:
+        wanted.append(CollectionConfig("default"))
+    for rule in _rule_names(config.get("rules") or ()):
+        wanted += RULE_COLLECTIONS.get(rule, ())
+    seen: dict[str, CollectionConfig] = {}
+    for c in wanted:
+        seen.setdefault(c.name, c.with_defaults(defaults))
+    return [from_config(c) for c in seen.values()]
+
+
+__all__ = ["BUILTIN_COLLECTIONS", "KINDS", "RULE_COLLECTIONS", "Collection", "resolve"]
