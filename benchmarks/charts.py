@@ -153,10 +153,10 @@ def main() -> None:
                     draws[(name, size)].append(draw)
         browser.close()
     print(f"\nmedian of {args.runs} interleaved runs, headless Chromium, 1000x300 canvas")
-    print(f"{'library':8s} {'load ms':>8s} " + " ".join(f"{s:>12,d} pts" for s in SIZES))
+    print(f"{'library':11s} {'load ms':>8s} " + " ".join(f"{s:>12,d} pts" for s in SIZES))
     for name in libs:
         cells = " ".join(f"{statistics.median(draws[(name, s)]):>13.0f} ms" for s in SIZES)
-        print(f"{name:8s} {statistics.median(loads[name]):8.1f} {cells}")
+        print(f"{name:11s} {statistics.median(loads[name]):8.1f} {cells}")
 
 
 if __name__ == "__main__":

@@ -72,7 +72,8 @@ def main() -> None:
     parser.add_argument("--hours", type=float, nargs="+", default=[1.0, 24.0])
     args = parser.parse_args()
     print(f"median of {args.runs} runs; headless Chromium, 1366x900 viewport")
-    with tempfile.TemporaryDirectory(prefix="stepscope-report-bench-") as tmp, sync_playwright() as pw:
+    tmp_dir = tempfile.TemporaryDirectory(prefix="stepscope-report-bench-")
+    with tmp_dir as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         for hours in args.hours:
             bench(hours, args.runs, browser, Path(tmp))

@@ -10,6 +10,8 @@
 (c) the probe alone with 8 fake GPUs (tests/fakes/pynvml.py): the Python cost of
     the GPU columns, without a driver's latency.
 
+"sample µs" is the median time of one sample (counters read into a row); "flush ms"
+the median time of one flush (rows -> Arrow -> Parquet, the segment rewritten whole).
 "bytes/value" is the Parquet bytes on disk divided by rows x metric columns (all
 but ``time``, ``node`` and ``interval_ms``, whose bytes are in the numerator).
 The predecessor's JSON lines cost about 185 bytes per value; the target is 18.5.
@@ -62,15 +64,8 @@ def real_run(seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         probe = SystemProbe(os.getpid(), Gpus.open())
         sampler = Sampler(open_store(tmp), NODE, interval_ms=100, probe=probe)
-        costs: list[float] = []
-        sample = sampler.sample
-
-        def timed() -> None:
-            t = time.perf_counter()
-            sample()
-            costs.append(time.perf_counter() - t)
-
-        sampler.sample = timed  # type: ignore[method-assign]
+        costs = timed(sampler, "sample")
+        flushes = timed(sampler, "flush")
         timer = threading.Timer(seconds, sampler.stop)
         timer.start()
         sampler.run()
@@ -78,7 +73,21 @@ def real_run(seconds: float) -> dict[str, Any]:
         size, files = stored_bytes(folder)
         rows, values = stored_shape(folder)
     return {"rows": rows, "values": values, "sample_us": _median_us(costs),
-            "bytes": size, "files": files}  # fmt: skip
+            "flush_ms": _median_us(flushes) / 1e3, "bytes": size, "files": files}  # fmt: skip
+
+
+def timed(obj: Any, method: str) -> list[float]:
+    """Wrap ``obj.method`` to record the duration of each call; returns the record."""
+    costs: list[float] = []
+    original = getattr(obj, method)
+
+    def wrapper() -> None:
+        t = time.perf_counter()
+        original()
+        costs.append(time.perf_counter() - t)
+
+    setattr(obj, method, wrapper)
+    return costs
 
 
 def _median_us(costs: list[float]) -> float:
@@ -153,11 +162,11 @@ def synthetic_run(hours: float) -> dict[str, Any]:
                 for batch in rows_to_batches(pending):
                     writer.append(batch)
                 writer.flush()
-                costs.append((time.perf_counter() - t) / len(pending))
+                costs.append(time.perf_counter() - t)
                 pending = []
         size, files = stored_bytes(Path(tmp) / "system" / NODE)
         assert stored_shape(Path(tmp) / "system" / NODE) == (count, values)
-    return {"rows": count, "values": values, "store_us_per_row": _median_us(costs),
+    return {"rows": count, "values": values, "flush_ms": _median_us(costs) / 1e3,
             "bytes": size, "files": files}  # fmt: skip
 
 
@@ -179,14 +188,14 @@ def fake_gpu_probe(samples: int = 300) -> dict[str, Any]:
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    head = f"{'scenario':<34} {'rows':>7} {'values':>6} {'sample µs':>9} {'store µs/row':>12}"
+    head = f"{'scenario':<34} {'rows':>7} {'values':>6} {'sample µs':>9} {'flush ms':>8}"
     head += f" {'bytes/value':>11} {'files':>5}"
     lines = [head, "-" * len(head)]
     for name, r in results.items():
         per_value = r["bytes"] / (r["rows"] * r["values"]) if "bytes" in r else math.nan
         lines.append(
             f"{name:<34} {r['rows']:>7} {r['values']:>6} {_fmt(r.get('sample_us')):>9} "
-            f"{_fmt(r.get('store_us_per_row')):>12} {_fmt(per_value, 2):>11} "
+            f"{_fmt(r.get('flush_ms'), 1):>8} {_fmt(per_value, 2):>11} "
             f"{r.get('files', '-'):>5}"
         )
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -23,7 +24,6 @@ from typing import Any
 
 import psutil
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -187,6 +187,21 @@ def test_cli_rejects_a_bad_interval(tmp_path: Path) -> None:
     assert not (tmp_path / "system").exists()
 
 
+def test_the_sampler_process_stays_light(tmp_path: Path, procs: Procs) -> None:
+    """No torch, pandas or duckdb in the sampler process, through sampling and flushing."""
+    watched = procs.start([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    code = (
+        "import sys\n"
+        "from stepscope.agent.sampler_main import main\n"
+        f"main(['--job-url', {str(tmp_path)!r}, '--node', 'n0', '--interval-ms', '100',"
+        f" '--watch-pid', '{watched.pid}'])\n"
+        "print(sorted({'torch', 'pandas', 'duckdb'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "[]\n", "")
+    assert read_system(tmp_path).num_rows >= 1
+
+
 def test_next_tick_keeps_the_grid_and_skips_missed_ticks() -> None:
     assert next_tick(10.0, 10.001, 0.5) == 10.5
     assert next_tick(10.0, 11.7, 0.5) == 12.0  # 10.5, 11.0 and 11.5 were missed: no burst
@@ -318,8 +333,8 @@ def test_sampler_process_with_four_fake_gpus(
         assert set(cols[f"gpu{i}_mem_total"]) == {42949672960.0}
         used = {m * 2**20 for m in fake["MEM_USED_MIB"]}
         assert set(cols[f"gpu{i}_mem_used"]) <= used
-        watts = pc.round(pa.array([mw / 1000 for mw in fake["POWER_MW"]], pa.float32()), 1)
-        assert set(cols[f"gpu{i}_power_w"]) <= set(watts.to_pylist())
+        watts = array("f", [round(mw / 1000, 1) for mw in fake["POWER_MW"]])  # W, as float32
+        assert set(cols[f"gpu{i}_power_w"]) <= set(watts)
         assert set(cols[f"gpu{i}_temp_c"]) <= set(fake["TEMP_C"])
         for used_b, pct in zip(cols[f"gpu{i}_mem_used"], cols[f"gpu{i}_mem_util"], strict=True):
             assert pct == pytest.approx(100 * used_b / 42949672960, abs=0.06)

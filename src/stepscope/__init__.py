@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Job", "__version__", "init", "list_jobs", "open", "shutdown", "step"]
+__all__ = ["Job", "__version__", "init", "list_jobs", "open", "record_scalar", "shutdown",
+           "step"]
 
 _LAZY = {
     "Job": ("stepscope.job", "Job"),
@@ -20,10 +21,12 @@ _LAZY = {
     "init": ("stepscope.agent.api", "init"),
     "shutdown": ("stepscope.agent.api", "shutdown"),
     "step": ("stepscope.agent.api", "step"),
+    "record_scalar": ("stepscope.agent.tensors", "record_scalar"),
 }
 
 if TYPE_CHECKING:
     from .agent.api import init, shutdown, step
+    from .agent.tensors import record_scalar
     from .job import Job, list_jobs, open
 
 

@@ -16,6 +16,7 @@ from ._hooks import TorchHooks
 from ._import_hook import TorchImportHook
 from ._recorder import StepRecorder
 from ._writer import AgentWriter, Clock, Identity
+from .tensors import TensorCapture, TensorWriter, resolve
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,21 @@ class Agent:
         )
         self.recorder = StepRecorder(self.writer.steps)
         self.hooks = TorchHooks(self.recorder, self.faults)
+        self.tensors = self._tensor_capture()
         self._lock = threading.Lock()
         self._torch_hook: TorchImportHook | None = None
         self.running = False
+
+    def _tensor_capture(self) -> TensorCapture | None:
+        """The output tensor capture of the job's configuration (losses by default)."""
+        try:
+            writer = TensorWriter(self.store, self.settings.rank, self.faults,
+                                  self.settings.flush_s)
+            return TensorCapture(resolve(self.settings.config), writer, self.recorder,
+                                 self.faults)
+        except Exception as exc:
+            self.faults.record("tensors", exc)
+            return None
 
     def start(self) -> Agent:
         with self._lock:
@@ -72,6 +85,8 @@ class Agent:
                 self.writer.event("process_start", started, argv=sys.argv)
             self.writer.event("agent_start", config=self.settings.config)
             self.writer.start()
+            if self.tensors is not None:
+                self.tensors.writer.start()
             self.running = True
         atexit.register(self.stop)
         if "torch" in sys.modules:
@@ -88,6 +103,11 @@ class Agent:
                 self.hooks.install()
             except Exception as exc:
                 self.faults.record("step-hooks", exc)
+            try:
+                if self.tensors is not None and self.hooks.installed:
+                    self.tensors.install(self.hooks)
+            except Exception as exc:
+                self.faults.record("tensors", exc)
 
     def step(self) -> None:
         """End the current training step now (for loops without an optimizer)."""
@@ -104,6 +124,7 @@ class Agent:
         atexit.unregister(self.stop)
         if self._torch_hook is not None:
             self._torch_hook.uninstall()
+        self._stop_tensors()
         try:
             self.hooks.remove()
         except Exception as exc:
@@ -115,3 +136,12 @@ class Agent:
             dropped_rows=self.writer.dropped_rows,
         )
         self.writer.stop()
+
+    def _stop_tensors(self) -> None:
+        if self.tensors is None:
+            return
+        try:
+            self.tensors.remove()
+        except Exception as exc:
+            self.faults.record("tensors", exc)
+        self.tensors.writer.stop()

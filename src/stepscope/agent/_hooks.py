@@ -19,6 +19,7 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
+from ._cuda import DeviceTimer
 from ._faults import FaultBoundary
 from ._recorder import StepRecorder
 
@@ -34,6 +35,9 @@ class TorchHooks:
         self._stack: list[int] = []
         self._roots: dict[int, Any] = {}
         self._has_params: dict[int, bool] = {}
+        # Called with the first argument of every ``torch.autograd.backward`` (the
+        # loss, for tensor capture); set by the agent's TensorCapture.
+        self.on_backward_root: Callable[[Any], None] | None = None
         self.installed = False
 
     # -- install / remove -------------------------------------------------------
@@ -107,6 +111,7 @@ class TorchHooks:
         try:
             if not self._stack and self._owns_params(module):
                 self._roots[id(module)] = module
+                self._watch_cuda()
                 self.rec.on_forward_start(perf_counter())
             self._stack.append(id(module))
         except Exception as exc:
@@ -132,6 +137,7 @@ class TorchHooks:
     def _root_pre(self, module: Any, _args: Any) -> None:
         try:
             if not self._stack:
+                self._watch_cuda()
                 self.rec.on_forward_start(perf_counter())
             self._stack.append(id(module))
         except Exception as exc:
@@ -146,6 +152,20 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
+    def _watch_cuda(self) -> None:
+        """Start timing device work once the process has initialised CUDA itself."""
+        if self.rec.device is None and self._cuda_ready():
+            import torch
+
+            self.rec.device = DeviceTimer(torch.cuda)
+
+    @staticmethod
+    def _cuda_ready() -> bool:
+        # Never initialise CUDA ourselves: only follow a process that already did.
+        import torch
+
+        return bool(torch.cuda.is_initialized())
+
     @staticmethod
     def _training(module: Any) -> bool:
         import torch
@@ -155,6 +175,8 @@ class TorchHooks:
     # -- backward and data ----------------------------------------------------------------
     def _wrap_backward(self, original: Any) -> Any:
         def backward(*args: Any, **kwargs: Any) -> Any:
+            if self.rec.device is not None:
+                self.rec.on_backward_start()
             t0 = perf_counter()
             try:
                 return original(*args, **kwargs)

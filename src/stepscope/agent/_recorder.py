@@ -12,8 +12,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# (phase, step, start, end, data_wait, forward, backward, optimizer, profiled)
-StepRow = tuple[str, int, float, float, float, float, float, float, bool]
+from ._cuda import DeviceTimer, Mark
+
+# (phase, step, start, end, data_wait, forward, backward, optimizer, profiled, device marks)
+StepRow = tuple[str, int, float, float, float, float, float, float, bool, list[Mark] | None]
 
 
 @dataclass
@@ -32,6 +34,8 @@ class StepRecorder:
     # Called after every step with (phase, step number just ended, perf time); the
     # profiling-window controller uses it to open and close windows at step boundaries.
     on_boundary: Callable[[str, int, float], None] | None = None
+    # Set once CUDA is in use: CUDA events time the device side of each part.
+    device: DeviceTimer | None = None
     _opt_depth: int = 0
     _opt_start: float = 0.0
     _fwd_start: float = 0.0
@@ -47,27 +51,41 @@ class StepRecorder:
     def on_forward_start(self, t: float) -> None:
         self._touch(t)
         self._fwd_start = t
+        if self.device is not None:
+            self.device.start("forward")
 
     def on_forward_end(self, t: float, training: bool) -> None:
         self.forward += t - self._fwd_start
+        if self.device is not None:
+            self.device.end("forward")
         if not training:
             self._emit("eval", self.eval_steps, t)
             self.eval_steps += 1
 
+    def on_backward_start(self) -> None:
+        if self.device is not None:
+            self.device.start("backward")
+
     def on_backward(self, t0: float, t1: float) -> None:
         self._touch(t0)
         self.backward += t1 - t0
+        if self.device is not None:
+            self.device.end("backward")
 
     def on_optimizer_start(self, t: float) -> None:
         self._opt_depth += 1
         if self._opt_depth == 1:
             self._touch(t)
             self._opt_start = t
+            if self.device is not None:
+                self.device.start("optimizer")
 
     def on_optimizer_end(self, t: float) -> None:
         self._opt_depth = max(self._opt_depth - 1, 0)
         if self._opt_depth == 0:
             self.optimizer += t - self._opt_start
+            if self.device is not None:
+                self.device.end("optimizer")
             self.end_train_step(t)
 
     def end_train_step(self, t: float) -> None:
@@ -88,6 +106,7 @@ class StepRecorder:
             self.backward,
             self.optimizer,
             self.profiled,
+            self.device.take() if self.device is not None else None,
         )
         self.rows.append(row)
         self.boundary = t

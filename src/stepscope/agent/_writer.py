@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store
+from ._cuda import resolve
 from ._faults import FaultBoundary
 from ._recorder import StepRow
 
@@ -122,7 +123,10 @@ class AgentWriter:
     def _steps_batch(self, rows: list[StepRow]) -> Any:
         import pyarrow as pa
 
-        phase, step, t0, t1, data, fwd, bwd, opt, prof = (list(c) for c in zip(*rows, strict=True))
+        phase, step, t0, t1, data, fwd, bwd, opt, prof, marks = (
+            list(c) for c in zip(*rows, strict=True)
+        )
+        device = [resolve(m) for m in marks]
         start = [self.clock.wall(t) for t in t0]
         end = [self.clock.wall(t) for t in t1]
         dur = [b - a for a, b in zip(t0, t1, strict=True)]
@@ -130,7 +134,6 @@ class AgentWriter:
             max(d - (a + b + c + e), 0.0)
             for d, a, b, c, e in zip(dur, data, fwd, bwd, opt, strict=True)
         ]
-        none = [None] * len(rows)
         cols = {
             **self._identity_cols(len(rows)),
             "phase": phase,
@@ -144,9 +147,9 @@ class AgentWriter:
             "optimizer": opt,
             "other": other,
             "profiled": prof,
-            "gpu_forward": none,
-            "gpu_backward": none,
-            "gpu_optimizer": none,
+            "gpu_forward": [d["forward"] for d in device],
+            "gpu_backward": [d["backward"] for d in device],
+            "gpu_optimizer": [d["optimizer"] for d in device],
         }
         return pa.RecordBatch.from_pydict(cols, schema=STEPS_SCHEMA)
 

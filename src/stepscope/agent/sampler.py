@@ -27,6 +27,7 @@ import itertools
 import math
 import os
 import time
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,7 +35,6 @@ from typing import Any
 
 import psutil
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..store import SYSTEM_BASE_SCHEMA
 from ._nvml import Gpus, Row
@@ -43,6 +43,7 @@ from ._nvml import Gpus, Row
 # imported from there to keep the sampler process's start-up short.
 ACCEPTED_INTERVALS_MS = (100, 200, 500, 1000, 5000, 60000)
 _BASE_TYPES = {field.name: field.type for field in SYSTEM_BASE_SCHEMA}
+_CODES = {pa.float32(): "f", pa.float64(): "d", pa.int32(): "i"}  # array module type codes
 _BYTE_RATES = {"disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps"}
 _LOOPBACK = ("lo", "lo0")
 
@@ -81,13 +82,37 @@ def _batch(names: tuple[str, ...], rows: list[Row]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+# Arrays are built from buffers: pa.array() imports pandas (0.4 s, 60 MB) on first use
+# to check whether its input is a pandas object, and the sampler must start light.
 def _array(field: pa.Field, values: list[Any]) -> pa.Array:
-    array = pa.array(values, type=field.type)
-    if field.type == pa.float32():
-        return pc.round(array, 1)
-    if field.name in _BYTE_RATES:
-        return pc.round(array, 0)
-    return array
+    if field.type == pa.string():
+        data = [str(v).encode() for v in values]
+        offsets = array("i", itertools.accumulate(map(len, data), initial=0))
+        return pa.Array.from_buffers(field.type, len(data), [None, _buffer(offsets), _buffer(data)])
+    digits = 1 if field.type == pa.float32() else 0 if field.name in _BYTE_RATES else None
+    numbers = array(_CODES[field.type], [_number(v, digits) for v in values])
+    return pa.Array.from_buffers(field.type, len(values), [_validity(values), _buffer(numbers)])
+
+
+def _number(value: Any, digits: int | None) -> float:
+    if value is None:
+        return 0
+    return round(value, digits) if digits is not None else value
+
+
+def _validity(values: list[Any]) -> pa.Buffer | None:
+    """Arrow's validity bitmap (bit ``i`` of byte ``i // 8`` set when value ``i`` is there)."""
+    if all(v is not None for v in values):
+        return None
+    bits = bytearray((len(values) + 7) // 8)
+    for i, value in enumerate(values):
+        if value is not None:
+            bits[i >> 3] |= 1 << (i & 7)
+    return _buffer(bits)
+
+
+def _buffer(data: array[Any] | bytearray | list[bytes]) -> pa.Buffer:
+    return pa.py_buffer(b"".join(data) if isinstance(data, list) else data)
 
 
 @dataclass

@@ -50,9 +50,9 @@ class SystemRule(NodeRule):
             return Part(na_reason=patience_reason(self.p("patience"), len(data.system)))
         framed = with_windows(data, judged, self.p("window"))
         node = str(judged["node"].iloc[0])
-        findings = [self.finding(node, run) for run in runs(self.hits(framed, gpus))]
-        triggers = sum(len(r) for r in runs(self.hits(framed, gpus)))
-        return Part(findings, triggers, len(judged))
+        found = runs(self.hits(framed, gpus))
+        findings = [self.finding(node, run) for run in found]
+        return Part(findings, sum(len(r) for r in found), len(judged))
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         raise NotImplementedError

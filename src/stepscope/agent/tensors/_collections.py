@@ -2,7 +2,7 @@
 
 Built from the job's configuration (``[debugger]`` and the enabled ``[[rules]]``)
 when the agent starts. Tensors come in kinds (``loss``, ``weight``, ``bias``,
-``gradient``, ``input``, ``output``, ``optimizer``, ``scalar``); a built-in
+``gradient``, ``input``, ``output``, ``optimizer``); a built-in
 collection selects kinds, an ``include_regex`` selects names (matched from the
 start, case-insensitively, against the tensor's name and its alias).
 """
@@ -22,10 +22,10 @@ from ..._config._debugger import (
     SaveConfig,
 )
 
-KINDS = ("loss", "weight", "bias", "gradient", "input", "output", "optimizer", "scalar")
+KINDS = ("loss", "weight", "bias", "gradient", "input", "output", "optimizer")
 _BUILTIN_KINDS: dict[str, frozenset[str]] = {
     "all": frozenset(KINDS),
-    "default": frozenset({"loss", "scalar"}),
+    "default": frozenset({"loss"}),
     "losses": frozenset({"loss"}),
     "weights": frozenset({"weight"}),
     "biases": frozenset({"bias"}),

@@ -1,0 +1,252 @@
+"""TensorCapture: saves the collections' tensors on their steps, with no code change.
+
+* losses: the values ``backward()`` starts from (the step hooks' wrapper of
+  ``torch.autograd.backward`` hands them over; summed over the step, so that
+  gradient accumulation gives the step's loss) as ``loss``, and the outputs of
+  loss modules (``nn.CrossEntropyLoss()`` ...; ``_Loss.__call__`` is wrapped),
+  averaged over the step, as ``<LossClass>_output_0``, in training and evaluation;
+* parameters, gradients and optimizer state: at each optimizer's step pre-hook,
+  before the update, from the optimizer's ``param_groups`` (frozen parameters of
+  the model from its root modules), named as in the model;
+* module inputs and outputs: forward hooks that exist only on saving steps.
+
+Whether a step saves anything is decided from its number first; a step that
+saves nothing costs a dictionary lookup per hook call. Every callback runs
+behind the fault boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._faults import FaultBoundary
+from .._recorder import StepRecorder
+from ._collections import Collection
+from ._modules import MODULE_KINDS, ModuleTaps, param_names, tensors_of
+from ._pending import Pending
+from ._writer import TensorWriter
+
+PARAM_KINDS = frozenset({"weight", "bias", "gradient", "optimizer"})
+Plan = tuple[Collection, ...]
+
+
+class TensorCapture:
+    """One per agent; ``install(hooks)`` once torch is imported, ``remove()`` at exit."""
+
+    def __init__(self, collections: list[Collection], writer: TensorWriter,
+                 rec: StepRecorder, faults: FaultBoundary) -> None:
+        self.collections, self.writer, self.rec, self.faults = collections, writer, rec, faults
+        self.pending = Pending()
+        self.taps = ModuleTaps(collections, self._take_module)
+        self._plans: dict[tuple[str, int], Plan] = {}
+        self._names: dict[int, str] = {}
+        self._named_roots = -1
+        self._loss_names: dict[int, str] = {}
+        self._done: tuple[int, set[int]] = (-1, set())
+        self._undo: list[Callable[[], None]] = []
+        self._hooks: Any = None
+
+    # -- install / remove -------------------------------------------------------------
+    def install(self, hooks: Any) -> None:
+        """Attach to the step hooks, the optimizers, loss modules and step boundaries."""
+        import torch
+        from torch.nn.modules.loss import _Loss
+        from torch.optim import optimizer as optim
+
+        self._hooks = hooks
+        handle = optim.register_optimizer_step_pre_hook(self._guarded(self._on_optimizer))
+        self._undo.append(handle.remove)
+        hooks.on_backward_root = self._guarded(self._on_backward)
+        self._undo.append(lambda: setattr(hooks, "on_backward_root", None))
+        if "__call__" not in _Loss.__dict__:
+            _Loss.__call__ = self._wrap_loss_call(torch.nn.Module.__call__)
+            self._undo.append(lambda: delattr(_Loss, "__call__"))
+        previous = self.rec.on_boundary
+        self.rec.on_boundary = self._chain(previous)
+        self._undo.append(lambda: setattr(self.rec, "on_boundary", previous))
+
+    def remove(self) -> None:
+        """Remove every hook and hand over what is still pending."""
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
+        self.taps.remove()
+        self.flush()
+
+    def _guarded(self, fn: Callable[..., None]) -> Callable[..., None]:
+        def guarded(*args: Any) -> None:
+            try:
+                fn(*args)
+            except Exception as exc:
+                self.faults.record("tensors", exc)
+
+        return guarded
+
+    def _chain(self, previous: Callable[[str, int, float], None] | None) -> Any:
+        boundary = self._guarded(self._on_boundary)
+
+        def on_boundary(phase: str, step: int, t: float) -> None:
+            if previous is not None:
+                previous(phase, step, t)
+            boundary(phase, step, t)
+
+        return on_boundary
+
+    def _wrap_loss_call(self, original: Any) -> Any:
+        on_loss = self._guarded(self._on_loss_module)
+
+        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+            out = original(module, *args, **kwargs)
+            on_loss(module, args, out)
+            return out
+
+        return __call__
+
+    # -- planning -----------------------------------------------------------------------
+    def plan(self, phase: str, step: int) -> Plan:
+        """The collections that save step ``step`` of ``phase`` (memoised per step)."""
+        key = (phase, step)
+        found = self._plans.get(key)
+        if found is None:
+            if len(self._plans) > 16:
+                self._plans.clear()
+            found = self._plans[key] = tuple(c for c in self.collections if c.saves(phase, step))
+        return found
+
+    def _take(self, plan: Plan, kind: str, key: tuple[str, int, str], t: Any,
+              alias: str = "") -> None:
+        chosen = [c for c in plan if c.selects(kind, key[2], alias)]
+        if not chosen:
+            return
+        self.pending.member(chosen, key[2])
+        reductions = tuple(dict.fromkeys(r for c in chosen for r in c.reductions))
+        self.pending.add(key, t, reductions, any(c.save_raw for c in chosen))
+
+    # -- callbacks ------------------------------------------------------------------------
+    def _on_backward(self, tensors: Any) -> None:
+        import torch
+
+        if not isinstance(tensors, torch.Tensor) or tensors.numel() != 1:
+            return
+        key = ("train", self.rec.train_steps, "loss")
+        chosen = [c for c in self.plan("train", key[1]) if c.selects("loss", "loss")]
+        if chosen:
+            self.pending.member(chosen, "loss")
+            self.pending.accumulate(key, tensors, "sum")
+
+    def _loss_name(self, module: Any) -> str:
+        name = self._loss_names.get(id(module))
+        if name is None:
+            cls = type(module).__name__
+            same = sum(1 for n in self._loss_names.values() if n.split("_")[0] == cls)
+            name = self._loss_names[id(module)] = cls if not same else f"{cls}_{same}"
+        return name
+
+    def _on_loss_module(self, module: Any, args: Any, out: Any) -> None:
+        import torch
+
+        training = torch.is_grad_enabled() and self.rec.forward > 0
+        phase = "train" if training else "eval"
+        step = self.rec.train_steps if training else max(self.rec.eval_steps - 1, 0)
+        plan = self.plan(phase, step)
+        if not plan:
+            return
+        name = self._loss_name(module)
+        if isinstance(out, torch.Tensor) and out.numel() == 1:
+            chosen = [c for c in plan if c.selects("loss", f"{name}_output_0")]
+            if chosen:
+                self.pending.member(chosen, f"{name}_output_0")
+                self.pending.accumulate((phase, step, f"{name}_output_0"), out, "mean")
+        if any(c.kinds & MODULE_KINDS for c in plan):
+            for i, t in tensors_of(args):
+                self._take(plan, "input", (phase, step, f"{name}_input_{i}"), t)
+
+    def _take_module(self, kind: str, module: Any, path: str, alias: str, value: Any) -> None:
+        import torch
+
+        training = bool(module.training and torch.is_grad_enabled())
+        phase = "train" if training else "eval"
+        step = self.rec.train_steps if training else self.rec.eval_steps
+        plan = self.plan(phase, step)
+        for i, t in tensors_of(value):
+            self._take(plan, kind, (phase, step, f"{path}_{kind}_{i}"), t, f"{alias}_{kind}_{i}")
+
+    def _param_names(self) -> dict[int, str]:
+        roots = self._roots()
+        if len(roots) != self._named_roots:  # roots are only ever added
+            self._names, self._named_roots = param_names(roots), len(roots)
+        return self._names
+
+    def _roots(self) -> list[Any]:
+        return list(getattr(self._hooks, "_roots", {}).values())
+
+    def _on_optimizer(self, optimizer: Any, *_: Any) -> None:
+        step = self.rec.train_steps
+        plan = self.plan("train", step)
+        if not any(c.kinds & PARAM_KINDS for c in plan):
+            return
+        if self._done[0] != step:
+            self._done = (step, set())
+        done, names = self._done[1], self._param_names()
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if not done:  # the model's frozen parameters, once per step
+            params += [p for r in self._roots() for p in r.parameters() if not p.requires_grad]
+        for i, p in enumerate(params):
+            if id(p) not in done:
+                done.add(id(p))
+                self._take_param(plan, step, names.get(id(p), f"param_{i}"), p, optimizer)
+        self._take_lrs(plan, step, optimizer)
+
+    def _take_param(self, plan: Plan, step: int, name: str, p: Any, optimizer: Any) -> None:
+        kind = "bias" if name.rsplit(".", 1)[-1].startswith("bias") else "weight"
+        self._take(plan, kind, ("train", step, name), p)
+        if p.grad is not None:
+            self._take(plan, "gradient", ("train", step, f"gradient/{name}"), p.grad)
+        if any("optimizer" in c.kinds for c in plan):
+            for key, value in optimizer.state.get(p, {}).items():
+                if hasattr(value, "dim"):
+                    self._take(plan, "optimizer", ("train", step, f"optimizer/{name}/{key}"), value)
+
+    def _take_lrs(self, plan: Plan, step: int, optimizer: Any) -> None:
+        for g, group in enumerate(optimizer.param_groups):
+            name = f"optimizer/lr/group{g}"
+            chosen = [c for c in plan if c.selects("optimizer", name)]
+            if chosen and isinstance(group.get("lr"), int | float):
+                self.pending.member(chosen, name)
+                self.pending.add_float(("train", step, name), float(group["lr"]))
+
+    def record_scalar(self, name: str, value: Any, step: int | None, phase: str) -> None:
+        """A scalar the script wants kept (always saved, whatever the collections say)."""
+        if step is None:
+            rec = self.rec
+            busy = rec.forward or rec.backward or rec.data
+            ended = rec.train_steps if phase == "train" else rec.eval_steps
+            step = ended if (busy and phase == "train") else max(ended - 1, 0)
+        self.pending.member([_SCALARS], name)
+        if hasattr(value, "dim"):
+            self.pending.accumulate((phase, step, name), value, "mean")
+        else:
+            self.pending.add_float((phase, step, name), float(value))
+
+    # -- boundaries -----------------------------------------------------------------------
+    def _on_boundary(self, _phase: str, _step: int, _t: float) -> None:
+        self.flush()
+        if self.taps.collections:
+            want = self.taps.wanted(self.plan("train", self.rec.train_steps)) or \
+                self.taps.wanted(self.plan("eval", self.rec.eval_steps))
+            self.taps.update(want, self._roots())
+
+    def flush(self) -> None:
+        """Hand what was captured to the writer as one batch."""
+        if self.pending:
+            pending, self.pending = self.pending, Pending()
+            self.writer.put(pending.batch())
+
+
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_SCALARS = _Named("scalars")

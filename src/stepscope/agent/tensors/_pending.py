@@ -1,0 +1,68 @@
+"""The tensors captured during a step, until the step boundary hands them over.
+
+Everything here stays on the device: 0-dim results are gathered and copied in
+one batch by :meth:`Pending.batch`; raw tensors were copied when captured.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ._format import VALUE_KEY
+from ._reduce import reduce, scalar, stack_to_host, to_host
+from ._writer import StepBatch
+
+Key = tuple[str, int, str]  # phase, step, name
+
+
+class Pending:
+    """One step's captured tensors (or a few, when a boundary comes late)."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.keys: list[tuple[str, int, str, str]] = []
+        self.raws: list[tuple[str, int, str, Any]] = []
+        self.floats: list[tuple[str, int, str, float]] = []
+        self.accum: dict[Key, tuple[str, list[Any]]] = {}
+        self.members: dict[str, set[str]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.values or self.raws or self.floats or self.accum)
+
+    def member(self, collections: Any, name: str) -> None:
+        for c in collections:
+            self.members.setdefault(c.name, set()).add(name)
+
+    def add(self, key: Key, t: Any, reductions: tuple[str, ...], raw: bool) -> None:
+        """A tensor: its value if it is a scalar, else reductions and/or a host copy."""
+        if t.dim() == 0:
+            self.values.append(scalar(t))
+            self.keys.append((*key, VALUE_KEY))
+            return
+        if reductions:
+            self.values += reduce(t, reductions)
+            self.keys += [(*key, r) for r in reductions]
+        if raw:
+            self.raws.append((*key, to_host(t)))
+
+    def accumulate(self, key: Key, t: Any, how: str) -> None:
+        """A scalar seen several times in a step (``sum`` of backward roots, ``mean``
+        of a loss module's outputs)."""
+        self.accum.setdefault(key, (how, []))[1].append(scalar(t))
+
+    def add_float(self, key: Key, value: float) -> None:
+        self.floats.append((*key, float(value)))
+
+    def batch(self) -> StepBatch:
+        """Everything as one batch; the device values are stacked and copied once."""
+        import torch
+
+        for key, (how, items) in self.accum.items():
+            stacked = torch.stack([t.to(torch.float64) if t.device.type != "mps" else t
+                                   for t in items])
+            self.values.append(stacked.sum() if how == "sum" else stacked.mean())
+            self.keys.append((*key, VALUE_KEY))
+        values = stack_to_host(self.values)
+        return StepBatch(time=time.time(), keys=self.keys, values=values, raws=self.raws,
+                         floats=self.floats, members=self.members)

@@ -1,0 +1,129 @@
+"""LoadBalancing: every pair of GPUs of a node, and every rank of the job, compared.
+
+The original rule compared too few pairs; this one compares all of them in
+each window: for GPUs, the mean utilization of every pair ``(i, j)``; for ranks
+(multi-process jobs), the median of a step column of every rank (the slowest
+against the fastest bounds every pair), across all nodes.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._base import Part
+from ._input import RuleInput
+from ._params import Param, patience, window
+from ._system_rules import SystemRule, lasted
+from ._types import Finding, RuleResult
+from ._windows import Hit, after_patience, gpu_indices, runs, severity, window_index, window_spans
+
+RANKS = "_rank_medians"
+STEP_COLUMNS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")
+MIN_SECONDS = 1e-3  # medians below this are noise, never compared
+
+
+def imbalance(high: float, low: float) -> float:
+    """``(high - low) / high``: 0 when equal, 1 when one side does nothing."""
+    return (high - low) / high if high > 0 else 0.0
+
+
+class LoadBalancing(SystemRule):
+    name = "LoadBalancing"
+    description = "Work is unevenly spread over the GPUs of a node or the ranks of the job."
+    recommendation = (
+        "Balance the work: equal batch sizes and data shards per rank (DistributedSampler), "
+        "the same model placement on every GPU, and no extra work (logging, evaluation) on "
+        "one rank only."
+    )
+    params = (
+        Param("threshold", 0.5, "imbalance (high - low) / high that fires the rule, 0-1", float),
+        patience(10),
+        window(500),
+        Param("rank_metric", "forward", "step column compared between ranks", str,
+              choices=STEP_COLUMNS),  # fmt: skip
+    )
+    needs_gpu = False
+
+    def check(self, data: RuleInput) -> Part:
+        enough = len(gpu_indices(data.system)) > 1
+        part = super().check(data) if enough else Part(na_reason="fewer than 2 GPUs")
+        part.details[RANKS] = self._rank_medians(data)
+        return part
+
+    def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
+        means = framed.groupby("win")[[f"gpu{g}_util" for g in gpus]].mean()
+        spans, hits = window_spans(framed), []
+        for i, j in combinations(range(len(gpus)), 2):
+            a, b = means.iloc[:, i].to_numpy(), means.iloc[:, j].to_numpy()
+            high, low = np.maximum(a, b), np.minimum(a, b)
+            value = np.where(high > 0, (high - low) / np.where(high > 0, high, 1.0), 0.0)
+            for win, v in zip(means.index, value, strict=True):
+                if v > self.p("threshold"):
+                    key = f"gpu{gpus[i]}-gpu{gpus[j]}"
+                    start, end = float(spans.at[win, "start"]), float(spans.at[win, "end"])
+                    hits.append(Hit(key, int(win), start, end, float(v)))
+        return hits
+
+    def finding(self, node: str, run: list[Hit]) -> Finding:
+        value, threshold = max(h.value for h in run), self.p("threshold")
+        return Finding(
+            f"{run[0].key} on {node}: utilization differs by {value:.0%} of the busier GPU "
+            f"(> {threshold:.0%}) for {lasted(run)}",
+            self.recommendation, severity(value, threshold, 1.0), node=node, device=run[0].key,
+            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
+        )  # fmt: skip
+
+    def _rank_medians(self, data: RuleInput) -> pd.DataFrame:
+        """Per (window, rank): median of ``rank_metric`` over training steps."""
+        steps, metric = data.steps, self.p("rank_metric")
+        if not len(steps):
+            return pd.DataFrame(columns=["win", "rank", "value", "start", "end"])
+        steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("patience"))]
+        width = self.p("window") * data.interval_s()
+        frame = steps.assign(win=window_index(steps["start"], data.start(), width))
+        grouped = frame.groupby(["win", "rank"])
+        out = grouped.agg(value=(metric, "median"), start=("start", "min"), end=("end", "max"))
+        return out.reset_index()
+
+    def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
+        medians = [p.details.pop(RANKS) for p in parts if RANKS in p.details]
+        frames = [m for m in medians if len(m)]
+        ranks = pd.concat(frames) if frames else pd.DataFrame()
+        if len(ranks) and ranks["rank"].nunique() > 1:
+            hits = self._rank_hits(ranks)
+            found = runs(hits)
+            parts = [*parts, Part([self._rank_finding(r) for r in found], sum(map(len, found)),
+                                  len(ranks))]  # fmt: skip
+        elif all(p.na_reason for p in parts):
+            reason = "needs at least 2 GPUs on a node or 2 ranks; this job has neither"
+            parts = [Part(na_reason=reason)]
+        return super().combine(parts, data)
+
+    def _rank_hits(self, ranks: pd.DataFrame) -> list[Hit]:
+        hits = []
+        for win, group in ranks.groupby("win"):
+            group = group[group["value"] >= MIN_SECONDS]
+            if len(group) < 2:
+                continue
+            slow, fast = group.loc[group["value"].idxmax()], group.loc[group["value"].idxmin()]
+            value = imbalance(float(slow["value"]), float(fast["value"]))
+            if value > self.p("threshold"):
+                key = f"rank {int(slow['rank'])} vs rank {int(fast['rank'])}"
+                start, end = float(group["start"].min()), float(group["end"].max())
+                hits.append(Hit(key, int(str(win)), start, end, value))
+        return hits
+
+    def _rank_finding(self, run: list[Hit]) -> Finding:
+        value, threshold = max(h.value for h in run), self.p("threshold")
+        slow = int(run[0].key.split()[1])
+        metric: Any = self.p("rank_metric")
+        return Finding(
+            f"{run[0].key}: median {metric} differs by {value:.0%} of the slower rank "
+            f"(> {threshold:.0%}) for {lasted(run)}",
+            self.recommendation, severity(value, threshold, 1.0), rank=slow, device=run[0].key,
+            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
+        )  # fmt: skip

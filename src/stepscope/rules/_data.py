@@ -1,0 +1,69 @@
+"""Reading a job's segments for the rules: per node (offline) or per file (live)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..store import Store
+
+
+def read_segments(
+    store: Store,
+    keys: Sequence[str],
+    where: str = "TRUE",
+    params: Sequence[Any] = (),
+    order: str = "",
+) -> pd.DataFrame | None:
+    """The rows of the segment files ``keys`` (union by column name) matching ``where``."""
+    if not keys:
+        return None
+    con = duckdb.connect()
+    try:
+        if store.is_local:
+            rel = con.read_parquet([store.path(k) for k in keys], union_by_name=True)
+            rel.create_view("segments")
+        else:
+            tables = [pq.read_table(store.path(k), filesystem=store.fs) for k in keys]
+            con.register("segments", pa.concat_tables(tables, promote_options="default"))
+        sql = f"SELECT * FROM segments WHERE {where}" + (f" ORDER BY {order}" if order else "")
+        return con.execute(sql, list(params)).df()
+    finally:
+        con.close()
+
+
+def stream_prefixes(store: Store, kind: str) -> list[str]:
+    """The streams of ``kind`` (``system``, ``steps``, ``events``): one folder each."""
+    return [f"{kind}/{name}" for name in store.listdir(kind) if store.isdir(f"{kind}/{name}")]
+
+
+def stream_node(store: Store, prefix: str) -> str | None:
+    """The node that wrote the stream ``prefix`` (read from its first segment)."""
+    if prefix.startswith("system/"):
+        return prefix.split("/", 1)[1]
+    keys = store.list(prefix, suffix=".parquet")
+    if not keys:
+        return None
+    table = pq.read_table(store.path(keys[0]), columns=["node"], filesystem=store.fs)
+    return str(table.column("node")[0]) if table.num_rows else None
+
+
+def node_streams(store: Store, kind: str) -> dict[str, list[str]]:
+    """Node -> the streams of ``kind`` it wrote."""
+    out: dict[str, list[str]] = {}
+    for prefix in stream_prefixes(store, kind):
+        node = stream_node(store, prefix)
+        if node is not None:
+            out.setdefault(node, []).append(prefix)
+    return out
+
+
+def read_streams(store: Store, prefixes: Sequence[str], order: str) -> pd.DataFrame | None:
+    """All rows of the streams ``prefixes``."""
+    keys = [k for p in prefixes for k in store.list(p, suffix=".parquet")]
+    return read_segments(store, keys, order=order)

@@ -1,0 +1,155 @@
+"""Evaluating a rule set: over frames in memory, or over a whole job one node at a time.
+
+An exception inside a rule becomes a result with status ``Error`` and the
+message: one broken rule never stops the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from ..job import Job
+from ._base import NodeRule, Part, Rule
+from ._data import node_streams, read_streams
+from ._input import RuleInput, empty_events, empty_steps, empty_system
+from ._registry import RuleSpec, build_rules
+from ._types import RuleResult, Status
+
+T = TypeVar("T")
+
+
+def error_result(rule: Rule, exc: BaseException, now: float) -> RuleResult:
+    """Status ``Error`` with what went wrong in the rule."""
+    message = f"the rule failed: {type(exc).__name__}: {exc}"
+    data = RuleInput(now=now)
+    return rule.result(Status.ERROR, data, message=message, reason=message)
+
+
+class _Evaluation:
+    """The rules of one evaluation, their per-node parts and their errors."""
+
+    def __init__(self, rules: Sequence[Rule], now: float) -> None:
+        self.rules, self.now = list(rules), now
+        self.parts: dict[int, list[Part]] = {id(r): [] for r in self.rules}
+        self.errors: dict[int, RuleResult] = {}
+
+    def guarded(self, rule: Rule, fn: Callable[[], T]) -> T | None:
+        if id(rule) in self.errors:
+            return None
+        try:
+            return fn()
+        except Exception as exc:  # a broken rule is reported, never raised
+            self.errors[id(rule)] = error_result(rule, exc, self.now)
+            return None
+
+    def check_node(self, data: RuleInput) -> None:
+        for rule in self.rules:
+            if isinstance(rule, NodeRule):
+                part = self.guarded(rule, lambda r=rule: r.check(data))  # type: ignore[misc]
+                if part is not None:
+                    self.parts[id(rule)].append(part)
+
+    def results(self, whole: Callable[[], RuleInput], data: RuleInput) -> list[RuleResult]:
+        out = []
+        for rule in self.rules:
+            if isinstance(rule, NodeRule):
+                parts = self.parts[id(rule)]
+                res = self.guarded(rule, lambda r=rule, p=parts: r.combine(p, data))  # type: ignore[misc]
+            else:
+                res = self.guarded(rule, lambda r=rule: r.evaluate(whole()))  # type: ignore[misc]
+            out.append(self.errors.get(id(rule)) or res)
+        return [r for r in out if r is not None]
+
+
+def evaluate_input(rules: Sequence[Rule], data: RuleInput) -> list[RuleResult]:
+    """Every rule over ``data`` (frames in memory); results in the order of ``rules``."""
+    ev = _Evaluation(rules, data.now)
+    for node in data.node_names():
+        ev.check_node(data.for_node(node))
+    return ev.results(lambda: data, data)
+
+
+def _node_infos(job: Job) -> dict[str, dict[str, Any]]:
+    infos = {}
+    for key in job.store.list("nodes", suffix=".json"):
+        try:
+            info = job.store.read_json(key)
+        except (OSError, ValueError):
+            continue
+        infos[str(info.get("node") or key.rsplit("/", 1)[-1][:-5])] = info
+    return infos
+
+
+def _or(frame: pd.DataFrame | None, empty: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    return empty() if frame is None else frame
+
+
+def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
+    """One RuleInput per node of ``job``, read one node at a time (bounded memory)."""
+    store = job.store
+    system, steps = node_streams(store, "system"), node_streams(store, "steps")
+    for node in sorted(set(system) | set(steps) | set(base.nodes)):
+        yield RuleInput(
+            steps=_or(read_streams(store, steps.get(node, []), "rank, phase, step"), empty_steps),
+            system=_or(read_streams(store, system.get(node, []), "time"), empty_system),
+            events=base.events[base.events["node"] == node] if len(base.events) else base.events,
+            nodes={node: base.nodes[node]} if node in base.nodes else {},
+            now=base.now, origin=base.origin, meta=base.meta,
+        )  # fmt: skip
+
+
+def job_input(job: Job, now: float) -> RuleInput:
+    """The job's metadata, node facts and events (no steps or samples yet)."""
+    meta = job.meta
+    events = job.events()
+    return RuleInput(
+        events=events if len(events) else empty_events(), nodes=_node_infos(job), now=now,
+        origin=meta.get("start_time"), meta=meta,
+    )  # fmt: skip
+
+
+def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) -> list[RuleResult]:
+    """``rules`` over the whole of ``job``, node by node."""
+    base = job_input(job, time.time() if now is None else now)
+    ev = _Evaluation(rules, base.now)
+    for data in node_inputs(job, base):
+        ev.check_node(data)
+
+    def whole() -> RuleInput:
+        return RuleInput(
+            steps=job.steps(), system=job.system(), events=base.events, nodes=base.nodes,
+            now=base.now, origin=base.origin, meta=base.meta,
+        )  # fmt: skip
+
+    return ev.results(whole, base)
+
+
+def job_rules(
+    job: Job,
+    rules_config: Sequence[Mapping[str, Any]] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[RuleSpec]:
+    """The job's rule set: ``rules_config``, else job.json's ``config.rules``."""
+    meta = job.store.read_json("job.json")
+    if rules_config is None:
+        rules_config = (meta.get("config") or {}).get("rules") or []
+    return build_rules(rules_config, overrides, base_dir=str(meta.get("cwd") or "."))
+
+
+def evaluate_job(
+    job: Job,
+    rules_config: Sequence[Mapping[str, Any]] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    now: float | None = None,
+) -> list[RuleResult]:
+    """Evaluate the job's rules (or ``rules_config``) over the whole job, offline.
+
+    ``overrides`` maps rule names to parameter values. Bad configuration raises
+    :class:`RuleConfigError`; a failing rule gives a result with status Error.
+    """
+    specs = job_rules(job, rules_config, overrides)
+    return evaluate_rules(job, [s.rule for s in specs], now)

@@ -1,0 +1,173 @@
+"""The rule set of a job: built-in rules, ProfilerReport, custom rules, actions.
+
+``config.rules`` in job.json is a list of entries (docs/rules.md)::
+
+    {"name": "StepOutlier", "parameters": {"stddev": 3}, "actions": ["stop"]}
+    {"name": "ProfilerReport", "parameters": {"CPUBottleneck_cpu_threshold": 90}}
+    {"name": "MyRule", "source": "my_rules.py", "rule_to_invoke": "MyRule", "parameters": {}}
+
+An empty list means ProfilerReport with its defaults.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._balance import LoadBalancing
+from ._base import Rule
+from ._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from ._params import RuleConfigError
+from ._step_rules import DataLoading, MaxInitializationTime, StepOutlier
+from ._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
+from ._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
+
+BUILTIN: dict[str, type[Rule]] = {
+    c.name: c
+    for c in (
+        BatchSize, CPUBottleneck, DataLoading, GPUIdleBetweenSteps, GPUMemoryIncrease,
+        IOBottleneck, LoadBalancing, LowGPUUtilization, MaxInitializationTime,
+        OverallFrameworkMetrics, OverallSystemUsage, StepOutlier,
+    )  # fmt: skip
+}
+PROFILER_REPORT = "ProfilerReport"
+MAX_RULES = 20
+ACTIONS = ("stop",)
+ENTRY_KEYS = ("name", "parameters", "rule_parameters", "actions", "source", "rule_to_invoke")
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A configured rule and the actions taken when it fires."""
+
+    rule: Rule
+    actions: tuple[str, ...] = ()
+
+
+def split_override(key: str) -> tuple[str, str]:
+    """``"CPUBottleneck_cpu_threshold"`` -> ``("CPUBottleneck", "cpu_threshold")``."""
+    for name in sorted(BUILTIN, key=len, reverse=True):
+        if key.startswith(name + "_"):
+            return name, key[len(name) + 1 :]
+    raise RuleConfigError(
+        f"Unknown ProfilerReport parameter {key!r}: expected <Rule>_<parameter> with a "
+        f"built-in rule ({', '.join(sorted(BUILTIN))}), e.g. CPUBottleneck_cpu_threshold."
+    )
+
+
+def profiler_report(parameters: Mapping[str, Any]) -> list[Rule]:
+    """Every built-in rule, with ``<Rule>_<parameter>`` overrides applied."""
+    per_rule: dict[str, dict[str, Any]] = {}
+    for key, value in parameters.items():
+        name, param = split_override(key)
+        per_rule.setdefault(name, {})[param] = value
+    return [cls(**per_rule.get(name, {})) for name, cls in sorted(BUILTIN.items())]
+
+
+def load_custom(name: str, source: str, class_name: str, base_dir: str = ".") -> type[Rule]:
+    """The class ``class_name`` of the Python file ``source`` (a Rule subclass)."""
+    path = source if os.path.isabs(source) else os.path.join(base_dir, source)
+    if not os.path.isfile(path):
+        raise RuleConfigError(f"Custom rule {name}: source file {path!r} does not exist.")
+    module_name = f"stepscope_custom_rule_{abs(hash(os.path.abspath(path)))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise RuleConfigError(f"Custom rule {name}: cannot load {path!r} as a Python file.")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Rule)):
+        raise RuleConfigError(
+            f"Custom rule {name}: {path} has no class {class_name!r} subclassing "
+            "stepscope.rules.Rule. Fix rule_to_invoke, or subclass Rule."
+        )
+    return cls
+
+
+def _entry_rules(entry: Mapping[str, Any], base_dir: str) -> list[Rule]:
+    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    if unknown:
+        raise RuleConfigError(
+            f"Unknown key {unknown[0]!r} in a rules entry. Valid keys: {', '.join(ENTRY_KEYS)}."
+        )
+    name = entry.get("name")
+    params = dict(entry.get("parameters") or entry.get("rule_parameters") or {})
+    if not isinstance(name, str) or not name:
+        raise RuleConfigError(f"A rules entry needs a 'name': {dict(entry)!r}.")
+    if entry.get("source"):
+        cls = load_custom(name, str(entry["source"]), str(entry.get("rule_to_invoke") or name),
+                          base_dir)  # fmt: skip
+        return [cls(name=name, **params)]
+    if name == PROFILER_REPORT:
+        return profiler_report(params)
+    if name not in BUILTIN:
+        valid = ", ".join([PROFILER_REPORT, *sorted(BUILTIN)])
+        raise RuleConfigError(
+            f"Unknown rule {name!r}. Built-in rules: {valid}. A custom rule needs 'source' "
+            "and 'rule_to_invoke'."
+        )
+    return [BUILTIN[name](**params)]
+
+
+def _actions(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    actions = entry.get("actions") or ()
+    if isinstance(actions, str):
+        actions = (actions,)
+    for action in actions:
+        if action not in ACTIONS:
+            raise RuleConfigError(
+                f"Unknown action {action!r} for rule {entry.get('name')}. "
+                f"Valid actions: {', '.join(ACTIONS)}."
+            )
+    return tuple(actions)
+
+
+def build_rules(
+    entries: Sequence[Mapping[str, Any]] | None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    base_dir: str = ".",
+) -> list[RuleSpec]:
+    """The rule set of ``entries`` (empty: ProfilerReport), with ``overrides`` per rule name.
+
+    An explicit entry replaces the ProfilerReport member of the same name.
+    """
+    entries = list(entries or [{"name": PROFILER_REPORT}])
+    if len(entries) > MAX_RULES:
+        raise RuleConfigError(
+            f"{len(entries)} rules configured; at most {MAX_RULES} rules per job "
+            "(ProfilerReport counts as one). Remove some, or use ProfilerReport."
+        )
+    specs: dict[str, RuleSpec] = {}
+    explicit_names: set[str] = set()
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            raise RuleConfigError(f"A rules entry must be a table/dict, not {entry!r}.")
+        explicit = entry.get("name") != PROFILER_REPORT
+        for rule in _entry_rules(entry, base_dir):
+            name = rule.rule_name
+            if explicit and name in explicit_names:
+                raise RuleConfigError(f"Rule {name} is configured twice: keep one entry.")
+            if explicit or name not in explicit_names:
+                specs[name] = RuleSpec(rule, _actions(entry))
+            if explicit:
+                explicit_names.add(name)
+    unknown = sorted(set(overrides or {}) - set(specs))
+    if unknown:
+        raise RuleConfigError(
+            f"No rule {unknown[0]!r} in this rule set. Rules: {', '.join(sorted(specs))}."
+        )
+    return [_override(spec, overrides or {}) for spec in specs.values()]
+
+
+def _override(spec: RuleSpec, overrides: Mapping[str, Mapping[str, Any]]) -> RuleSpec:
+    given = overrides.get(spec.rule.rule_name)
+    if not given:
+        return spec
+    rule = spec.rule
+    params = {**rule.parameters, **given}
+    return RuleSpec(type(rule)(name=rule.rule_name, **params), spec.actions)

@@ -1,0 +1,190 @@
+"""Rules on steps and events: StepOutlier, DataLoading, MaxInitializationTime.
+
+Step windows are aligned by step number (steps ``[k*w, (k+1)*w)`` of a rank and
+phase), so each step belongs to one window and is reported at most once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._base import NodeRule, Part
+from ._input import RuleInput
+from ._params import Param, window
+from ._types import Finding
+from ._windows import Hit, runs, severity
+
+MIN_STEPS = 3
+STD_FLOOR = 0.01  # a spread below 1% of the mean is treated as 1%: no outliers from jitter
+
+
+def skip_steps(default: int) -> Param:
+    return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
+
+
+def outliers(durations: np.ndarray, k: float) -> np.ndarray:
+    """Indices of values more than ``k`` standard deviations from the others' mean.
+
+    Each value is compared with the mean and standard deviation of the values
+    not yet flagged other than itself (leave-one-out), repeated until nothing
+    new is flagged, so that one huge stall cannot hide itself or another one.
+    """
+    flagged = np.zeros(len(durations), dtype=bool)
+    for _ in range(10):
+        keep = durations[~flagged]
+        n, s, q = len(keep), keep.sum(), (keep * keep).sum()
+        if n < MIN_STEPS:
+            break
+        inside = ~flagged
+        m = n - inside.astype(np.float64)  # leave the value itself out if it is kept
+        mean = (s - np.where(inside, durations, 0.0)) / m
+        var = (q - np.where(inside, durations**2, 0.0)) / m - mean**2
+        std = np.maximum(np.sqrt(np.maximum(var, 0.0)), STD_FLOOR * np.abs(mean))
+        new = (np.abs(durations - mean) > k * std) & ~flagged
+        if not new.any():
+            break
+        flagged |= new
+    return np.flatnonzero(flagged)
+
+
+class StepOutlier(NodeRule):
+    name = "StepOutlier"
+    description = "Steps much slower (or faster) than the others of their rank and phase."
+    recommendation = (
+        "Look at what happened during the outlier steps: checkpointing, evaluation, "
+        "garbage collection, a data-loader stall, or another job on the machine."
+    )
+    params = (
+        Param("stddev", 5, "multiple of the standard deviation that makes a step an outlier"),
+        Param("mode", "both", "steps judged: train, eval or both", str,
+              choices=("train", "eval", "both")),  # fmt: skip
+        Param("n_outliers", 10, "outliers tolerated before the rule fires", int),
+        skip_steps(10),
+        window(1000, "steps"),
+    )
+
+    def tolerated(self) -> int:
+        return int(self.p("n_outliers"))
+
+    def check(self, data: RuleInput) -> Part:
+        steps = data.steps
+        if self.p("mode") != "both" and len(steps):
+            steps = steps[steps["phase"] == self.p("mode")]
+        if len(steps):
+            steps = steps[(steps["step"] >= self.p("skip_steps")) & ~steps["profiled"].fillna(False)]
+        if not len(steps):
+            return Part(na_reason=f"no {self.p('mode')} steps after the first skipped ones")
+        win = steps["step"] // self.p("window")
+        findings = []
+        for _, group in steps.groupby([steps["rank"], steps["phase"], win]):
+            d = group["duration"].to_numpy(np.float64)
+            for i in outliers(d, float(self.p("stddev"))):
+                findings.append(self._finding(group, d, i))
+        return Part(findings, len(findings), len(steps))
+
+    def _finding(self, group: pd.DataFrame, d: np.ndarray, i: int) -> Finding:
+        row = group.iloc[i]
+        others = np.delete(d, i)
+        mean, std = float(others.mean()), float(others.std())
+        std = max(std, STD_FLOOR * abs(mean))
+        k = float(self.p("stddev"))
+        z = abs(d[i] - mean) / std if std > 0 else k
+        rank, step, phase = int(row["rank"]), int(row["step"]), str(row["phase"])
+        return Finding(
+            f"{phase} step {step} of rank {rank} took {d[i]:.3f} s, {z:.1f} standard "
+            f"deviations from the mean of {mean:.3f} s",
+            self.recommendation, severity(z, k, 4 * k), node=str(row["node"]), rank=rank,
+            start=float(row["start"]), end=float(row["end"]), steps=(step, step),
+            value=float(d[i]), threshold=mean + k * std,
+        )  # fmt: skip
+
+
+class DataLoading(NodeRule):
+    name = "DataLoading"
+    description = "Training steps spend a large share of their time waiting for the next batch."
+    recommendation = (
+        "Feed the loop faster: DataLoader(num_workers=N) with N up to the free CPU cores, "
+        "pin_memory=True on GPU, a larger prefetch_factor, persistent_workers=True, and "
+        "cheaper transforms or pre-processed data."
+    )
+    params = (
+        Param("threshold", 20, "share of step time in data_wait that fires the rule, %"),
+        Param("min_steps", 10, "fewest steps in a window for it to be judged", int, minimum=1),
+        skip_steps(1),
+        window(1000, "steps"),
+    )
+
+    def check(self, data: RuleInput) -> Part:
+        steps = data.steps
+        if len(steps):
+            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))]
+        if not len(steps):
+            return Part(na_reason="no training steps after the first skipped ones")
+        win = steps["step"] // self.p("window")
+        grouped = steps.groupby([steps["rank"], win])
+        table = grouped.agg(wait=("data_wait", "sum"), total=("duration", "sum"),
+                            n=("step", "size"), start=("start", "min"), end=("end", "max"),
+                            first=("step", "min"), last=("step", "max"), node=("node", "first"))  # fmt: skip
+        table = table[table["n"] >= self.p("min_steps")]
+        if not len(table):
+            return Part(na_reason=f"fewer than {self.p('min_steps')} training steps to judge")
+        share = table["wait"] / table["total"].where(table["total"] > 0) * 100.0
+        table = table.assign(share=share.fillna(0.0))
+        fired = table[table["share"] > self.p("threshold")]
+        hits = [Hit(str(r), int(w), 0.0, 0.0, 0.0) for r, w in fired.index]
+        findings = [self._finding(fired.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)]
+        return Part(findings, len(fired), int(table["n"].sum()))
+
+    def _finding(self, rows: pd.DataFrame) -> Finding:
+        share, threshold = float(rows["share"].max()), float(self.p("threshold"))
+        rank = int(rows.index[0][0])
+        first, last = int(rows["first"].min()), int(rows["last"].max())
+        return Finding(
+            f"rank {rank} waited for data {share:.0f}% of its step time (> {threshold:g}%) "
+            f"in steps {first}-{last}",
+            self.recommendation, severity(share, threshold, 100.0), node=str(rows["node"].iloc[0]),
+            rank=rank, start=float(rows["start"].min()), end=float(rows["end"].max()),
+            steps=(first, last), value=share, threshold=threshold,
+        )  # fmt: skip
+
+
+class MaxInitializationTime(NodeRule):
+    name = "MaxInitializationTime"
+    description = "Time from the start of each training process to its first step."
+    recommendation = (
+        "Shorten the start: cache the dataset or its index, load checkpoints lazily, avoid "
+        "downloads at start-up, and check for slow imports or compilation."
+    )
+    params = (Param("threshold", 20, "initialization time that fires the rule, minutes"),)
+
+    def check(self, data: RuleInput) -> Part:
+        ev = data.events
+        starts = ev[ev["kind"] == "process_start"] if len(ev) else ev
+        if not len(starts):
+            return Part(na_reason="no process_start event: the start of the processes is unknown")
+        end = data.meta.get("end_time") or data.now
+        first = data.steps.groupby("rank")["start"].min() if len(data.steps) else pd.Series()
+        findings = []
+        for _, row in starts.iterrows():
+            rank = int(row["rank"])
+            began = float(first[rank]) if rank in first.index else None
+            finding = self._judge(row, began, min(float(end), data.now))
+            if finding is not None:
+                findings.append(finding)
+        return Part(findings, len(findings), len(starts))
+
+    def _judge(self, row: pd.Series, first_step: float | None, now: float) -> Finding | None:
+        limit = float(self.p("threshold")) * 60.0
+        t0 = float(row["time"])
+        waited = (first_step if first_step is not None else now) - t0
+        if waited <= limit:
+            return None
+        rank = int(row["rank"])
+        what = "took" if first_step is not None else "has no step yet after"
+        return Finding(
+            f"rank {rank} {what} {waited / 60:.1f} min from process start to its first step "
+            f"(> {limit / 60:g} min)",
+            self.recommendation, severity(waited, limit, 3 * limit), node=str(row["node"]),
+            rank=rank, start=t0, end=t0 + waited, value=waited / 60, threshold=limit / 60,
+        )  # fmt: skip

@@ -1,0 +1,104 @@
+"""Informational rules: OverallSystemUsage and OverallFrameworkMetrics.
+
+They never fire; their figures are in the result's ``details`` (per node) and
+summarised in its message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ..store import STEP_PARTS
+from ._base import NodeRule, Part
+from ._input import RuleInput
+from ._types import Finding, Status
+
+SUMMARY_METRICS = re.compile(
+    r"^(cpu|cpu_iowait|mem_percent|proc_cpu|gpu\d+_(util|mem_util|power_w|temp_c))$"
+)
+QUANTILES = (0.5, 0.95, 0.99)
+
+
+class OverallSystemUsage(NodeRule):
+    name = "OverallSystemUsage"
+    description = "Percentiles of CPU, memory and GPU usage, per node."
+    recommendation = "Informational: compare the usage with what the instance offers."
+
+    def check(self, data: RuleInput) -> Part:
+        system = data.system
+        if not len(system):
+            return Part(na_reason="no system samples")
+        node = str(system["node"].iloc[0])
+        cols = [c for c in system.columns if SUMMARY_METRICS.match(str(c))]
+        values = system[cols].astype(np.float64)
+        q = values.quantile(list(QUANTILES))
+        stats = {
+            c: {"p50": q.at[0.5, c], "p95": q.at[0.95, c], "p99": q.at[0.99, c],
+                "max": values[c].max()}  # fmt: skip
+            for c in cols
+            if values[c].notna().any()
+        }
+        return Part(datapoints=len(system), details={node: _clean(stats)})
+
+    def summarize(
+        self, status: Status, findings: list[Finding], triggers: int, datapoints: int,
+        details: dict[str, Any],
+    ) -> str:  # fmt: skip
+        lines = []
+        for node, stats in sorted(details.items()):
+            gpus = [s["p95"] for c, s in stats.items() if c.endswith("_util") and "mem" not in c]
+            gpu = f", GPU p95 {np.mean(gpus):.0f}% (mean of {len(gpus)})" if gpus else ""
+            cpu, mem = stats.get("cpu", {}).get("p95"), stats.get("mem_percent", {}).get("p95")
+            lines.append(f"{node}: CPU p95 {_pct(cpu)}, memory p95 {_pct(mem)}{gpu}")
+        return "; ".join(lines) or "No system samples."
+
+
+class OverallFrameworkMetrics(NodeRule):
+    name = "OverallFrameworkMetrics"
+    description = "Where step time goes: data wait, forward, backward, optimizer, other."
+    recommendation = "Informational: the largest share of step time is where to optimize first."
+
+    def check(self, data: RuleInput) -> Part:
+        steps = data.steps
+        if not len(steps):
+            return Part(na_reason="no steps in this job")
+        details: dict[str, Any] = {}
+        for phase, group in steps.groupby("phase"):
+            sums = {p: float(group[p].sum()) for p in (*STEP_PARTS, "other") if p in group}
+            details[str(phase)] = {"steps": len(group), "duration": float(group["duration"].sum()),
+                                   **sums}  # fmt: skip
+        node = str(steps["node"].iloc[0])
+        return Part(datapoints=len(steps), details={node: details})
+
+    def summarize(
+        self, status: Status, findings: list[Finding], triggers: int, datapoints: int,
+        details: dict[str, Any],
+    ) -> str:  # fmt: skip
+        totals: dict[str, dict[str, float]] = {}
+        for per_phase in details.values():
+            for phase, sums in per_phase.items():
+                acc = totals.setdefault(phase, {})
+                for k, v in sums.items():
+                    acc[k] = acc.get(k, 0.0) + float(v or 0.0)
+        parts = []
+        for phase, acc in sorted(totals.items(), reverse=True):
+            total = acc.get("duration") or 0.0
+            shares = ", ".join(
+                f"{k} {acc.get(k, 0.0) / total:.0%}" for k in (*STEP_PARTS, "other") if total
+            )
+            parts.append(f"{phase}: {int(acc['steps'])} steps, {total:.1f} s ({shares})")
+        return "; ".join(parts) or "No steps."
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.0f}%"
+
+
+def _clean(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    return {
+        c: {k: (None if v is None or np.isnan(v) else round(float(v), 3)) for k, v in s.items()}
+        for c, s in stats.items()
+    }
