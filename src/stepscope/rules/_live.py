@@ -1,0 +1,152 @@
+"""Live evaluation: read only new rows, judge a bounded recent buffer, keep totals.
+
+Each stream (``system/<node>``, ``steps/rank-<r>``, ``events/rank-<r>``) has a
+watermark: the newest segment seen and the newest row time. A scan re-reads
+only segments at or after the newest seen (the current one is rewritten by its
+writer every flush) and keeps rows newer than the watermark, so its cost does
+not grow with the job's age. Rules judge a buffer of at most two chunks
+(``chunk_s``, aligned to the job's start); when the older chunk is dropped, its
+verdicts are evaluated once more and committed to running totals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from ..store import Store
+from ._base import NodeRule, Rule
+from ._data import read_segments, stream_prefixes
+from ._evaluate import evaluate_input
+from ._input import RuleInput
+from ._types import Finding, RuleResult, Status
+
+TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
+ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}
+
+
+@dataclass
+class StreamReader:
+    """Reads the rows of one kind of stream that are new since the last call."""
+
+    store: Store
+    kind: str
+    last_key: dict[str, str] = field(default_factory=dict)
+    watermark: dict[str, float] = field(default_factory=dict)
+    rows_read: int = 0
+    files_read: int = 0
+
+    def read_new(self) -> pd.DataFrame | None:
+        frames = []
+        for prefix in stream_prefixes(self.store, self.kind):
+            frame = self._read_stream(prefix)
+            if frame is not None and len(frame):
+                frames.append(frame)
+        if not frames:
+            return None
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+    def _read_stream(self, prefix: str) -> pd.DataFrame | None:
+        last = self.last_key.get(prefix, "")
+        keys = [k for k in self.store.list(prefix, suffix=".parquet") if k >= last]
+        if not keys:
+            return None
+        col, mark = TIME_COLUMNS[self.kind], self.watermark.get(prefix, -math.inf)
+        frame = read_segments(self.store, keys, f"{col} > ?", [mark], ORDER[self.kind])
+        self.files_read += len(keys)
+        self.last_key[prefix] = keys[-1]
+        if frame is None or not len(frame):
+            return None
+        self.rows_read += len(frame)
+        self.watermark[prefix] = float(frame[col].max())
+        return frame
+
+
+def _concat(old: pd.DataFrame, new: pd.DataFrame | None) -> pd.DataFrame:
+    if new is None or not len(new):
+        return old
+    return new if not len(old) else pd.concat([old, new], ignore_index=True)
+
+
+def _split(frame: pd.DataFrame, col: str, cut: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if not len(frame):
+        return frame, frame
+    before = frame[col] < cut
+    return frame[before], frame[~before]
+
+
+def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> RuleResult:
+    """Running totals: committed chunks plus the current buffer."""
+    if committed is None:
+        return current
+    if Status.ERROR in (committed.status, current.status):
+        return current if current.status is Status.ERROR else committed
+    keys = {f.key() for f in committed.findings}
+    findings = [*committed.findings, *(f for f in current.findings if f.key() not in keys)]
+    triggers = committed.triggers + current.triggers
+    datapoints = committed.datapoints + current.datapoints
+    tolerated = rule.tolerated() if isinstance(rule, NodeRule) else 0
+    status = _status(triggers, tolerated, datapoints, committed, current)
+    message = f"{triggers} trigger(s) in {datapoints} datapoints so far; latest: {current.message}"
+    return replace(current, status=status, findings=tuple(findings), triggers=triggers,
+                   datapoints=datapoints, message=message)  # fmt: skip
+
+
+def _status(
+    triggers: int, tolerated: int, datapoints: int, *results: RuleResult
+) -> Status:
+    if triggers > tolerated or any(r.status is Status.ISSUES_FOUND for r in results):
+        return Status.ISSUES_FOUND
+    if datapoints or any(r.status is Status.NO_ISSUES_FOUND for r in results):
+        return Status.NO_ISSUES_FOUND
+    return Status.NOT_APPLICABLE
+
+
+@dataclass
+class LiveState:
+    """The recent buffer of a running job and the rules' committed totals."""
+
+    rules: list[Rule]
+    base: RuleInput
+    chunk_s: float
+    steps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    system: pd.DataFrame = field(default_factory=pd.DataFrame)
+    events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    committed: dict[str, RuleResult] = field(default_factory=dict)
+
+    def add(self, kind: str, frame: pd.DataFrame | None) -> None:
+        setattr(self, kind, _concat(getattr(self, kind), frame))
+
+    def _input(self, steps: pd.DataFrame, system: pd.DataFrame, now: float) -> RuleInput:
+        events = self.events if len(self.events) else self.base.events
+        steps = steps if len(steps) else self.base.steps
+        system = system if len(system) else self.base.system
+        return replace(self.base, steps=steps, system=system, events=events, now=now)
+
+    def trim(self, now: float) -> None:
+        """Commit and drop the chunks older than the previous one."""
+        origin = self.base.start()
+        cut = origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
+        old_steps, self.steps = _split(self.steps, "start", cut)
+        old_system, self.system = _split(self.system, "time", cut)
+        if not len(old_steps) and not len(old_system):
+            return
+        data = self._input(old_steps, old_system, now)
+        for rule, res in zip(self.rules, evaluate_input(self.rules, data), strict=True):
+            self.committed[rule.rule_name] = merge(rule, self.committed.get(rule.rule_name), res)
+
+    def evaluate(self, now: float) -> list[RuleResult]:
+        """Every rule's running verdict (status ``InProgress``, ``verdict`` provisional)."""
+        self.trim(now)
+        current = evaluate_input(self.rules, self._input(self.steps, self.system, now))
+        out = []
+        for rule, res in zip(self.rules, current, strict=True):
+            total = merge(rule, self.committed.get(rule.rule_name), res)
+            out.append(replace(total, status=Status.IN_PROGRESS, verdict=total.status))
+        return out
+
+
+def worst(result: RuleResult) -> Finding | None:
+    return max(result.findings, key=lambda f: f.severity, default=None)

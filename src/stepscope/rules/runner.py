@@ -1,0 +1,154 @@
+"""The live rule runner: ``python -m stepscope.rules.runner --job-url URL``.
+
+Started by ``stepscope run`` in its own process beside the job. It scans the
+job folder, writes each rule's running verdict to ``rules/<Rule>.json`` (status
+``InProgress``), takes the rules' actions (``stop``), and when the job ends
+(job.json no longer ``Running``, or the parent process gone) runs a final,
+complete evaluation and writes the final statuses. Its own errors are written
+to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
+
+Cadence: a fresh job is scanned after 2 s, then at doubling intervals up to the
+shortest ``scan_interval_us`` of the rules (60 s by default), so short jobs get
+early verdicts and long ones cost one cheap scan a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+
+from .. import control
+from ..job import Job
+from ..store import Store, open_store
+from ._evaluate import evaluate_rules, job_input, job_rules
+from ._live import LiveState, StreamReader, worst
+from ._registry import RuleSpec
+from ._types import RuleResult, Status
+
+FIRST_SCAN_S = 2.0
+POLL_S = 0.5
+COMPONENT = "rules-runner"
+
+
+def write_results(store: Store, results: Sequence[RuleResult]) -> None:
+    """``rules/<Rule>.json`` for each result, written whole (atomically)."""
+    for res in results:
+        store.write_json(f"rules/{res.rule}.json", res.to_dict())
+
+
+class Runner:
+    """Scans one job: live verdicts, actions, and the final evaluation."""
+
+    def __init__(
+        self, job: Job, specs: list[RuleSpec], clock: Callable[[], float] = time.time
+    ) -> None:
+        self.job, self.specs, self.clock = job, specs, clock
+        self.rules = [s.rule for s in specs]
+        base = job_input(job, clock())
+        self.state = LiveState(self.rules, base, self.chunk_s())
+        self.readers = {k: StreamReader(job.store, k) for k in ("system", "steps", "events")}
+        self.stopped: set[str] = set()
+        self.scans = 0
+
+    def chunk_s(self) -> float:
+        """The buffer's chunk: the longest window of the rules (at least 5 minutes)."""
+        interval = self.state.base.interval_s() if hasattr(self, "state") else 0.5
+        windows = [int(r.parameters.get("window", 0)) for r in self.rules]
+        return max(300.0, max(windows, default=0) * interval)
+
+    def scan_interval(self) -> float:
+        return min((r.p("scan_interval_us") / 1e6 for r in self.rules), default=60.0)
+
+    def scan(self) -> list[RuleResult]:
+        """Read what is new, judge the buffer, write the running verdicts, act."""
+        for kind, reader in self.readers.items():
+            self.state.add(kind, reader.read_new())
+        results = self.state.evaluate(self.clock())
+        write_results(self.job.store, results)
+        self._act(results)
+        self.scans += 1
+        return results
+
+    def _act(self, results: list[RuleResult]) -> None:
+        for spec, res in zip(self.specs, results, strict=True):
+            name = spec.rule.rule_name
+            if "stop" in spec.actions and res.verdict is Status.ISSUES_FOUND:
+                if name not in self.stopped:
+                    self.stopped.add(name)
+                    finding = worst(res)
+                    reason = f"rule {name} fired: {finding.message if finding else res.message}"
+                    control.request_stop(self.job.store, reason=reason, by=f"rule:{name}")
+
+    def final(self) -> list[RuleResult]:
+        """The complete evaluation of the whole job: the final statuses."""
+        results = evaluate_rules(self.job, self.rules, self.clock())
+        write_results(self.job.store, results)
+        return results
+
+    def job_over(self, parent_pid: int | None) -> bool:
+        if parent_pid is not None and not _alive(parent_pid):
+            return True
+        return str(self.job.meta.get("status")) != "Running"
+
+    def run(self, parent_pid: int | None) -> list[RuleResult]:
+        """Scan until the job ends, then evaluate it completely."""
+        wait, next_scan = FIRST_SCAN_S, self.clock() + FIRST_SCAN_S
+        while not self.job_over(parent_pid):
+            if self.clock() >= next_scan:
+                self.scan()
+                wait = min(wait * 2, max(self.scan_interval(), 0.1))
+                next_scan = self.clock() + wait
+            time.sleep(POLL_S)
+        return self.final()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_fault(store: Store, exc: BaseException) -> None:
+    """Record the runner's own failure in ``faults/`` (docs/format.md)."""
+    node, now = socket.gethostname(), time.time()
+    key = f"faults/{COMPONENT}-{node}-{os.getpid()}.json"
+    error = f"{type(exc).__name__}: {exc}"
+    try:
+        store.write_json(key, {"component": COMPONENT, "node": node, "rank": None,
+                               "pid": os.getpid(), "time": now, "error": error, "count": 1,
+                               "first_time": now, "traceback": traceback.format_exc()})  # fmt: skip
+    except Exception:  # the store itself is failing: stderr is all that is left
+        print(f"stepscope rules runner: {error}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m stepscope.rules.runner")
+    p.add_argument("--job-url", required=True, help="the job folder (path or URL)")
+    p.add_argument("--parent-pid", type=int, help="exit (after a final scan) when it is gone")
+    p.add_argument("--once", action="store_true", help="one complete evaluation, then exit")
+    args = p.parse_args(argv)
+    store = open_store(args.job_url)
+    try:
+        job = Job(store)
+        runner = Runner(job, job_rules(job))
+        if args.once:
+            runner.final()
+        else:
+            runner.run(args.parent_pid)
+    except Exception as exc:  # recorded in the job; the training is never affected
+        write_fault(store, exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
