@@ -99,7 +99,7 @@ def test_sql_over_views(job_url):
 
 
 def test_not_a_job_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no job.json"):
+    with pytest.raises(FileNotFoundError, match=r"no job\.json"):
         stepscope.open(tmp_path)
 
 

@@ -124,6 +124,14 @@ class Job:
         dirs = self.store.listdir("steps") + self.store.listdir("events")
         return sorted({int(d.split("-", 1)[1]) for d in dirs if d.startswith("rank-")})
 
+    @property
+    def tensors(self) -> Any:
+        """The output tensors of rank 0 (a :class:`stepscope.tensors.Tensors`;
+        ``job.tensors.rank(r)`` for another rank). See docs/tensors.md."""
+        from .tensors import Tensors
+
+        return Tensors(self.store)
+
     def faults(self) -> list[dict[str, Any]]:
         """Faults recorded at the fault boundaries of the agent and the sampler."""
         out = []

@@ -175,6 +175,8 @@ class TorchHooks:
     # -- backward and data ----------------------------------------------------------------
     def _wrap_backward(self, original: Any) -> Any:
         def backward(*args: Any, **kwargs: Any) -> Any:
+            if self.on_backward_root is not None:  # guarded by its owner
+                self.on_backward_root(args[0] if args else kwargs.get("tensors"))
             if self.rec.device is not None:
                 self.rec.on_backward_start()
             t0 = perf_counter()

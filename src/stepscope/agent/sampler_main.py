@@ -41,6 +41,7 @@ from .sampler import SystemProbe, is_alive, process, rows_to_batches, validate_i
 FLUSH_S = 2.0
 MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
 LIVENESS_CHECK_S = 1.0  # how often the watched and parent processes are checked at least
+MIN_FINAL_GAP_S = 0.05  # CPU time is counted in 10 ms ticks: no rates over less than this
 
 
 def next_tick(tick: float, now: float, interval_s: float) -> float:
@@ -108,7 +109,7 @@ class Sampler:
         self.faults = Faults(store, node)
         self._wall0, self._mono0 = time.time(), time.monotonic()
         self._tick: float | None = None  # monotonic time of the last tick
-        self._flushed, self.samples = self._mono0, 0
+        self._flushed, self._sampled, self.samples = self._mono0, -math.inf, 0
         self._node_written = self._stopped = self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -131,7 +132,8 @@ class Sampler:
             self._guard(self.sample)
             if time.monotonic() - self._flushed >= self.flush_s:
                 self.flush()
-        self._guard(self.sample)
+        if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
+            self._guard(self.sample)  # the state at the end, unless the last one is it
         self.flush()
         self.close()
         return reason
@@ -161,7 +163,7 @@ class Sampler:
 
     def sample(self) -> None:
         """Take one sample now into the buffer (:meth:`run` calls it on schedule)."""
-        mono = time.monotonic()
+        self._sampled = mono = time.monotonic()
         row: Row = {"time": self._wall0 + (mono - self._mono0), "node": self.node}
         row["interval_ms"] = self.interval_ms
         row.update(self.probe.read(mono))

@@ -19,7 +19,7 @@ from ._input import RuleInput
 from ._params import Param, patience, window
 from ._system_rules import SystemRule, lasted
 from ._types import Finding, RuleResult
-from ._windows import Hit, after_patience, gpu_indices, runs, severity, window_index, window_spans
+from ._windows import Hit, gpu_indices, runs, severity, window_index, window_spans
 
 RANKS = "_rank_medians"
 STEP_COLUMNS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")
@@ -43,8 +43,13 @@ class LoadBalancing(SystemRule):
         Param("threshold", 0.5, "imbalance (high - low) / high that fires the rule, 0-1", float),
         patience(10),
         window(500),
-        Param("rank_metric", "forward", "step column compared between ranks", str,
-              choices=STEP_COLUMNS),  # fmt: skip
+        Param(
+            "rank_metric",
+            "forward",
+            "step column compared between ranks",
+            str,
+            choices=STEP_COLUMNS,
+        ),
     )
     needs_gpu = False
 
@@ -73,9 +78,15 @@ class LoadBalancing(SystemRule):
         return Finding(
             f"{run[0].key} on {node}: utilization differs by {value:.0%} of the busier GPU "
             f"(> {threshold:.0%}) for {lasted(run)}",
-            self.recommendation, severity(value, threshold, 1.0), node=node, device=run[0].key,
-            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
-        )  # fmt: skip
+            self.recommendation,
+            severity(value, threshold, 1.0),
+            node=node,
+            device=run[0].key,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )
 
     def _rank_medians(self, data: RuleInput) -> pd.DataFrame:
         """Per (window, rank): median of ``rank_metric`` over training steps."""
@@ -96,8 +107,10 @@ class LoadBalancing(SystemRule):
         if len(ranks) and ranks["rank"].nunique() > 1:
             hits = self._rank_hits(ranks)
             found = runs(hits)
-            parts = [*parts, Part([self._rank_finding(r) for r in found], sum(map(len, found)),
-                                  len(ranks))]  # fmt: skip
+            parts = [
+                *parts,
+                Part([self._rank_finding(r) for r in found], sum(map(len, found)), len(ranks)),
+            ]
         elif all(p.na_reason for p in parts):
             reason = "needs at least 2 GPUs on a node or 2 ranks; this job has neither"
             parts = [Part(na_reason=reason)]
@@ -124,6 +137,12 @@ class LoadBalancing(SystemRule):
         return Finding(
             f"{run[0].key}: median {metric} differs by {value:.0%} of the slower rank "
             f"(> {threshold:.0%}) for {lasted(run)}",
-            self.recommendation, severity(value, threshold, 1.0), rank=slow, device=run[0].key,
-            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
-        )  # fmt: skip
+            self.recommendation,
+            severity(value, threshold, 1.0),
+            rank=slow,
+            device=run[0].key,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )

@@ -67,13 +67,19 @@ class Rule:
         """A result of this rule with its name, parameters and description filled in."""
         found = tuple(sorted(findings, key=lambda f: (-f.severity, f.start or 0.0)))
         return RuleResult(
-            rule=self.rule_name, status=status, datapoints=int(datapoints),
+            rule=self.rule_name,
+            status=status,
+            datapoints=int(datapoints),
             triggers=len(found) if triggers is None else int(triggers),
-            message=message or reason or "", recommendation=self.recommendation,
-            parameters=dict(self.parameters), findings=found,
-            description=self.description, reason=reason, updated=data.now,
+            message=message or reason or "",
+            recommendation=self.recommendation,
+            parameters=dict(self.parameters),
+            findings=found,
+            description=self.description,
+            reason=reason,
+            updated=data.now,
             details=dict(details or {}),
-        )  # fmt: skip
+        )
 
     def not_applicable(self, data: RuleInput, reason: str) -> RuleResult:
         """Status ``NotApplicable`` with ``reason`` (e.g. no GPU in this job)."""
@@ -125,9 +131,14 @@ class NodeRule(Rule):
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
         message = self.summarize(status, findings, triggers, datapoints, details)
         return self.result(
-            status, data, findings=findings, triggers=triggers, datapoints=datapoints,
-            message=message, details=details,
-        )  # fmt: skip
+            status,
+            data,
+            findings=findings,
+            triggers=triggers,
+            datapoints=datapoints,
+            message=message,
+            details=details,
+        )
 
     def summarize(
         self,

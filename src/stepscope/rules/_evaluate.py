@@ -98,8 +98,10 @@ def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
             system=_or(read_streams(store, system.get(node, []), "time"), empty_system),
             events=base.events[base.events["node"] == node] if len(base.events) else base.events,
             nodes={node: base.nodes[node]} if node in base.nodes else {},
-            now=base.now, origin=base.origin, meta=base.meta,
-        )  # fmt: skip
+            now=base.now,
+            origin=base.origin,
+            meta=base.meta,
+        )
 
 
 def job_input(job: Job, now: float) -> RuleInput:
@@ -107,9 +109,12 @@ def job_input(job: Job, now: float) -> RuleInput:
     meta = job.meta
     events = job.events()
     return RuleInput(
-        events=events if len(events) else empty_events(), nodes=_node_infos(job), now=now,
-        origin=meta.get("start_time"), meta=meta,
-    )  # fmt: skip
+        events=events if len(events) else empty_events(),
+        nodes=_node_infos(job),
+        now=now,
+        origin=meta.get("start_time"),
+        meta=meta,
+    )
 
 
 def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) -> list[RuleResult]:
@@ -121,9 +126,14 @@ def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) ->
 
     def whole() -> RuleInput:
         return RuleInput(
-            steps=job.steps(), system=job.system(), events=base.events, nodes=base.nodes,
-            now=base.now, origin=base.origin, meta=base.meta,
-        )  # fmt: skip
+            steps=job.steps(),
+            system=job.system(),
+            events=base.events,
+            nodes=base.nodes,
+            now=base.now,
+            origin=base.origin,
+            meta=base.meta,
+        )
 
     return ev.results(whole, base)
 

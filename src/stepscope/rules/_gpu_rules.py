@@ -28,9 +28,15 @@ def fitted_rise(t: pd.Series, v: pd.Series, win: pd.Series) -> pd.Series:
     """Per window: slope of the least-squares line through (t, v) times the window's span."""
     frame = pd.DataFrame({"t": t - t.min(), "v": v, "win": win}).dropna()
     frame["tv"], frame["tt"] = frame["t"] * frame["v"], frame["t"] * frame["t"]
-    s = frame.groupby("win").agg(n=("t", "size"), t=("t", "sum"), v=("v", "sum"),
-                                 tv=("tv", "sum"), tt=("tt", "sum"), lo=("t", "min"),
-                                 hi=("t", "max"))  # fmt: skip
+    s = frame.groupby("win").agg(
+        n=("t", "size"),
+        t=("t", "sum"),
+        v=("v", "sum"),
+        tv=("tv", "sum"),
+        tt=("tt", "sum"),
+        lo=("t", "min"),
+        hi=("t", "max"),
+    )
     denom = s["n"] * s["tt"] - s["t"] ** 2
     slope = (s["n"] * s["tv"] - s["t"] * s["v"]) / denom.where(denom > 0)
     return (slope * (s["hi"] - s["lo"])).fillna(0.0)
@@ -69,9 +75,15 @@ class GPUMemoryIncrease(SystemRule):
         return Finding(
             f"{run[0].key} on {node}: memory rose by {value:.1f} points of its total "
             f"(> {threshold:g}) over {lasted(run)}",
-            self.recommendation, severity(value, threshold, 50.0), node=node, device=run[0].key,
-            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
-        )  # fmt: skip
+            self.recommendation,
+            severity(value, threshold, 50.0),
+            node=node,
+            device=run[0].key,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )
 
 
 class GPUIdleBetweenSteps(SystemRule):
@@ -96,8 +108,16 @@ class GPUIdleBetweenSteps(SystemRule):
         if not len(train):
             return Part(na_reason="no training steps on this node: no training loop to judge")
         loop = data.system["time"].between(train["start"].min(), train["end"].max())
-        return super().check(RuleInput(system=data.system[loop], steps=train, nodes=data.nodes,
-                                       now=data.now, origin=data.start(), meta=data.meta))  # fmt: skip
+        return super().check(
+            RuleInput(
+                system=data.system[loop],
+                steps=train,
+                nodes=data.nodes,
+                now=data.now,
+                origin=data.start(),
+                meta=data.meta,
+            )
+        )
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         spans, hits = window_spans(framed), []
@@ -113,7 +133,12 @@ class GPUIdleBetweenSteps(SystemRule):
         return Finding(
             f"{run[0].key} on {node} idle in {value:.0f}% of the training loop's samples "
             f"(> {threshold:g}%) for {lasted(run)}",
-            self.recommendation, severity(value, threshold, 100.0), node=node,
-            device=run[0].key, start=run[0].start, end=run[-1].end, value=value,
+            self.recommendation,
+            severity(value, threshold, 100.0),
+            node=node,
+            device=run[0].key,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
             threshold=threshold,
-        )  # fmt: skip
+        )

@@ -64,9 +64,12 @@ class RuleInput:
 
         nodes = {node: self.nodes[node]} if node in self.nodes else {}
         return replace(
-            self, steps=only(self.steps), system=only(self.system), events=only(self.events),
+            self,
+            steps=only(self.steps),
+            system=only(self.system),
+            events=only(self.events),
             nodes=nodes,
-        )  # fmt: skip
+        )
 
     def start(self) -> float:
         """The origin of the time windows: the job's start, else its first datum."""

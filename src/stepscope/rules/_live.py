@@ -90,13 +90,17 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
     tolerated = rule.tolerated() if isinstance(rule, NodeRule) else 0
     status = _status(triggers, tolerated, datapoints, committed, current)
     message = f"{triggers} trigger(s) in {datapoints} datapoints so far; latest: {current.message}"
-    return replace(current, status=status, findings=tuple(findings), triggers=triggers,
-                   datapoints=datapoints, message=message)  # fmt: skip
+    return replace(
+        current,
+        status=status,
+        findings=tuple(findings),
+        triggers=triggers,
+        datapoints=datapoints,
+        message=message,
+    )
 
 
-def _status(
-    triggers: int, tolerated: int, datapoints: int, *results: RuleResult
-) -> Status:
+def _status(triggers: int, tolerated: int, datapoints: int, *results: RuleResult) -> Status:
     if triggers > tolerated or any(r.status is Status.ISSUES_FOUND for r in results):
         return Status.ISSUES_FOUND
     if datapoints or any(r.status is Status.NO_ISSUES_FOUND for r in results):

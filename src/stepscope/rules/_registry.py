@@ -29,10 +29,19 @@ from ._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtiliza
 BUILTIN: dict[str, type[Rule]] = {
     c.name: c
     for c in (
-        BatchSize, CPUBottleneck, DataLoading, GPUIdleBetweenSteps, GPUMemoryIncrease,
-        IOBottleneck, LoadBalancing, LowGPUUtilization, MaxInitializationTime,
-        OverallFrameworkMetrics, OverallSystemUsage, StepOutlier,
-    )  # fmt: skip
+        BatchSize,
+        CPUBottleneck,
+        DataLoading,
+        GPUIdleBetweenSteps,
+        GPUMemoryIncrease,
+        IOBottleneck,
+        LoadBalancing,
+        LowGPUUtilization,
+        MaxInitializationTime,
+        OverallFrameworkMetrics,
+        OverallSystemUsage,
+        StepOutlier,
+    )
 }
 PROFILER_REPORT = "ProfilerReport"
 MAX_RULES = 20
@@ -100,8 +109,9 @@ def _entry_rules(entry: Mapping[str, Any], base_dir: str) -> list[Rule]:
     if not isinstance(name, str) or not name:
         raise RuleConfigError(f"A rules entry needs a 'name': {dict(entry)!r}.")
     if entry.get("source"):
-        cls = load_custom(name, str(entry["source"]), str(entry.get("rule_to_invoke") or name),
-                          base_dir)  # fmt: skip
+        cls = load_custom(
+            name, str(entry["source"]), str(entry.get("rule_to_invoke") or name), base_dir
+        )
         return [cls(name=name, **params)]
     if name == PROFILER_REPORT:
         return profiler_report(params)

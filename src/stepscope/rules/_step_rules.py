@@ -42,8 +42,8 @@ def outliers(durations: np.ndarray, k: float) -> np.ndarray:
         var = (q - np.where(inside, durations**2, 0.0)) / m - mean**2
         std = np.maximum(np.sqrt(np.maximum(var, 0.0)), STD_FLOOR * np.abs(mean))
         new = (np.abs(durations - mean) > k * std) & ~flagged
-        if not new.any():
-            break
+        if not new.any() or (flagged | new).sum() * 2 > len(durations):
+            break  # never call most steps outliers: the window has no typical step then
         flagged |= new
     return np.flatnonzero(flagged)
 
@@ -57,8 +57,13 @@ class StepOutlier(NodeRule):
     )
     params = (
         Param("stddev", 5, "multiple of the standard deviation that makes a step an outlier"),
-        Param("mode", "both", "steps judged: train, eval or both", str,
-              choices=("train", "eval", "both")),  # fmt: skip
+        Param(
+            "mode",
+            "both",
+            "steps judged: train, eval or both",
+            str,
+            choices=("train", "eval", "both"),
+        ),
         Param("n_outliers", 10, "outliers tolerated before the rule fires", int),
         skip_steps(10),
         window(1000, "steps"),
@@ -72,7 +77,9 @@ class StepOutlier(NodeRule):
         if self.p("mode") != "both" and len(steps):
             steps = steps[steps["phase"] == self.p("mode")]
         if len(steps):
-            steps = steps[(steps["step"] >= self.p("skip_steps")) & ~steps["profiled"].fillna(False)]
+            steps = steps[
+                (steps["step"] >= self.p("skip_steps")) & ~steps["profiled"].fillna(False)
+            ]
         if not len(steps):
             return Part(na_reason=f"no {self.p('mode')} steps after the first skipped ones")
         win = steps["step"] // self.p("window")
@@ -94,10 +101,16 @@ class StepOutlier(NodeRule):
         return Finding(
             f"{phase} step {step} of rank {rank} took {d[i]:.3f} s, {z:.1f} standard "
             f"deviations from the mean of {mean:.3f} s",
-            self.recommendation, severity(z, k, 4 * k), node=str(row["node"]), rank=rank,
-            start=float(row["start"]), end=float(row["end"]), steps=(step, step),
-            value=float(d[i]), threshold=mean + k * std,
-        )  # fmt: skip
+            self.recommendation,
+            severity(z, k, 4 * k),
+            node=str(row["node"]),
+            rank=rank,
+            start=float(row["start"]),
+            end=float(row["end"]),
+            steps=(step, step),
+            value=float(d[i]),
+            threshold=mean + k * std,
+        )
 
 
 class DataLoading(NodeRule):
@@ -123,9 +136,16 @@ class DataLoading(NodeRule):
             return Part(na_reason="no training steps after the first skipped ones")
         win = steps["step"] // self.p("window")
         grouped = steps.groupby([steps["rank"], win])
-        table = grouped.agg(wait=("data_wait", "sum"), total=("duration", "sum"),
-                            n=("step", "size"), start=("start", "min"), end=("end", "max"),
-                            first=("step", "min"), last=("step", "max"), node=("node", "first"))  # fmt: skip
+        table = grouped.agg(
+            wait=("data_wait", "sum"),
+            total=("duration", "sum"),
+            n=("step", "size"),
+            start=("start", "min"),
+            end=("end", "max"),
+            first=("step", "min"),
+            last=("step", "max"),
+            node=("node", "first"),
+        )
         table = table[table["n"] >= self.p("min_steps")]
         if not len(table):
             return Part(na_reason=f"fewer than {self.p('min_steps')} training steps to judge")
@@ -133,7 +153,9 @@ class DataLoading(NodeRule):
         table = table.assign(share=share.fillna(0.0))
         fired = table[table["share"] > self.p("threshold")]
         hits = [Hit(str(r), int(w), 0.0, 0.0, 0.0) for r, w in fired.index]
-        findings = [self._finding(fired.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)]
+        findings = [
+            self._finding(fired.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)
+        ]
         return Part(findings, len(fired), int(table["n"].sum()))
 
     def _finding(self, rows: pd.DataFrame) -> Finding:
@@ -143,10 +165,16 @@ class DataLoading(NodeRule):
         return Finding(
             f"rank {rank} waited for data {share:.0f}% of its step time (> {threshold:g}%) "
             f"in steps {first}-{last}",
-            self.recommendation, severity(share, threshold, 100.0), node=str(rows["node"].iloc[0]),
-            rank=rank, start=float(rows["start"].min()), end=float(rows["end"].max()),
-            steps=(first, last), value=share, threshold=threshold,
-        )  # fmt: skip
+            self.recommendation,
+            severity(share, threshold, 100.0),
+            node=str(rows["node"].iloc[0]),
+            rank=rank,
+            start=float(rows["start"].min()),
+            end=float(rows["end"].max()),
+            steps=(first, last),
+            value=share,
+            threshold=threshold,
+        )
 
 
 class MaxInitializationTime(NodeRule):
@@ -185,6 +213,12 @@ class MaxInitializationTime(NodeRule):
         return Finding(
             f"rank {rank} {what} {waited / 60:.1f} min from process start to its first step "
             f"(> {limit / 60:g} min)",
-            self.recommendation, severity(waited, limit, 3 * limit), node=str(row["node"]),
-            rank=rank, start=t0, end=t0 + waited, value=waited / 60, threshold=limit / 60,
-        )  # fmt: skip
+            self.recommendation,
+            severity(waited, limit, 3 * limit),
+            node=str(row["node"]),
+            rank=rank,
+            start=t0,
+            end=t0 + waited,
+            value=waited / 60,
+            threshold=limit / 60,
+        )

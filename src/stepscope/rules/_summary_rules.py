@@ -36,17 +36,25 @@ class OverallSystemUsage(NodeRule):
         values = system[cols].astype(np.float64)
         q = values.quantile(list(QUANTILES))
         stats = {
-            c: {"p50": q.at[0.5, c], "p95": q.at[0.95, c], "p99": q.at[0.99, c],
-                "max": values[c].max()}  # fmt: skip
+            c: {
+                "p50": q.at[0.5, c],
+                "p95": q.at[0.95, c],
+                "p99": q.at[0.99, c],
+                "max": values[c].max(),
+            }
             for c in cols
             if values[c].notna().any()
         }
         return Part(datapoints=len(system), details={node: _clean(stats)})
 
     def summarize(
-        self, status: Status, findings: list[Finding], triggers: int, datapoints: int,
+        self,
+        status: Status,
+        findings: list[Finding],
+        triggers: int,
+        datapoints: int,
         details: dict[str, Any],
-    ) -> str:  # fmt: skip
+    ) -> str:
         lines = []
         for node, stats in sorted(details.items()):
             gpus = [s["p95"] for c, s in stats.items() if c.endswith("_util") and "mem" not in c]
@@ -68,15 +76,22 @@ class OverallFrameworkMetrics(NodeRule):
         details: dict[str, Any] = {}
         for phase, group in steps.groupby("phase"):
             sums = {p: float(group[p].sum()) for p in (*STEP_PARTS, "other") if p in group}
-            details[str(phase)] = {"steps": len(group), "duration": float(group["duration"].sum()),
-                                   **sums}  # fmt: skip
+            details[str(phase)] = {
+                "steps": len(group),
+                "duration": float(group["duration"].sum()),
+                **sums,
+            }
         node = str(steps["node"].iloc[0])
         return Part(datapoints=len(steps), details={node: details})
 
     def summarize(
-        self, status: Status, findings: list[Finding], triggers: int, datapoints: int,
+        self,
+        status: Status,
+        findings: list[Finding],
+        triggers: int,
+        datapoints: int,
         details: dict[str, Any],
-    ) -> str:  # fmt: skip
+    ) -> str:
         totals: dict[str, dict[str, float]] = {}
         for per_phase in details.values():
             for phase, sums in per_phase.items():

@@ -73,16 +73,23 @@ class _ShareRule(SystemRule):
         gpu_mean = framed[[f"gpu{g}_util" for g in gpus]].mean(axis=1)
         share = self.bottlenecked(framed, gpu_mean).groupby(framed["win"]).mean() * 100.0
         table = pd.DataFrame({"value": share})
-        return hits_from(table, window_spans(framed), "", lambda r: r["value"] > self.p("threshold"))
+        return hits_from(
+            table, window_spans(framed), "", lambda r: r["value"] > self.p("threshold")
+        )
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value = worst_of(run)
         return Finding(
             f"{self.what} on {node}: {value:.0f}% of samples bottlenecked "
             f"(> {self.p('threshold'):g}%) for {lasted(run)}",
-            self.recommendation, severity(value, self.p("threshold"), 100.0), node=node,
-            start=run[0].start, end=run[-1].end, value=value, threshold=self.p("threshold"),
-        )  # fmt: skip
+            self.recommendation,
+            severity(value, self.p("threshold"), 100.0),
+            node=node,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=self.p("threshold"),
+        )
 
 
 class CPUBottleneck(_ShareRule):
@@ -164,9 +171,15 @@ class BatchSize(SystemRule):
         return Finding(
             f"{run[0].key} on {node}: p95 GPU utilization {value:.0f}% with CPU and GPU memory "
             f"also below their p95 thresholds, for {lasted(run)}",
-            self.recommendation, severity(value, threshold, 0.0), node=node, device=run[0].key,
-            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
-        )  # fmt: skip
+            self.recommendation,
+            severity(value, threshold, 0.0),
+            node=node,
+            device=run[0].key,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )
 
 
 class LowGPUUtilization(SystemRule):
@@ -209,6 +222,12 @@ class LowGPUUtilization(SystemRule):
         what = "underused: p95 utilization" if low else "fluctuates: p5 utilization"
         return Finding(
             f"{device} on {node} {what} {value:.0f}% (< {threshold:g}%) for {lasted(run)}",
-            self.recommendation, severity(value, threshold, 0.0), node=node, device=device,
-            start=run[0].start, end=run[-1].end, value=value, threshold=threshold,
-        )  # fmt: skip
+            self.recommendation,
+            severity(value, threshold, 0.0),
+            node=node,
+            device=device,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )

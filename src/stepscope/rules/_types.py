@@ -11,11 +11,11 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """The verdict of a rule on a job."""
 
     ISSUES_FOUND = "IssuesFound"
@@ -23,9 +23,6 @@ class Status(str, Enum):
     NOT_APPLICABLE = "NotApplicable"
     ERROR = "Error"
     IN_PROGRESS = "InProgress"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _clean(value: Any) -> Any:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from .. import control
 from ..job import Job
 from ..store import Store, open_store
+from ._base import Rule
 from ._evaluate import evaluate_rules, job_input, job_rules
 from ._live import LiveState, StreamReader, worst
 from ._registry import RuleSpec
@@ -50,16 +51,10 @@ class Runner:
         self.job, self.specs, self.clock = job, specs, clock
         self.rules = [s.rule for s in specs]
         base = job_input(job, clock())
-        self.state = LiveState(self.rules, base, self.chunk_s())
+        self.state = LiveState(self.rules, base, chunk_seconds(self.rules, base.interval_s()))
         self.readers = {k: StreamReader(job.store, k) for k in ("system", "steps", "events")}
         self.stopped: set[str] = set()
         self.scans = 0
-
-    def chunk_s(self) -> float:
-        """The buffer's chunk: the longest window of the rules (at least 5 minutes)."""
-        interval = self.state.base.interval_s() if hasattr(self, "state") else 0.5
-        windows = [int(r.parameters.get("window", 0)) for r in self.rules]
-        return max(300.0, max(windows, default=0) * interval)
 
     def scan_interval(self) -> float:
         return min((r.p("scan_interval_us") / 1e6 for r in self.rules), default=60.0)
@@ -77,12 +72,12 @@ class Runner:
     def _act(self, results: list[RuleResult]) -> None:
         for spec, res in zip(self.specs, results, strict=True):
             name = spec.rule.rule_name
-            if "stop" in spec.actions and res.verdict is Status.ISSUES_FOUND:
-                if name not in self.stopped:
-                    self.stopped.add(name)
-                    finding = worst(res)
-                    reason = f"rule {name} fired: {finding.message if finding else res.message}"
-                    control.request_stop(self.job.store, reason=reason, by=f"rule:{name}")
+            fired = res.verdict is Status.ISSUES_FOUND
+            if "stop" in spec.actions and fired and name not in self.stopped:
+                self.stopped.add(name)
+                finding = worst(res)
+                reason = f"rule {name} fired: {finding.message if finding else res.message}"
+                control.request_stop(self.job.store, reason=reason, by=f"rule:{name}")
 
     def final(self) -> list[RuleResult]:
         """The complete evaluation of the whole job: the final statuses."""
@@ -107,6 +102,12 @@ class Runner:
         return self.final()
 
 
+def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
+    """The live buffer's chunk: the longest window of the rules, at least 5 minutes."""
+    windows = [int(r.parameters.get("window", 0)) for r in rules]
+    return max(300.0, max(windows, default=0) * interval_s)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -123,9 +124,20 @@ def write_fault(store: Store, exc: BaseException) -> None:
     key = f"faults/{COMPONENT}-{node}-{os.getpid()}.json"
     error = f"{type(exc).__name__}: {exc}"
     try:
-        store.write_json(key, {"component": COMPONENT, "node": node, "rank": None,
-                               "pid": os.getpid(), "time": now, "error": error, "count": 1,
-                               "first_time": now, "traceback": traceback.format_exc()})  # fmt: skip
+        store.write_json(
+            key,
+            {
+                "component": COMPONENT,
+                "node": node,
+                "rank": None,
+                "pid": os.getpid(),
+                "time": now,
+                "error": error,
+                "count": 1,
+                "first_time": now,
+                "traceback": traceback.format_exc(),
+            },
+        )
     except Exception:  # the store itself is failing: stderr is all that is left
         print(f"stepscope rules runner: {error}", file=sys.stderr)
 
