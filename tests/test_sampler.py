@@ -470,14 +470,19 @@ def test_a_full_buffer_drops_the_oldest_rows_and_counts_them(tmp_path: Path) -> 
     sampler = Sampler(store, NODE, interval_ms=100, max_buffer_rows=4, probe=SystemProbe())
     (tmp_path / "system").mkdir()
     (tmp_path / "system" / NODE).write_text("not a folder")
-    for _ in range(7):
-        sampler.sample()
-    kept = [row["time"] for row in sampler._pending]
-    sampler.flush()
-    assert sampler.faults.doc["dropped_rows"] == 3 and sampler.faults.doc["count"] == 1
+    times = []
+    for _ in range(5):  # 5 failing flushes of 2 rows each
+        for _ in range(2):
+            sampler.sample()
+            times.append(sampler._pending[-1]["time"])
+        sampler.flush()
+    # The first 2 rows went to the segment writer before its write failed; of the
+    # 8 that followed, the buffer kept the newest 4.
+    assert sampler.faults.doc["dropped_rows"] == 4 and sampler.faults.doc["count"] == 5
     (tmp_path / "system" / NODE).unlink()
     sampler.flush()
     sampler.close()
-    assert columns(read_system(tmp_path))["time"] == kept
+    assert columns(read_system(tmp_path))["time"] == times[:2] + times[-4:]
     fault = json.loads((tmp_path / "faults" / f"sampler-{NODE}-{os.getpid()}.json").read_text())
-    assert fault["dropped_rows"] == 3 and fault["dropped_last_time"] < kept[0]
+    assert fault["dropped_rows"] == 4
+    assert (fault["dropped_first_time"], fault["dropped_last_time"]) == (times[2], times[5])

@@ -148,6 +148,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.output)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export_tb import export_tensorboard
+
+    done = export_tensorboard(_open(args.job), args.dir)
+    print(f"wrote {done.scalars} scalars and {done.histograms} histograms in {done.runs} "
+          f"run(s) to {args.dir}: tensorboard --logdir {args.dir}")
+    return 0
+
+
+def _add_export(sub: Any) -> None:
+    p = sub.add_parser("export", help="export a job's data to another tool")
+    kinds = p.add_subparsers(dest="kind", required=True)
+    tb = kinds.add_parser("tensorboard", help="the job's tensors as TensorBoard event files")
+    tb.add_argument("job")
+    tb.add_argument("dir", help="folder for the event files (tensorboard --logdir DIR)")
+    tb.set_defaults(fn=cmd_export)
+
+
 def _add_run(sub: Any) -> None:
     p = sub.add_parser(
         "run",
@@ -199,6 +217,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="subcommand", required=True)
     _add_run(sub)
     _add_readers(sub)
+    _add_export(sub)
     return p
 
 

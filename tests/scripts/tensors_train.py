@@ -12,6 +12,7 @@ with what stepscope captured. It prints one JSON line at the end.
 
 import argparse
 import json
+import time
 
 import torch
 from torch import nn
@@ -66,6 +67,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--shared", action="store_true")
     p.add_argument("--adam", action="store_true")
     p.add_argument("--scalars", action="store_true")
+    p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--record", default="")
     p.add_argument("--record-steps", default="")
     return p.parse_args()
@@ -103,6 +105,8 @@ def main() -> None:
                     rec["grads"][(name, step)] = p.grad.detach().clone()
         opt.step()
         opt.zero_grad()
+        if a.step_sleep:
+            time.sleep(a.step_sleep)
         if a.scalars:
             import stepscope
 

@@ -255,6 +255,8 @@ class ProcessTree:
                     times, mem = proc.cpu_times(), proc.memory_info()
             except psutil.Error:
                 continue  # it has exited
+            if mem.rss == 0:
+                continue  # a zombie: exited, not yet reaped by its parent
             seen[proc] = used = times.user + times.system  # Process: same pid and start
             cpu_seconds += max(used - self._last.get(proc, used), 0.0)
             rss += mem.rss

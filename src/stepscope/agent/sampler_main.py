@@ -147,10 +147,11 @@ class Sampler:
         self.faults.save()
 
     def close(self) -> None:
-        if self.probe.gpus is not None:
-            self.probe.gpus.close()
+        """Release NVML and the wake-up pipe (:meth:`run` does it on its way out)."""
         if not self._closed:
             self._closed = True
+            if self.probe.gpus is not None:
+                self.probe.gpus.close()
             os.close(self._wake_r)
             os.close(self._wake_w)
 

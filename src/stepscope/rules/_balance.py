@@ -103,7 +103,7 @@ class LoadBalancing(SystemRule):
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
         medians = [p.details.pop(RANKS) for p in parts if RANKS in p.details]
         frames = [m for m in medians if len(m)]
-        ranks = pd.concat(frames) if frames else pd.DataFrame()
+        ranks = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         if len(ranks) and ranks["rank"].nunique() > 1:
             hits = self._rank_hits(ranks)
             found = runs(hits)

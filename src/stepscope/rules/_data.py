@@ -19,22 +19,43 @@ def read_segments(
     where: str = "TRUE",
     params: Sequence[Any] = (),
     order: str = "",
+    con: duckdb.DuckDBPyConnection | None = None,
+    filename: bool = False,
 ) -> pd.DataFrame | None:
-    """The rows of the segment files ``keys`` (union by column name) matching ``where``."""
+    """The rows of the segment files ``keys`` (union by column name) matching ``where``.
+
+    Pass ``con`` to reuse a connection (opening one costs tens of ms); with
+    ``filename`` the rows carry the key of their file in a ``filename`` column.
+    """
     if not keys:
         return None
-    con = duckdb.connect()
+    own = con is None
+    con = duckdb.connect() if con is None else con
     try:
         if store.is_local:
-            rel = con.read_parquet([store.path(k) for k in keys], union_by_name=True)
-            rel.create_view("segments")
+            files = [store.path(k) for k in keys]
+            rel = con.read_parquet(files, union_by_name=True, filename=filename)
         else:
-            tables = [pq.read_table(store.path(k), filesystem=store.fs) for k in keys]
-            con.register("segments", pa.concat_tables(tables, promote_options="default"))
-        sql = f"SELECT * FROM segments WHERE {where}" + (f" ORDER BY {order}" if order else "")
-        return con.execute(sql, list(params)).df()
+            rel = con.from_arrow(_remote_table(store, keys, filename))
+        sql = f"SELECT * FROM rel WHERE {where}" + (f" ORDER BY {order}" if order else "")
+        con.register("rel", rel)
+        try:
+            return con.execute(sql, list(params)).df()
+        finally:
+            con.unregister("rel")
     finally:
-        con.close()
+        if own:
+            con.close()
+
+
+def _remote_table(store: Store, keys: Sequence[str], filename: bool) -> pa.Table:
+    tables = []
+    for key in keys:
+        table = pq.read_table(store.path(key), filesystem=store.fs)
+        if filename:
+            table = table.append_column("filename", pa.array([store.path(key)] * table.num_rows))
+        tables.append(table)
+    return pa.concat_tables(tables, promote_options="default")
 
 
 def stream_prefixes(store: Store, kind: str) -> list[str]:
@@ -63,7 +84,12 @@ def node_streams(store: Store, kind: str) -> dict[str, list[str]]:
     return out
 
 
-def read_streams(store: Store, prefixes: Sequence[str], order: str) -> pd.DataFrame | None:
+def read_streams(
+    store: Store,
+    prefixes: Sequence[str],
+    order: str,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame | None:
     """All rows of the streams ``prefixes``."""
     keys = [k for p in prefixes for k in store.list(p, suffix=".parquet")]
-    return read_segments(store, keys, order=order)
+    return read_segments(store, keys, order=order, con=con)

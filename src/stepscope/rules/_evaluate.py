@@ -114,6 +114,7 @@ def job_input(job: Job, now: float) -> RuleInput:
         now=now,
         origin=meta.get("start_time"),
         meta=meta,
+        tensors=job.tensors,
     )
 
 
@@ -133,6 +134,7 @@ def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) ->
             now=base.now,
             origin=base.origin,
             meta=base.meta,
+            tensors=base.tensors,
         )
 
     return ev.results(whole, base)

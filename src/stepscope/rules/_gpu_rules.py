@@ -25,7 +25,7 @@ def mem_percent(framed: pd.DataFrame, g: int) -> pd.Series:
 
 
 def fitted_rise(t: pd.Series, v: pd.Series, win: pd.Series) -> pd.Series:
-    """Per window: slope of the least-squares line through (t, v) times the window's span."""
+    """Per window: the rise of the least-squares line through (t, v) over the window."""
     frame = pd.DataFrame({"t": t - t.min(), "v": v, "win": win}).dropna()
     frame["tv"], frame["tt"] = frame["t"] * frame["v"], frame["t"] * frame["t"]
     s = frame.groupby("win").agg(
@@ -36,10 +36,14 @@ def fitted_rise(t: pd.Series, v: pd.Series, win: pd.Series) -> pd.Series:
         tt=("tt", "sum"),
         lo=("t", "min"),
         hi=("t", "max"),
+        vlo=("v", "min"),
+        vhi=("v", "max"),
     )
     denom = s["n"] * s["tt"] - s["t"] ** 2
     slope = (s["n"] * s["tv"] - s["t"] * s["v"]) / denom.where(denom > 0)
-    return (slope * (s["hi"] - s["lo"])).fillna(0.0)
+    # The line overshoots a step change: never more than the window's own range.
+    rise = np.minimum(slope * (s["hi"] - s["lo"]), s["vhi"] - s["vlo"])
+    return rise.fillna(0.0)
 
 
 class GPUMemoryIncrease(SystemRule):

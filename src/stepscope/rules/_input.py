@@ -45,6 +45,8 @@ class RuleInput:
     now: float = 0.0
     origin: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # The job's output tensors (stepscope.tensors.Tensors) for the debugging rules.
+    tensors: Any = None
 
     def node_names(self) -> list[str]:
         """Every node that has node facts, system samples, steps or events."""

@@ -54,7 +54,7 @@ class StreamReader:
         if not keys:
             return None
         col, mark = TIME_COLUMNS[self.kind], self.watermark.get(prefix, -math.inf)
-        frame = read_segments(self.store, keys, f"{col} > ?", [mark], ORDER[self.kind])
+        frame = read_segments(self.store, keys, f'"{col}" > ?', [mark], ORDER[self.kind])
         self.files_read += len(keys)
         self.last_key[prefix] = keys[-1]
         if frame is None or not len(frame):

@@ -25,6 +25,7 @@ from ._params import RuleConfigError
 from ._step_rules import DataLoading, MaxInitializationTime, StepOutlier
 from ._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from ._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
+from .debugging import DEBUGGING_RULES
 
 BUILTIN: dict[str, type[Rule]] = {
     c.name: c
@@ -43,6 +44,8 @@ BUILTIN: dict[str, type[Rule]] = {
         StepOutlier,
     )
 }
+PROFILER_RULES = tuple(sorted(BUILTIN))  # what ProfilerReport runs
+BUILTIN.update(DEBUGGING_RULES)  # the debugging rules (tensors) run only when configured
 PROFILER_REPORT = "ProfilerReport"
 MAX_RULES = 20
 ACTIONS = ("stop",)
@@ -59,7 +62,7 @@ class RuleSpec:
 
 def split_override(key: str) -> tuple[str, str]:
     """``"CPUBottleneck_cpu_threshold"`` -> ``("CPUBottleneck", "cpu_threshold")``."""
-    for name in sorted(BUILTIN, key=len, reverse=True):
+    for name in sorted(PROFILER_RULES, key=len, reverse=True):
         if key.startswith(name + "_"):
             return name, key[len(name) + 1 :]
     raise RuleConfigError(
@@ -74,7 +77,7 @@ def profiler_report(parameters: Mapping[str, Any]) -> list[Rule]:
     for key, value in parameters.items():
         name, param = split_override(key)
         per_rule.setdefault(name, {})[param] = value
-    return [cls(**per_rule.get(name, {})) for name, cls in sorted(BUILTIN.items())]
+    return [BUILTIN[name](**per_rule.get(name, {})) for name in PROFILER_RULES]
 
 
 def load_custom(name: str, source: str, class_name: str, base_dir: str = ".") -> type[Rule]:

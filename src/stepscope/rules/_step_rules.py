@@ -23,8 +23,9 @@ def skip_steps(default: int) -> Param:
     return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
 
 
-def outliers(durations: np.ndarray, k: float) -> np.ndarray:
-    """Indices of values more than ``k`` standard deviations from the others' mean.
+def outliers(durations: np.ndarray, k: float, min_excess: float = 0.0) -> np.ndarray:
+    """Indices of values more than ``k`` standard deviations (and ``min_excess``) from
+    the others' mean.
 
     Each value is compared with the mean and standard deviation of the values
     not yet flagged other than itself (leave-one-out), repeated until nothing
@@ -41,7 +42,8 @@ def outliers(durations: np.ndarray, k: float) -> np.ndarray:
         mean = (s - np.where(inside, durations, 0.0)) / m
         var = (q - np.where(inside, durations**2, 0.0)) / m - mean**2
         std = np.maximum(np.sqrt(np.maximum(var, 0.0)), STD_FLOOR * np.abs(mean))
-        new = (np.abs(durations - mean) > k * std) & ~flagged
+        excess = np.abs(durations - mean)
+        new = (excess > k * std) & (excess > min_excess) & ~flagged
         if not new.any() or (flagged | new).sum() * 2 > len(durations):
             break  # never call most steps outliers: the window has no typical step then
         flagged |= new
@@ -65,6 +67,7 @@ class StepOutlier(NodeRule):
             choices=("train", "eval", "both"),
         ),
         Param("n_outliers", 10, "outliers tolerated before the rule fires", int),
+        Param("min_excess_s", 0.1, "least distance from the mean for an outlier, seconds"),
         skip_steps(10),
         window(1000, "steps"),
     )
@@ -86,20 +89,20 @@ class StepOutlier(NodeRule):
         findings = []
         for _, group in steps.groupby([steps["rank"], steps["phase"], win]):
             d = group["duration"].to_numpy(np.float64)
-            for i in outliers(d, float(self.p("stddev"))):
-                findings.append(self._finding(group, d, i))
+            found = outliers(d, float(self.p("stddev")), float(self.p("min_excess_s")))
+            typical = np.delete(d, found)
+            for i in found:
+                findings.append(self._finding(group.iloc[i], float(d[i]), typical))
         return Part(findings, len(findings), len(steps))
 
-    def _finding(self, group: pd.DataFrame, d: np.ndarray, i: int) -> Finding:
-        row = group.iloc[i]
-        others = np.delete(d, i)
-        mean, std = float(others.mean()), float(others.std())
+    def _finding(self, row: pd.Series, d: float, typical: np.ndarray) -> Finding:
+        mean, std = float(typical.mean()), float(typical.std())
         std = max(std, STD_FLOOR * abs(mean))
         k = float(self.p("stddev"))
-        z = abs(d[i] - mean) / std if std > 0 else k
+        z = abs(d - mean) / std if std > 0 else k
         rank, step, phase = int(row["rank"]), int(row["step"]), str(row["phase"])
         return Finding(
-            f"{phase} step {step} of rank {rank} took {d[i]:.3f} s, {z:.1f} standard "
+            f"{phase} step {step} of rank {rank} took {d:.3f} s, {z:.1f} standard "
             f"deviations from the mean of {mean:.3f} s",
             self.recommendation,
             severity(z, k, 4 * k),
@@ -108,7 +111,7 @@ class StepOutlier(NodeRule):
             start=float(row["start"]),
             end=float(row["end"]),
             steps=(step, step),
-            value=float(d[i]),
+            value=d,
             threshold=mean + k * std,
         )
 

@@ -119,7 +119,7 @@ class TensorCapture:
         chosen = [c for c in plan if c.selects(kind, key[2], alias)]
         if not chosen:
             return
-        self.pending.member(chosen, key[2])
+        self.pending.member(chosen, key[2], kind)
         reductions = tuple(dict.fromkeys(r for c in chosen for r in c.reductions))
         self.pending.add(key, t, reductions, any(c.save_raw for c in chosen))
 
@@ -132,7 +132,7 @@ class TensorCapture:
         key = ("train", self.rec.train_steps, "loss")
         chosen = [c for c in self.plan("train", key[1]) if c.selects("loss", "loss")]
         if chosen:
-            self.pending.member(chosen, "loss")
+            self.pending.member(chosen, "loss", "loss")
             self.pending.accumulate(key, tensors, "sum")
 
     def _loss_name(self, module: Any) -> str:
@@ -156,7 +156,7 @@ class TensorCapture:
         if isinstance(out, torch.Tensor) and out.numel() == 1:
             chosen = [c for c in plan if c.selects("loss", f"{name}_output_0")]
             if chosen:
-                self.pending.member(chosen, f"{name}_output_0")
+                self.pending.member(chosen, f"{name}_output_0", "loss")
                 self.pending.accumulate((phase, step, f"{name}_output_0"), out, "mean")
         if any(c.kinds & MODULE_KINDS for c in plan):
             for i, t in tensors_of(args):
@@ -213,7 +213,7 @@ class TensorCapture:
             name = f"optimizer/lr/group{g}"
             chosen = [c for c in plan if c.selects("optimizer", name)]
             if chosen and isinstance(group.get("lr"), int | float):
-                self.pending.member(chosen, name)
+                self.pending.member(chosen, name, "optimizer")
                 self.pending.add_float(("train", step, name), float(group["lr"]))
 
     def record_scalar(self, name: str, value: Any, step: int | None, phase: str) -> None:

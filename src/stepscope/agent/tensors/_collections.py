@@ -100,15 +100,27 @@ def from_config(config: CollectionConfig) -> Collection:
                       save_raw=bool(raw) if raw is not None else not reductions)
 
 
-def _rule_names(rules: Iterable[Any]) -> list[str]:
-    names = []
-    for rule in rules:
-        if isinstance(rule, Mapping):
-            name = rule.get("name") or rule.get("rule") or rule.get("type")
-            names.append(str(name))
-        elif isinstance(rule, str):
-            names.append(rule)
-    return names
+# Rule parameters that choose what a rule's collection selects.
+_REGEX_PARAMS = {("DeadRelu", "tensor_regex"): "relu_output",
+                 ("PoorWeightInitialization", "activation_inputs_regex"): "relu_input",
+                 ("ClassImbalance", "labels_regex"): "labels",
+                 ("ClassImbalance", "predictions_regex"): "predictions"}
+
+
+def rule_collections(entry: Any) -> list[CollectionConfig]:
+    """The collections a ``[[rules]]`` entry needs, its regex parameters applied."""
+    if not isinstance(entry, Mapping):
+        return []
+    name = str(entry.get("name"))
+    params = dict(entry.get("parameters") or entry.get("rule_parameters") or {})
+    out = []
+    for c in RULE_COLLECTIONS.get(name, ()):
+        regex = next((params[p] for (r, p), coll in _REGEX_PARAMS.items()
+                      if r == name and coll == c.name and params.get(p)), None)
+        out.append(CollectionConfig(c.name, {"include_regex": regex}) if regex else c)
+    names = [n.strip() for n in str(params.get("collection_names") or "").split(",")]
+    out += [CollectionConfig(n) for n in names if n in BUILTIN_COLLECTIONS]
+    return out
 
 
 def resolve(config: Mapping[str, Any]) -> list[Collection]:
@@ -122,8 +134,8 @@ def resolve(config: Mapping[str, Any]) -> list[Collection]:
         wanted.append(CollectionConfig("all"))
     if not {c.name for c in wanted} & {"losses", "default", "all"}:
         wanted.append(CollectionConfig("default"))
-    for rule in _rule_names(config.get("rules") or ()):
-        wanted += RULE_COLLECTIONS.get(rule, ())
+    for entry in config.get("rules") or ():
+        wanted += rule_collections(entry)
     seen: dict[str, CollectionConfig] = {}
     for c in wanted:
         seen.setdefault(c.name, c.with_defaults(defaults))

@@ -14,6 +14,9 @@ from ._reduce import reduce, scalar, stack_to_host, to_host
 from ._writer import StepBatch
 
 Key = tuple[str, int, str]  # phase, step, name
+KIND_COLLECTION = {"loss": "losses", "weight": "weights", "bias": "biases",
+                   "gradient": "gradients", "input": "inputs", "output": "outputs",
+                   "optimizer": "optimizer_variables"}
 
 
 class Pending:
@@ -30,9 +33,12 @@ class Pending:
     def __bool__(self) -> bool:
         return bool(self.values or self.raws or self.floats or self.accum)
 
-    def member(self, collections: Any, name: str) -> None:
+    def member(self, collections: Any, name: str, kind: str | None = None) -> None:
+        """Note ``name`` in ``collections`` and in the built-in collection of its kind."""
         for c in collections:
             self.members.setdefault(c.name, set()).add(name)
+        if kind is not None:
+            self.members.setdefault(KIND_COLLECTION[kind], set()).add(name)
 
     def add(self, key: Key, t: Any, reductions: tuple[str, ...], raw: bool) -> None:
         """A tensor: its value if it is a scalar, else reductions and/or a host copy."""

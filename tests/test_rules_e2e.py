@@ -1,0 +1,71 @@
+"""Real training under ``stepscope run`` with injected problems; the rule that must fire.
+
+The rules run live beside each job and write their final verdicts at its end.
+All runs share one configuration, so the healthy run's silence is judged with
+exactly the parameters under which each problem was found.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SCRIPTS, stepscope_run
+
+from stepscope.rules.cli_support import run_rules_command
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """
+[[rules]]
+name = "StepOutlier"
+parameters = { n_outliers = 0, min_excess_s = 1.0 }  # a 4 s stall; ignore GC hiccups
+
+[[rules]]
+name = "MaxInitializationTime"
+parameters = { threshold = 0.25 }  # minutes
+
+[[rules]]
+name = "DataLoading"
+"""
+RULES = ("StepOutlier", "MaxInitializationTime", "DataLoading")
+
+
+def run_job(tmp_path: Path, *script_args: str) -> dict[str, dict[str, Any]]:
+    config = tmp_path / "stepscope.toml"
+    config.write_text(CONFIG)
+    mlp = str(SCRIPTS / "mlp.py")
+    run = stepscope_run(tmp_path, [mlp, *script_args], "--config", str(config))
+    assert run.code == 0, run.stderr
+    rules = run.job_path / "rules"
+    return {name: json.loads((rules / f"{name}.json").read_text()) for name in RULES}
+
+
+def test_stalled_steps_fire_step_outlier(tmp_path: Path) -> None:
+    results = run_job(tmp_path, "--steps", "60", "--stall-at", "40", "--stall-s", "4")
+    outlier = results["StepOutlier"]
+    assert outlier["status"] == "IssuesFound"
+    assert [f["steps"][0] for f in outlier["findings"]] == [40]
+
+
+def test_slow_start_fires_max_initialization_time(tmp_path: Path) -> None:
+    results = run_job(tmp_path, "--steps", "30", "--sleep-before", "20")
+    init = results["MaxInitializationTime"]
+    assert init["status"] == "IssuesFound" and init["findings"][0]["value"] > 0.25
+
+
+def test_starving_data_loader_fires_data_loading(tmp_path: Path) -> None:
+    results = run_job(tmp_path, "--steps", "40", "--slow-data", "0.02")
+    loading = results["DataLoading"]
+    assert loading["status"] == "IssuesFound" and loading["findings"][0]["value"] > 50
+
+
+def test_healthy_run_fires_nothing(tmp_path: Path) -> None:
+    results = run_job(tmp_path, "--steps", "60")
+    for name, res in results.items():
+        assert res["status"] == "NoIssuesFound", (name, res["message"])
+        assert res["datapoints"] > 0
+    text, code = run_rules_command(str(tmp_path / "job"), [], [], True)
+    assert code == 0 and {r["rule"] for r in json.loads(text)} == set(RULES)
