@@ -84,8 +84,9 @@ def generate(path: Path, nodes: int, hours: float) -> None:
     per_seg, steps_per_seg = int(SEGMENT_S / 0.5), int(SEGMENT_S / STEP_S)
     for k in range(nodes):
         node = f"node-{k:02d}"
-        store.write_json(f"nodes/{node}.json", {"node": node, "cpu_count": CORES,
-                         "gpus": [{"index": g} for g in range(GPUS)], "interval_ms": 500})  # fmt: skip
+        info = {"node": node, "cpu_count": CORES,
+                "gpus": [{"index": g} for g in range(GPUS)], "interval_ms": 500}
+        store.write_json(f"nodes/{node}.json", info)
         for s in np.arange(T0, end, SEGMENT_S):
             append(store, f"system/{node}", system_chunk(node, s + 0.5 * np.arange(per_seg), rng))
         for g in range(GPUS):

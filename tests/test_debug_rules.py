@@ -46,7 +46,8 @@ def _config(tmp_path: Path, text: str = CONFIG) -> str:
 
 def _statuses(job_path: Path) -> dict[str, str]:
     """The final statuses the live runner wrote into the job's rules/ folder."""
-    return {p.stem: json.loads(p.read_text())["status"] for p in (job_path / "rules").glob("*.json")}
+    files = (job_path / "rules").glob("*.json")
+    return {p.stem: json.loads(p.read_text())["status"] for p in files}
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))

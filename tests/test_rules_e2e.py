@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCRIPTS, stepscope_run
 
+from conftest import SCRIPTS, stepscope_run
 from stepscope.rules.cli_support import run_rules_command
 
 pytestmark = pytest.mark.slow

@@ -240,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> int:
-    extras = {"torch": "torch", "starlette": "dashboard", "uvicorn": "dashboard", "s3fs": "s3"}
+    extras = {"torch": "torch", "starlette": "dashboard", "uvicorn": "dashboard", "s3fs": "s3",
+              "tensorboardX": "tensorboard"}
     extra = extras.get((exc.name or "").split(".")[0])
     if extra is None:
         raise exc

@@ -65,3 +65,27 @@ def acknowledgement(store: Store, name: str) -> dict[str, Any] | None:
         return None
     ack: dict[str, Any] = store.read_json(key)
     return ack
+
+
+# --- the request bodies every writer uses (CLI, dashboard, rule actions) -------------
+#
+# profile: {"windows": [ProfilingWindow.to_dict(), ...]} where, in a live request, a
+#          None start_step means "the current step" and a None num_steps one step;
+#          or {"off": ["python", ...]} to switch running/planned windows of kinds off.
+# config:  {"system_monitor_interval_millis": <one of SYSTEM_MONITOR_INTERVALS>}
+# stop:    {"reason": "..."} (optionally "rule" and "finding" when a rule asks).
+
+
+def request_profile(
+    store: Store, windows: list[dict[str, Any]], by: str, off: list[str] | None = None
+) -> str:
+    """Ask the running agent(s) to open profiling ``windows`` (or switch kinds ``off``)."""
+    body: dict[str, Any] = {"windows": windows}
+    if off:
+        body["off"] = off
+    return request(store, "profile", body, by)
+
+
+def request_interval(store: Store, interval_ms: int, by: str) -> str:
+    """Ask the job's system sampler(s) to sample every ``interval_ms`` from now on."""
+    return request(store, "config", {"system_monitor_interval_millis": interval_ms}, by)

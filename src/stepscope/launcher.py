@@ -94,13 +94,15 @@ def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subproce
                 str(child_pid),
                 "--parent-pid",
                 me,
-            )
+            ),
+            start_new_session=True,  # a Ctrl-C at the terminal must not kill it before its flush
         )
     ]
     if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
         procs.append(
             subprocess.Popen(
-                _python_module("stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me)
+                _python_module("stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me),
+                start_new_session=True,  # same: it must live to run its final scan
             )
         )
     return procs

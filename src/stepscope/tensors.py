@@ -17,7 +17,7 @@ asked for, so a lookup does not scan the other tensors' data. Works on every sto
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from .store import Store
 
 _NUMPY = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int64": "<i8",
           "int32": "<i4", "int16": "<i2", "int8": "i1", "uint8": "u1", "bool": "?"}
-_NP_REDUCE = {
+_NP_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
     "min": np.min, "max": np.max, "mean": np.mean, "std": np.std, "variance": np.var,
     "sum": np.sum, "prod": np.prod, "l1": lambda x: np.abs(x).sum(),
     "l2": lambda x: np.sqrt(np.square(x, dtype=np.float64).sum()),

@@ -77,7 +77,8 @@ def _check_regex(value: Any) -> str:
     try:
         re.compile(value)
     except re.error as exc:
-        raise invalid(value, "include_regex", f"a valid Python regular expression ({exc})") from None
+        accepted = f"a valid Python regular expression ({exc})"
+        raise invalid(value, "include_regex", accepted) from None
     return value
 
 

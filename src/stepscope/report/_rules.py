@@ -23,7 +23,10 @@ EVIDENCE: dict[str, tuple[str, list[str]]] = {
     "IOBottleneck": ("system", ["cpu_iowait", "gpu:util"]),
     "OverallSystemUsage": ("system", ["cpu", "mem_percent", "gpu:util"]),
     "BatchSize": ("system", ["cpu", "mem_percent", "gpu:util", "gpu:mem_util"]),
-    "Dataloader": ("steps", ["data_wait", "duration"]),
+    "DataLoading": ("steps", ["data_wait", "duration"]),
+    "GPUIdleBetweenSteps": ("system", ["gpu:util"]),
+    "Straggler": ("steps", ["duration", "data_wait"]),
+    "OverallFrameworkMetrics": ("steps", ["forward", "backward", "optimizer"]),
     "StepOutlier": ("steps", ["duration"]),
     "MaxInitializationTime": ("steps", ["duration"]),
 }

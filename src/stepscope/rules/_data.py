@@ -21,6 +21,7 @@ def read_segments(
     order: str = "",
     con: duckdb.DuckDBPyConnection | None = None,
     filename: bool = False,
+    columns: str = "*",
 ) -> pd.DataFrame | None:
     """The rows of the segment files ``keys`` (union by column name) matching ``where``.
 
@@ -32,17 +33,18 @@ def read_segments(
     own = con is None
     con = duckdb.connect() if con is None else con
     try:
+        con.unregister("segments")
         if store.is_local:
             files = [store.path(k) for k in keys]
             rel = con.read_parquet(files, union_by_name=True, filename=filename)
+            rel.create_view("segments", replace=True)
         else:
-            rel = con.from_arrow(_remote_table(store, keys, filename))
-        sql = f"SELECT * FROM rel WHERE {where}" + (f" ORDER BY {order}" if order else "")
-        con.register("rel", rel)
-        try:
-            return con.execute(sql, list(params)).df()
-        finally:
-            con.unregister("rel")
+            con.execute("DROP VIEW IF EXISTS segments")
+            con.register("segments", _remote_table(store, keys, filename))
+        sql = f"SELECT {columns} FROM segments WHERE {where}" + (
+            f" ORDER BY {order}" if order else ""
+        )
+        return con.execute(sql, list(params)).df()
     finally:
         if own:
             con.close()
@@ -56,6 +58,10 @@ def _remote_table(store: Store, keys: Sequence[str], filename: bool) -> pa.Table
             table = table.append_column("filename", pa.array([store.path(key)] * table.num_rows))
         tables.append(table)
     return pa.concat_tables(tables, promote_options="default")
+
+
+# The node rules never read per-core CPU, disk or network columns: skip them offline.
+RULE_SYSTEM_COLUMNS = "COLUMNS(lambda c: NOT regexp_matches(c, '^(cpu[0-9]+|disk_.*|net_.*)$'))"
 
 
 def stream_prefixes(store: Store, kind: str) -> list[str]:
@@ -89,7 +95,8 @@ def read_streams(
     prefixes: Sequence[str],
     order: str,
     con: duckdb.DuckDBPyConnection | None = None,
+    columns: str = "*",
 ) -> pd.DataFrame | None:
-    """All rows of the streams ``prefixes``."""
+    """All rows of the streams ``prefixes`` (``columns``: a DuckDB select list)."""
     keys = [k for p in prefixes for k in store.list(p, suffix=".parquet")]
-    return read_segments(store, keys, order=order, con=con)
+    return read_segments(store, keys, order=order, con=con, columns=columns)

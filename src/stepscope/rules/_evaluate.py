@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+import duckdb
 import pandas as pd
 
 from ..job import Job
 from ._base import NodeRule, Part, Rule
-from ._data import node_streams, read_streams
+from ._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
 from ._input import RuleInput, empty_events, empty_steps, empty_system
 from ._registry import RuleSpec, build_rules
 from ._types import RuleResult, Status
@@ -90,12 +91,17 @@ def _or(frame: pd.DataFrame | None, empty: Callable[[], pd.DataFrame]) -> pd.Dat
 
 def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
     """One RuleInput per node of ``job``, read one node at a time (bounded memory)."""
-    store = job.store
+    store, con = job.store, duckdb.connect()
     system, steps = node_streams(store, "system"), node_streams(store, "steps")
     for node in sorted(set(system) | set(steps) | set(base.nodes)):
         yield RuleInput(
-            steps=_or(read_streams(store, steps.get(node, []), "rank, phase, step"), empty_steps),
-            system=_or(read_streams(store, system.get(node, []), "time"), empty_system),
+            steps=_or(
+                read_streams(store, steps.get(node, []), "rank, phase, step", con), empty_steps
+            ),
+            system=_or(
+                read_streams(store, system.get(node, []), "time", con, RULE_SYSTEM_COLUMNS),
+                empty_system,
+            ),
             events=base.events[base.events["node"] == node] if len(base.events) else base.events,
             nodes={node: base.nodes[node]} if node in base.nodes else {},
             now=base.now,

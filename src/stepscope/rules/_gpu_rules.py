@@ -26,24 +26,24 @@ def mem_percent(framed: pd.DataFrame, g: int) -> pd.Series:
 
 def fitted_rise(t: pd.Series, v: pd.Series, win: pd.Series) -> pd.Series:
     """Per window: the rise of the least-squares line through (t, v) over the window."""
-    frame = pd.DataFrame({"t": t - t.min(), "v": v, "win": win}).dropna()
-    frame["tv"], frame["tt"] = frame["t"] * frame["v"], frame["t"] * frame["t"]
-    s = frame.groupby("win").agg(
-        n=("t", "size"),
-        t=("t", "sum"),
-        v=("v", "sum"),
-        tv=("tv", "sum"),
-        tt=("tt", "sum"),
-        lo=("t", "min"),
-        hi=("t", "max"),
-        vlo=("v", "min"),
-        vhi=("v", "max"),
-    )
-    denom = s["n"] * s["tt"] - s["t"] ** 2
-    slope = (s["n"] * s["tv"] - s["t"] * s["v"]) / denom.where(denom > 0)
+    ok = v.notna().to_numpy()
+    tt = (t - t.min()).to_numpy(np.float64)[ok]
+    vv = v.to_numpy(np.float64)[ok]
+    codes, wins = pd.factorize(win[ok], sort=True)
+    if not len(wins):
+        return pd.Series(dtype=np.float64)
+
+    def total(x: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(codes, weights=x, minlength=len(wins))
+
+    n, st, sv, stv, stt = total(), total(tt), total(vv), total(tt * vv), total(tt * tt)
+    denom = n * stt - st**2
+    slope = np.divide(n * stv - st * sv, denom, out=np.zeros_like(denom), where=denom > 0)
+    ranges = pd.DataFrame({"t": tt, "v": vv}).groupby(codes).agg(["min", "max"])
+    span_t = (ranges["t"]["max"] - ranges["t"]["min"]).to_numpy()
+    span_v = (ranges["v"]["max"] - ranges["v"]["min"]).to_numpy()
     # The line overshoots a step change: never more than the window's own range.
-    rise = np.minimum(slope * (s["hi"] - s["lo"]), s["vhi"] - s["vlo"])
-    return rise.fillna(0.0)
+    return pd.Series(np.minimum(slope * span_t, span_v), index=wins)
 
 
 class GPUMemoryIncrease(SystemRule):

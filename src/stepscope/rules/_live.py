@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import duckdb
 import pandas as pd
 
 from ..store import Store
@@ -37,31 +38,41 @@ class StreamReader:
     watermark: dict[str, float] = field(default_factory=dict)
     rows_read: int = 0
     files_read: int = 0
+    con: duckdb.DuckDBPyConnection = field(default_factory=duckdb.connect)
 
     def read_new(self) -> pd.DataFrame | None:
-        frames = []
-        for prefix in stream_prefixes(self.store, self.kind):
-            frame = self._read_stream(prefix)
-            if frame is not None and len(frame):
-                frames.append(frame)
-        if not frames:
-            return None
-        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-
-    def _read_stream(self, prefix: str) -> pd.DataFrame | None:
-        last = self.last_key.get(prefix, "")
-        keys = [k for k in self.store.list(prefix, suffix=".parquet") if k >= last]
+        """New rows of every stream of this kind, read in one query."""
+        keys, owner = self._new_keys()
         if not keys:
             return None
-        col, mark = TIME_COLUMNS[self.kind], self.watermark.get(prefix, -math.inf)
-        frame = read_segments(self.store, keys, f'"{col}" > ?', [mark], ORDER[self.kind])
+        col = TIME_COLUMNS[self.kind]
+        low = min(self.watermark.get(p, -math.inf) for p in set(owner.values()))
+        frame = read_segments(
+            self.store, keys, f'"{col}" > ?', [low], ORDER[self.kind], self.con, filename=True
+        )
         self.files_read += len(keys)
-        self.last_key[prefix] = keys[-1]
         if frame is None or not len(frame):
             return None
+        prefixes = frame.pop("filename").map(owner)
+        marks = prefixes.map(lambda p: self.watermark.get(p, -math.inf))
+        fresh = (frame[col] > marks).to_numpy()
+        frame, prefixes = frame[fresh].reset_index(drop=True), prefixes[fresh]
+        for prefix, newest in frame[col].groupby(prefixes.to_numpy()).max().items():
+            self.watermark[str(prefix)] = float(newest)
         self.rows_read += len(frame)
-        self.watermark[prefix] = float(frame[col].max())
-        return frame
+        return frame if len(frame) else None
+
+    def _new_keys(self) -> tuple[list[str], dict[str, str]]:
+        """Segments at or after the newest seen, per stream; full path -> stream."""
+        keys, owner = [], {}
+        for prefix in stream_prefixes(self.store, self.kind):
+            last = self.last_key.get(prefix, "")
+            new = [k for k in self.store.list(prefix, suffix=".parquet") if k >= last]
+            if new:
+                self.last_key[prefix] = new[-1]
+            owner.update({self.store.path(k): prefix for k in new})
+            keys += new
+        return keys, owner
 
 
 def _concat(old: pd.DataFrame, new: pd.DataFrame | None) -> pd.DataFrame:

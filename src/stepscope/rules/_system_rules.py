@@ -45,7 +45,9 @@ class SystemRule(NodeRule):
         gpus = gpu_indices(data.system)
         if self.needs_gpu and not gpus:
             return Part(na_reason=no_gpu_reason(data))
-        judged = after_patience(data, data.system, self.p("patience"))
+        # Only the columns the rule reads: a day of a node's samples is ~100 wide columns.
+        wanted = [c for c in self.columns(gpus) if c in data.system]
+        judged = after_patience(data, data.system[wanted], self.p("patience"))
         if not len(judged):
             return Part(na_reason=patience_reason(self.p("patience"), len(data.system)))
         framed = with_windows(data, judged, self.p("window"))
@@ -53,6 +55,17 @@ class SystemRule(NodeRule):
         found = runs(self.hits(framed, gpus))
         findings = [self.finding(node, run) for run in found]
         return Part(findings, sum(len(r) for r in found), len(judged))
+
+    def columns(self, gpus: list[int]) -> list[str]:
+        """The system columns the rule reads."""
+        per_gpu = ("util", "mem_util", "mem_used", "mem_total")
+        return [
+            "time",
+            "node",
+            "cpu",
+            "cpu_iowait",
+            *(f"gpu{g}_{m}" for g in gpus for m in per_gpu),
+        ]
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         raise NotImplementedError
@@ -159,11 +172,11 @@ class BatchSize(SystemRule):
             hits += hits_from(table, spans, f"gpu{g}", self._low)
         return hits
 
-    def _low(self, row: pd.Series) -> bool:
-        return bool(
-            row["cpu"] < self.p("cpu_threshold_p95")
-            and row["value"] < self.p("gpu_threshold_p95")
-            and row["mem"] < self.p("gpu_memory_threshold_p95")
+    def _low(self, table: pd.DataFrame) -> pd.Series:
+        return (
+            (table["cpu"] < self.p("cpu_threshold_p95"))
+            & (table["value"] < self.p("gpu_threshold_p95"))
+            & (table["mem"] < self.p("gpu_memory_threshold_p95"))
         )
 
     def finding(self, node: str, run: list[Hit]) -> Finding:

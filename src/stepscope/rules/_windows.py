@@ -115,13 +115,18 @@ def worst_of(run: list[Hit], higher_is_worse: bool = True) -> float:
 
 
 def hits_from(
-    table: pd.DataFrame, spans: pd.DataFrame, key: str, fired: Callable[[pd.Series], bool]
+    table: pd.DataFrame,
+    spans: pd.DataFrame,
+    key: str,
+    fired: Callable[[pd.DataFrame], pd.Series],
 ) -> list[Hit]:
-    """Hits of ``key`` for every window (row of ``table``) where ``fired(row)``."""
-    hits = []
-    for win, row in table.iterrows():
-        if fired(row):
-            span = spans.loc[win]
-            start, end = float(span["start"]), float(span["end"])
-            hits.append(Hit(key, int(cast(int, win)), start, end, float(row["value"])))
-    return hits
+    """Hits of ``key`` for the windows (rows of ``table``, by ``win``) where ``fired``.
+
+    ``fired`` takes the whole table and returns a boolean Series (vectorized).
+    """
+    chosen = table[fired(table).fillna(False).astype(bool)]
+    if not len(chosen):
+        return []
+    span = spans.reindex(chosen.index)
+    rows = zip(chosen.index, span["start"], span["end"], chosen["value"], strict=True)
+    return [Hit(key, int(cast(int, w)), float(a), float(b), float(v)) for w, a, b, v in rows]

@@ -60,7 +60,7 @@ class TensorCapture:
         hooks.on_backward_root = self._guarded(self._on_backward)
         self._undo.append(lambda: setattr(hooks, "on_backward_root", None))
         if "__call__" not in _Loss.__dict__:
-            _Loss.__call__ = self._wrap_loss_call(torch.nn.Module.__call__)
+            setattr(_Loss, "__call__", self._wrap_loss_call(torch.nn.Module.__call__))  # noqa: B010
             self._undo.append(lambda: delattr(_Loss, "__call__"))
         previous = self.rec.on_boundary
         self.rec.on_boundary = self._chain(previous)
@@ -96,7 +96,7 @@ class TensorCapture:
     def _wrap_loss_call(self, original: Any) -> Any:
         on_loss = self._guarded(self._on_loss_module)
 
-        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             out = original(module, *args, **kwargs)
             on_loss(module, args, out)
             return out
@@ -223,7 +223,7 @@ class TensorCapture:
             busy = rec.forward or rec.backward or rec.data
             ended = rec.train_steps if phase == "train" else rec.eval_steps
             step = ended if (busy and phase == "train") else max(ended - 1, 0)
-        self.pending.member([_SCALARS], name)
+        self.pending.members.setdefault("scalars", set()).add(name)
         if hasattr(value, "dim"):
             self.pending.accumulate((phase, step, name), value, "mean")
         else:
@@ -243,10 +243,3 @@ class TensorCapture:
             pending, self.pending = self.pending, Pending()
             self.writer.put(pending.batch())
 
-
-class _Named:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-_SCALARS = _Named("scalars")

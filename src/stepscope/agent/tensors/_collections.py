@@ -10,7 +10,7 @@ start, case-insensitively, against the tensor's name and its alias).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -18,9 +18,20 @@ from ._tensor_rules import AllZero, StalledTrainingRule, TensorVariance, Unchang
 DEBUGGING_RULES: dict[str, type[TensorRule]] = {
     c.name: c
     for c in (
-        AllZero, ClassImbalance, DeadRelu, ExplodingTensor, LossNotDecreasing, Overfit,
-        Overtraining, PoorWeightInitialization, SaturatedActivation, StalledTrainingRule,
-        TensorVariance, UnchangedTensor, VanishingGradient, WeightUpdateRatio,
+        AllZero,
+        ClassImbalance,
+        DeadRelu,
+        ExplodingTensor,
+        LossNotDecreasing,
+        Overfit,
+        Overtraining,
+        PoorWeightInitialization,
+        SaturatedActivation,
+        StalledTrainingRule,
+        TensorVariance,
+        UnchangedTensor,
+        VanishingGradient,
+        WeightUpdateRatio,
     )
 }
 

@@ -38,14 +38,17 @@ class _UnitRule(TensorRule):
                 if bad > self.p("threshold_layer"):
                     hits.setdefault(name, []).append((step, bad))
         findings = [self._finding(name, found) for name, found in sorted(hits.items())]
-        return self.verdict(data, findings, points, sum(map(len, hits.values())),
-                            "layer outputs")
+        return self.verdict(data, findings, points, sum(map(len, hits.values())), "layer outputs")
 
     def _finding(self, name: str, found: list[tuple[int, float]]) -> Finding:
         worst = max(v for _, v in found)
-        return self.finding(f"{name}: {worst:.0f}% of the units {self.what} "
-                            f"({len(found)} saved step(s)).", 0.3 + 0.7 * worst / 100,
-                            step_span(s for s, _ in found), worst, self.p("threshold_layer"))
+        return self.finding(
+            f"{name}: {worst:.0f}% of the units {self.what} ({len(found)} saved step(s)).",
+            0.3 + 0.7 * worst / 100,
+            step_span(s for s, _ in found),
+            worst,
+            self.p("threshold_layer"),
+        )
 
     what = ""
 
@@ -56,13 +59,17 @@ class DeadRelu(_UnitRule):
 
     name = "DeadRelu"
     description = "Detects ReLU layers whose units no longer activate."
-    recommendation = ("Lower the learning rate, use LeakyReLU, or check the initialisation "
-                      "of the weights and biases before the ReLU.")
+    recommendation = (
+        "Lower the learning rate, use LeakyReLU, or check the initialisation "
+        "of the weights and biases before the ReLU."
+    )
     collections = ("relu_output",)
     what = "are dead"
-    params = (regex_param("tensor_regex", ".*relu_output"),
-              Param("threshold_inactivity", 1.0, "% of samples below which a unit is dead"),
-              Param("threshold_layer", 50.0, "% of dead units for the layer to fire"))
+    params = (
+        regex_param("tensor_regex", ".*relu_output"),
+        Param("threshold_inactivity", 1.0, "% of samples below which a unit is dead"),
+        Param("threshold_layer", 50.0, "% of dead units for the layer to fire"),
+    )
 
     def layers(self, tensors: Any) -> list[str]:
         return self.select(tensors, self.collections, self.p("tensor_regex"))
@@ -80,12 +87,14 @@ class SaturatedActivation(_UnitRule):
     recommendation = "Normalise the inputs of the layer, or lower the learning rate."
     collections = ("tanh_input", "sigmoid_input")
     what = "are saturated"
-    params = (Param("threshold_tanh_min", -9.4999, "", minimum=None),
-              Param("threshold_tanh_max", 9.4999, "", minimum=None),
-              Param("threshold_sigmoid_min", -23.0, "", minimum=None),
-              Param("threshold_sigmoid_max", 16.99999, "", minimum=None),
-              Param("threshold_inactivity", 1.0, "% of samples not saturated tolerated"),
-              Param("threshold_layer", 50.0, "% of saturated units for the layer to fire"))
+    params = (
+        Param("threshold_tanh_min", -9.4999, "", minimum=None),
+        Param("threshold_tanh_max", 9.4999, "", minimum=None),
+        Param("threshold_sigmoid_min", -23.0, "", minimum=None),
+        Param("threshold_sigmoid_max", 16.99999, "", minimum=None),
+        Param("threshold_inactivity", 1.0, "% of samples not saturated tolerated"),
+        Param("threshold_layer", 50.0, "% of saturated units for the layer to fire"),
+    )
 
     def layers(self, tensors: Any) -> list[str]:
         return self.select(tensors, self.collections)
@@ -109,18 +118,30 @@ class ClassImbalance(TensorRule):
     description = "Detects unbalanced classes in the labels and poorly predicted classes."
     recommendation = "Resample or weight the classes, or collect more data of the rare ones."
     collections = ("labels", "predictions")
-    params = (Param("threshold_imbalance", 10.0, "largest ratio of class counts"),
-              Param("threshold_misprediction", 0.7, "largest share of mispredictions"),
-              Param("samples", 500, "labels needed before judging", int),
-              Param("argmax", False, "take the argmax of the predictions", bool),
-              regex_param("labels_regex", ".*loss_input_1"),
-              regex_param("predictions_regex", ".*loss_input_0"))
+    params = (
+        Param("threshold_imbalance", 10.0, "largest ratio of class counts"),
+        Param("threshold_misprediction", 0.7, "largest share of mispredictions"),
+        Param("samples", 500, "labels needed before judging", int),
+        Param("argmax", False, "take the argmax of the predictions", bool),
+        regex_param("labels_regex", ".*loss_input_1"),
+        regex_param("predictions_regex", ".*loss_input_0"),
+    )
 
     def _pairs(self, tensors: Any) -> tuple[np.ndarray, np.ndarray]:
-        labels = dict(((s, p), x) for p in ("train", "eval") for n, s, x in self.raws(
-            tensors, self.select(tensors, ("labels",), self.p("labels_regex")), p))
-        preds = dict(((s, p), x) for p in ("train", "eval") for n, s, x in self.raws(
-            tensors, self.select(tensors, ("predictions",), self.p("predictions_regex")), p))
+        labels = dict(
+            ((s, p), x)
+            for p in ("train", "eval")
+            for n, s, x in self.raws(
+                tensors, self.select(tensors, ("labels",), self.p("labels_regex")), p
+            )
+        )
+        preds = dict(
+            ((s, p), x)
+            for p in ("train", "eval")
+            for n, s, x in self.raws(
+                tensors, self.select(tensors, ("predictions",), self.p("predictions_regex")), p
+            )
+        )
         keys = sorted(set(labels) & set(preds))
         if not keys:
             return np.array([]), np.array([])
@@ -137,11 +158,15 @@ class ClassImbalance(TensorRule):
         findings = []
         ratio = counts.max() / counts.min()
         if ratio > self.p("threshold_imbalance"):
-            findings.append(self.finding(f"Class counts differ {ratio:.1f}x.", 0.6,
-                                         value=float(ratio)))
+            findings.append(
+                self.finding(f"Class counts differ {ratio:.1f}x.", 0.6, value=float(ratio))
+            )
         for c in classes:
             wrong = float((ps[ys == c] != c).mean()) if len(ps) == len(ys) else 0.0
             if wrong > self.p("threshold_misprediction"):
-                findings.append(self.finding(f"Class {c} mispredicted {wrong:.0%} of the time.",
-                                             0.5, value=wrong))
+                findings.append(
+                    self.finding(
+                        f"Class {c} mispredicted {wrong:.0%} of the time.", 0.5, value=wrong
+                    )
+                )
         return self.verdict(data, findings, len(ys), what="labels")

@@ -29,13 +29,15 @@ def tensors_of(data: RuleInput) -> Any:
 
 
 def collection_param(default: str) -> Param:
-    return Param("collection_names", default, "comma-separated collections to check", str,
-                 minimum=None)
+    return Param(
+        "collection_names", default, "comma-separated collections to check", str, minimum=None
+    )
 
 
 def regex_param(name: str, default: str) -> Param:
-    return Param(name, default, "regular expression over tensor names (case-insensitive)",
-                 str, minimum=None)
+    return Param(
+        name, default, "regular expression over tensor names (case-insensitive)", str, minimum=None
+    )
 
 
 def split_names(text: str) -> list[str]:
@@ -82,15 +84,18 @@ class TensorRule(Rule):
         rows = tensors.scalars(names, phase)
         have = rows[rows["key"].isin([key, VALUE])][["name", "step", "value"]]
         done = set(zip(have["name"], have["step"], strict=True))
-        extra = [(r["name"], int(r["step"]), np_reduce(tensors.load(r), key))
-                 for _, r in tensors.index(names, phase).iterrows()
-                 if (r["name"], r["step"]) not in done]
+        extra = [
+            (r["name"], int(r["step"]), np_reduce(tensors.load(r), key))
+            for _, r in tensors.index(names, phase).iterrows()
+            if (r["name"], r["step"]) not in done
+        ]
         frame = pd.concat([have, pd.DataFrame(extra, columns=["name", "step", "value"])])
         return frame.sort_values(["name", "step"], ignore_index=True)
 
     @staticmethod
-    def raws(tensors: Any, names: list[str], phase: str = "train"
-             ) -> Iterable[tuple[str, int, np.ndarray]]:
+    def raws(
+        tensors: Any, names: list[str], phase: str = "train"
+    ) -> Iterable[tuple[str, int, np.ndarray]]:
         """``(name, step, array)`` of every raw tensor of ``names``, in step order."""
         for _, row in tensors.index(names, phase).iterrows():
             yield str(row["name"]), int(row["step"]), tensors.load(row)
@@ -109,13 +114,32 @@ class TensorRule(Rule):
         return mine[["step", "value", "time"]].sort_values("step", ignore_index=True)
 
     # -- results --------------------------------------------------------------------------
-    def finding(self, message: str, severity: float, steps: tuple[int, int] | None = None,
-                value: float | None = None, threshold: float | None = None) -> Finding:
-        return Finding(message=message, recommendation=self.recommendation, severity=severity,
-                       steps=steps, value=value, threshold=threshold, rank=0)
+    def finding(
+        self,
+        message: str,
+        severity: float,
+        steps: tuple[int, int] | None = None,
+        value: float | None = None,
+        threshold: float | None = None,
+    ) -> Finding:
+        return Finding(
+            message=message,
+            recommendation=self.recommendation,
+            severity=severity,
+            steps=steps,
+            value=value,
+            threshold=threshold,
+            rank=0,
+        )
 
-    def verdict(self, data: RuleInput, findings: list[Finding], datapoints: int,
-                triggers: int | None = None, what: str = "tensor values") -> RuleResult:
+    def verdict(
+        self,
+        data: RuleInput,
+        findings: list[Finding],
+        datapoints: int,
+        triggers: int | None = None,
+        what: str = "tensor values",
+    ) -> RuleResult:
         """IssuesFound with ``findings``, else NoIssuesFound (NotApplicable without data)."""
         if not datapoints:
             return self.not_applicable(data, f"no {what} saved yet")
@@ -123,8 +147,14 @@ class TensorRule(Rule):
         message = findings[0].message if findings else f"No issue in {datapoints} {what}."
         if len(findings) > 1:
             message = f"{len(findings)} findings; first: {message}"
-        return self.result(status, data, findings=findings, triggers=triggers,
-                           datapoints=datapoints, message=message)
+        return self.result(
+            status,
+            data,
+            findings=findings,
+            triggers=triggers,
+            datapoints=datapoints,
+            message=message,
+        )
 
 
 def step_span(steps: Iterable[int]) -> tuple[int, int]:

@@ -18,8 +18,10 @@ class VanishingGradient(TensorRule):
 
     name = "VanishingGradient"
     description = "Detects gradients that become vanishingly small."
-    recommendation = ("Use non-saturating activations (ReLU), residual connections, "
-                      "normalisation layers or a better initialisation.")
+    recommendation = (
+        "Use non-saturating activations (ReLU), residual connections, "
+        "normalisation layers or a better initialisation."
+    )
     collections = ("gradients",)
     params = (Param("threshold", 1e-7, "minimum mean absolute gradient"),)
 
@@ -28,10 +30,14 @@ class VanishingGradient(TensorRule):
         stats = self.stat(tensors, names, "abs_mean")
         low = stats[stats["value"] < self.p("threshold")]
         findings = [
-            self.finding(f"{name}: mean |gradient| {group['value'].min():.3g} below "
-                         f"{self.p('threshold'):g} at {len(group)} saved step(s).",
-                         0.8, step_span(group["step"]), float(group["value"].min()),
-                         self.p("threshold"))
+            self.finding(
+                f"{name}: mean |gradient| {group['value'].min():.3g} below "
+                f"{self.p('threshold'):g} at {len(group)} saved step(s).",
+                0.8,
+                step_span(group["step"]),
+                float(group["value"].min()),
+                self.p("threshold"),
+            )
             for name, group in low.groupby("name")
         ]
         return self.verdict(data, findings, len(stats), len(low), "gradient values")
@@ -43,36 +49,51 @@ class ExplodingTensor(TensorRule):
 
     name = "ExplodingTensor"
     description = "Detects NaN and infinite values in tensors."
-    recommendation = ("Lower the learning rate, clip gradients, check the data for bad "
-                      "values and the loss for log(0) or division by zero.")
+    recommendation = (
+        "Lower the learning rate, clip gradients, check the data for bad "
+        "values and the loss for log(0) or division by zero."
+    )
     collections = ("losses", "gradients")
-    params = (collection_param(""), regex_param("tensor_regex", ""),
-              Param("only_nan", False, "check NaN only (not infinities)", bool))
+    params = (
+        collection_param(""),
+        regex_param("tensor_regex", ""),
+        Param("only_nan", False, "check NaN only (not infinities)", bool),
+    )
     _KEYS = (VALUE, "min", "max", "mean", "abs_min", "abs_max", "abs_mean")
 
     def _bad(self, x: np.ndarray) -> np.ndarray:
         return np.isnan(x) if self.p("only_nan") else ~np.isfinite(x)
 
     def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
-        names = self.select(tensors, split_names(self.p("collection_names")),
-                            self.p("tensor_regex"))
+        names = self.select(
+            tensors, split_names(self.p("collection_names")), self.p("tensor_regex")
+        )
         bad: dict[str, list[int]] = {}
         points = 0
         for phase in ("train", "eval"):
             rows = tensors.scalars(names, phase)
             rows = rows[rows["key"].isin(self._KEYS)]
             points += len(rows)
-            for name, step in zip(rows["name"][self._bad(rows["value"].to_numpy())],
-                                  rows["step"][self._bad(rows["value"].to_numpy())], strict=True):
+            for name, step in zip(
+                rows["name"][self._bad(rows["value"].to_numpy())],
+                rows["step"][self._bad(rows["value"].to_numpy())],
+                strict=True,
+            ):
                 bad.setdefault(name, []).append(int(step))
             for name, step, x in self.raws(tensors, names, phase):
                 points += 1
                 if x.dtype.kind == "f" and self._bad(x).any():
                     bad.setdefault(name, []).append(step)
         what = "NaN" if self.p("only_nan") else "NaN or infinite values"
-        findings = [self.finding(f"{name} has {what} from step {min(steps)} on.", 1.0,
-                                 step_span(steps), float(min(steps)))
-                    for name, steps in sorted(bad.items(), key=lambda kv: min(kv[1]))]
+        findings = [
+            self.finding(
+                f"{name} has {what} from step {min(steps)} on.",
+                1.0,
+                step_span(steps),
+                float(min(steps)),
+            )
+            for name, steps in sorted(bad.items(), key=lambda kv: min(kv[1]))
+        ]
         return self.verdict(data, findings, points, sum(map(len, bad.values())))
 
 
@@ -84,10 +105,12 @@ class WeightUpdateRatio(TensorRule):
     description = "Checks that weight updates are neither too large nor too small."
     recommendation = "Adjust the learning rate, or check the optimizer's configuration."
     collections = ("weights",)
-    params = (Param("num_steps", 500, "largest gap between the two saved steps compared", int),
-              Param("large_threshold", 10.0, "largest update/weight ratio"),
-              Param("small_threshold", 1e-8, "smallest update/weight ratio"),
-              Param("epsilon", 1e-9, "added to the weight norm"))
+    params = (
+        Param("num_steps", 500, "largest gap between the two saved steps compared", int),
+        Param("large_threshold", 10.0, "largest update/weight ratio"),
+        Param("small_threshold", 1e-8, "smallest update/weight ratio"),
+        Param("epsilon", 1e-9, "added to the weight norm"),
+    )
 
     def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
         findings: list[Finding] = []
@@ -104,8 +127,14 @@ class WeightUpdateRatio(TensorRule):
             points += 1
             ratio = update / (float(np.linalg.norm(last[1].ravel())) + self.p("epsilon"))
             if not self.p("small_threshold") <= ratio <= self.p("large_threshold"):
-                findings.append(self.finding(f"{name}: update/weight ratio {ratio:.3g} at "
-                                             f"step {step}.", 0.6, (last[0], step), ratio))
+                findings.append(
+                    self.finding(
+                        f"{name}: update/weight ratio {ratio:.3g} at step {step}.",
+                        0.6,
+                        (last[0], step),
+                        ratio,
+                    )
+                )
         return self.verdict(data, findings, points, what="weight updates")
 
 
@@ -118,11 +147,13 @@ class PoorWeightInitialization(TensorRule):
     description = "Detects a poor initialisation of the weights."
     recommendation = "Use a standard initialisation (Kaiming for ReLU, Xavier for tanh)."
     collections = ("relu_input", "gradients", "losses")
-    params = (regex_param("activation_inputs_regex", ".*relu_input|.*ReLU_input"),
-              Param("threshold", 10.0, "largest max/min variance ratio"),
-              Param("distribution_range", 0.001, "smallest p95 - p5 of the gradients"),
-              Param("patience", 5, "steps within which the loss must decrease", int),
-              Param("steps", 10, "steps judged from the start", int, minimum=1))
+    params = (
+        regex_param("activation_inputs_regex", ".*relu_input|.*ReLU_input"),
+        Param("threshold", 10.0, "largest max/min variance ratio"),
+        Param("distribution_range", 0.001, "smallest p95 - p5 of the gradients"),
+        Param("patience", 5, "steps within which the loss must decrease", int),
+        Param("steps", 10, "steps judged from the start", int, minimum=1),
+    )
 
     def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
         early = self.p("steps")
@@ -133,23 +164,42 @@ class PoorWeightInitialization(TensorRule):
         for step, group in var.groupby("step"):
             ratio = group["value"].max() / max(group["value"].min(), 1e-30)
             if len(group) > 1 and ratio > self.p("threshold"):
-                findings.append(self.finding(f"ReLU input variances differ {ratio:.3g}x across "
-                                             f"layers at step {step}.", 0.6,
-                                             (int(step), int(step)), float(ratio)))
-        grads = [x.ravel() for n, s, x in self.raws(tensors, self.select(tensors, ("gradients",)))
-                 if s < early]
+                findings.append(
+                    self.finding(
+                        f"ReLU input variances differ {ratio:.3g}x across layers at step {step}.",
+                        0.6,
+                        (int(step), int(step)),
+                        float(ratio),
+                    )
+                )
+        grads = [
+            x.ravel()
+            for n, s, x in self.raws(tensors, self.select(tensors, ("gradients",)))
+            if s < early
+        ]
         if grads:
             points += 1
             p5, p95 = np.percentile(np.concatenate(grads), [5, 95])
             if p95 - p5 < self.p("distribution_range"):
-                findings.append(self.finding(f"Gradients p95 - p5 = {p95 - p5:.3g} in the first "
-                                             f"{early} steps.", 0.6, (0, early - 1), p95 - p5))
+                findings.append(
+                    self.finding(
+                        f"Gradients p95 - p5 = {p95 - p5:.3g} in the first {early} steps.",
+                        0.6,
+                        (0, early - 1),
+                        p95 - p5,
+                    )
+                )
         loss = self.losses(tensors, "train")
         if len(loss) > 1 and loss["step"].iloc[-1] >= self.p("patience"):
             points += 1
             later = loss[loss["step"] >= self.p("patience")]["value"].iloc[0]
             if later >= loss["value"].iloc[0]:
-                findings.append(self.finding(f"The loss did not decrease within "
-                                             f"{self.p('patience')} steps.", 0.5,
-                                             (0, self.p("patience")), float(later)))
+                findings.append(
+                    self.finding(
+                        f"The loss did not decrease within {self.p('patience')} steps.",
+                        0.5,
+                        (0, self.p("patience")),
+                        float(later),
+                    )
+                )
         return self.verdict(data, findings, points, what="early-step values")

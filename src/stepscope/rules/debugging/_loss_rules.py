@@ -21,15 +21,23 @@ class LossNotDecreasing(TensorRule):
 
     name = "LossNotDecreasing"
     description = "Checks that the loss keeps decreasing."
-    recommendation = ("Check the learning rate (too small: stalls; too large: rises), the "
-                      "data and the labels; stop the job if it no longer learns.")
+    recommendation = (
+        "Check the learning rate (too small: stalls; too large: rises), the "
+        "data and the labels; stop the job if it no longer learns."
+    )
     collections = ("losses",)
     params = (
         Param("num_steps", 10, "steps between two checks", int, minimum=1),
         Param("diff_percent", 0.1, "minimum decrease, % of the earlier loss"),
         Param("increase_threshold_percent", 5.0, "increase, %, reported as rising"),
-        Param("mode", "", "phase to check: train, eval, or empty (eval, else train)", str,
-              choices=("", "train", "eval"), minimum=None),
+        Param(
+            "mode",
+            "",
+            "phase to check: train, eval, or empty (eval, else train)",
+            str,
+            choices=("", "train", "eval"),
+            minimum=None,
+        ),
     )
 
     def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
@@ -64,9 +72,14 @@ class LossNotDecreasing(TensorRule):
         rising = -change > self.p("increase_threshold_percent")
         what = f"rose by {-change:.2f}%" if change < 0 else f"fell by only {change:.3f}%"
         severity = 0.9 if rising else 0.6
-        return self.finding(f"The loss {what} from step {s0} ({v0:.4g}) to step {s1} "
-                            f"({v1:.4g}); at least {self.p('diff_percent')}% expected.",
-                            severity, (s0, s1), change, self.p("diff_percent"))
+        return self.finding(
+            f"The loss {what} from step {s0} ({v0:.4g}) to step {s1} "
+            f"({v1:.4g}); at least {self.p('diff_percent')}% expected.",
+            severity,
+            (s0, s1),
+            change,
+            self.p("diff_percent"),
+        )
 
 
 def eval_points(tensors: Any) -> pd.DataFrame:
@@ -81,8 +94,13 @@ def eval_points(tensors: Any) -> pd.DataFrame:
     for after, group in evals.groupby("after", sort=True):
         upto = int(after) + 1
         window = train["value"].iloc[prev:upto] if upto > prev else train["value"].iloc[:upto]
-        rows.append((int(train["step"].iloc[int(after)]), float(window.mean()),
-                     float(group["value"].mean())))
+        rows.append(
+            (
+                int(train["step"].iloc[int(after)]),
+                float(window.mean()),
+                float(group["value"].mean()),
+            )
+        )
         prev = upto
     return pd.DataFrame(rows, columns=["step", "train", "eval"])
 
@@ -93,13 +111,16 @@ class Overfit(TensorRule):
 
     name = "Overfit"
     description = "Compares evaluation and training loss to detect overfitting."
-    recommendation = ("Use more data or augmentation, regularise (dropout, weight decay), "
-                      "use a smaller model, or stop earlier.")
+    recommendation = (
+        "Use more data or augmentation, regularise (dropout, weight decay), "
+        "use a smaller model, or stop earlier."
+    )
     collections = ("losses",)
     params = (
         Param("start_step", 0, "first training step judged", int),
-        Param("patience", 1, "evaluations in a row above the ratio before it fires", int,
-              minimum=1),
+        Param(
+            "patience", 1, "evaluations in a row above the ratio before it fires", int, minimum=1
+        ),
         Param("ratio_threshold", 0.1, "maximum (eval - train) / train"),
     )
 
@@ -111,10 +132,15 @@ class Overfit(TensorRule):
         for step, r in zip(points["step"], ratio, strict=True):
             run = run + 1 if r > self.p("ratio_threshold") else 0
             if run == self.p("patience"):
-                findings.append(self.finding(
-                    f"Evaluation loss {r * 100:.0f}% above training loss at step {step}.",
-                    min(1.0, 0.3 + r / 2), (int(step), int(step)), float(r),
-                    self.p("ratio_threshold")))
+                findings.append(
+                    self.finding(
+                        f"Evaluation loss {r * 100:.0f}% above training loss at step {step}.",
+                        min(1.0, 0.3 + r / 2),
+                        (int(step), int(step)),
+                        float(r),
+                        self.p("ratio_threshold"),
+                    )
+                )
         return self.verdict(data, findings, len(points), what="evaluations with both losses")
 
 
@@ -152,8 +178,14 @@ class Overtraining(TensorRule):
         findings = []
         if t >= self.p("patience_train") and v >= self.p("patience_validation"):
             steps = self.losses(tensors, "train")["step"]
-            findings.append(self.finding(
-                f"No improvement by {self.p('delta')} in the last {t} training and {v} "
-                "evaluation losses.", 0.6, step_span(steps.iloc[-t:]), float(t),
-                float(self.p("patience_train"))))
+            findings.append(
+                self.finding(
+                    f"No improvement by {self.p('delta')} in the last {t} training and {v} "
+                    "evaluation losses.",
+                    0.6,
+                    step_span(steps.iloc[-t:]),
+                    float(t),
+                    float(self.p("patience_train")),
+                )
+            )
         return self.verdict(data, findings, len(train) + len(evals), what="losses")
