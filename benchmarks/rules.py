@@ -5,7 +5,7 @@ The job: 16 nodes, each with 32 cores and 8 GPUs sampled every 500 ms for 24 h
 cut into 300 s segments as the writers do. It is generated once through the
 store's SegmentWriter into ``$TMPDIR/stepscope-bench-rules`` and reused.
 
-    python benchmarks/rules.py [--nodes 16] [--hours 24]
+    python benchmarks/rules.py [--nodes 16] [--hours 24] [--exclude Straggler]
 
 Prints the offline evaluation time and peak memory (in a fresh process), and
 the median time of a live scan that reads the last minute of every stream.
@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -84,8 +85,12 @@ def generate(path: Path, nodes: int, hours: float) -> None:
     per_seg, steps_per_seg = int(SEGMENT_S / 0.5), int(SEGMENT_S / STEP_S)
     for k in range(nodes):
         node = f"node-{k:02d}"
-        info = {"node": node, "cpu_count": CORES,
-                "gpus": [{"index": g} for g in range(GPUS)], "interval_ms": 500}
+        info = {
+            "node": node,
+            "cpu_count": CORES,
+            "gpus": [{"index": g} for g in range(GPUS)],
+            "interval_ms": 500,
+        }
         store.write_json(f"nodes/{node}.json", info)
         for s in np.arange(T0, end, SEGMENT_S):
             append(store, f"system/{node}", system_chunk(node, s + 0.5 * np.arange(per_seg), rng))
@@ -100,30 +105,38 @@ def generate(path: Path, nodes: int, hours: float) -> None:
     store.write_json("job.json", meta)
 
 
-def offline(path: str) -> None:
-    """Child process: evaluate every profiler rule, print time and peak memory."""
+def offline(path: str, exclude: list[str]) -> None:
+    """Child process: evaluate every profiler rule (less ``exclude``), print time and
+    peak memory."""
     import stepscope
-    from stepscope.rules import evaluate_job
+    from stepscope.rules import build_rules, evaluate_rules
 
+    job = stepscope.open(path)
+    rules = [s.rule for s in build_rules([]) if s.rule.rule_name not in exclude]
     began = time.perf_counter()
-    results = evaluate_job(stepscope.open(path))
+    results = evaluate_rules(job, rules)
     took = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     statuses = {r.rule: r.status.value for r in results}
     print(json.dumps({"seconds": took, "peak_mb": peak, "statuses": statuses}))
 
 
-def live_scan(path: str, repeats: int = 5) -> list[float]:
+def profiler_specs(exclude: list[str]) -> list[Any]:
+    from stepscope.rules import build_rules
+
+    return [s for s in build_rules([]) if s.rule.rule_name not in exclude]
+
+
+def live_scan(path: str, exclude: list[str], repeats: int = 5) -> list[float]:
     """Median cost of a scan that reads the last minute of every stream."""
     import stepscope
-    from stepscope.rules import build_rules
     from stepscope.rules.runner import Runner
 
     times = []
     for _ in range(repeats):
         job = stepscope.open(path)
         end = float(job.meta["end_time"])
-        runner = Runner(job, build_rules([]), clock=lambda e=end: e)
+        runner = Runner(job, profiler_specs(exclude), clock=lambda e=end: e)
         for reader in runner.readers.values():
             for prefix in [f"{reader.kind}/{n}" for n in job.store.listdir(reader.kind)]:
                 reader.last_key[prefix] = job.store.list(prefix, ".parquet")[-1]
@@ -134,27 +147,71 @@ def live_scan(path: str, repeats: int = 5) -> list[float]:
     return times
 
 
+def steady_scan(
+    path: str, exclude: list[str], repeats: int = 5, fresh_s: float = 60.0
+) -> tuple[list[float], float]:
+    """Median cost of a scan in a long job's steady state: the live buffer already
+    holds everything since the start of the previous chunk (what a runner that has
+    scanned all along keeps), and the scan reads the last minute and judges it all."""
+    import math
+
+    import stepscope
+    from stepscope.rules._live import TIME_COLUMNS
+    from stepscope.rules.runner import Runner
+
+    times, held = [], 0.0
+    for _ in range(repeats):
+        job = stepscope.open(path)
+        end, origin = float(job.meta["end_time"]), float(job.meta["start_time"])
+        runner = Runner(job, profiler_specs(exclude), clock=lambda e=end: e)
+        chunk = runner.state.chunk_s
+        cut = origin + (math.floor((end - origin) / chunk) - 1) * chunk
+        held = end - cut
+        for kind, reader in runner.readers.items():
+            for prefix in [f"{kind}/{n}" for n in job.store.listdir(kind)]:
+                keys = job.store.list(prefix, ".parquet")
+                reader.last_key[prefix] = keys[-math.ceil(held / SEGMENT_S) - 2]
+                reader.watermark[prefix] = cut
+            frame = reader.read_new()
+            if frame is not None:  # what the buffer holds: newer than the previous chunk
+                old = frame[TIME_COLUMNS[kind]] <= end - fresh_s
+                if kind == "steps":
+                    old &= frame["start"] >= cut
+                runner.state.add(kind, frame[old])
+            reader.watermark = dict.fromkeys(reader.watermark, end - fresh_s)
+        began = time.perf_counter()
+        runner.scan()
+        times.append(time.perf_counter() - began)
+    return times, held
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--nodes", type=int, default=16)
     p.add_argument("--hours", type=float, default=24)
+    p.add_argument("--exclude", nargs="*", default=[], help="profiler rules left out")
     p.add_argument("--offline-child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.offline_child:
-        offline(a.offline_child)
+        offline(a.offline_child, a.exclude)
         return
     path = Path(tempfile.gettempdir()) / f"stepscope-bench-rules-{a.nodes}x{a.hours:g}h"
     if not (path / "job.json").exists():
         began = time.perf_counter()
         generate(path, a.nodes, a.hours)
         print(f"generated {path} in {time.perf_counter() - began:.0f} s")
-    child = [sys.executable, __file__, "--offline-child", str(path)]
+    child = [sys.executable, __file__, "--offline-child", str(path), "--exclude", *a.exclude]
     out = json.loads(subprocess.run(child, capture_output=True, text=True, check=True).stdout)
     print(f"offline, all profiler rules: {out['seconds']:.1f} s, peak RSS {out['peak_mb']:.0f} MB")
     print(f"  statuses: {out['statuses']}")
-    scans = live_scan(str(path))
+    scans = live_scan(str(path), a.exclude)
     print(f"live scan (last minute of every stream): median {statistics.median(scans):.2f} s "
           f"(min {min(scans):.2f}, max {max(scans):.2f}, n={len(scans)})")  # fmt: skip
+    steady, held = steady_scan(str(path), a.exclude)
+    print(
+        f"live scan in steady state (buffer of {held:.0f} s, last minute new): median "
+        f"{statistics.median(steady):.2f} s (min {min(steady):.2f}, max {max(steady):.2f})"
+    )
     os.sync()
 
 

@@ -16,6 +16,7 @@ histograms in a popular tracker about 2.6x.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -59,10 +60,11 @@ def main() -> None:
     a = p.parse_args()
     ratios: dict[str, list[float]] = {c: [] for c in a.configs}
     with tempfile.TemporaryDirectory() as out:
+        runs = itertools.count()  # every job of the run gets its own name
         for i in range(a.pairs):
             for name in a.configs:
-                base = run(out, a.against, i * 100 + len(ratios[name]), a.steps)
-                t = run(out, name, i, a.steps)
+                base = run(out, a.against, next(runs), a.steps)
+                t = run(out, name, next(runs), a.steps)
                 ratios[name].append(t / base)
                 print(f"pair {i} {name}: {t:.2f} s vs {a.against} {base:.2f} s "
                       f"ratio {t / base:.4f}", flush=True)

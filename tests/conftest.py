@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,6 +14,11 @@ from typing import Any
 
 import psutil
 import pytest
+
+# python-dateutil<3 (botocore's pin, the [s3] extra) imports six, whose first import adds
+# an import hook: load it here, before any test's snapshot of sys.meta_path.
+with contextlib.suppress(ImportError):
+    import six  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).parent / "scripts"

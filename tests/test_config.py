@@ -487,7 +487,8 @@ def random_config(rng: random.Random) -> StepscopeConfig:
     )
     job = JobConfig(output=rng.choice(["runs", "memory://x", "s3://b/p"]), name="job-1")
     rules = tuple({"name": f"Rule{i}", "threshold": i} for i in range(rng.randint(0, 2)))
-    return StepscopeConfig(profiler, job, rules, rng.choice([None, {"hook_parameters": {"save_interval": 10}}]))
+    debugger = rng.choice([None, {"hook_parameters": {"save_interval": 10}}])
+    return StepscopeConfig(profiler, job, rules, debugger)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -69,6 +69,9 @@ def test_healthy_run_fires_no_rule(run_job, tmp_path):
                 "--config", _config(tmp_path))
     assert r.code == 0, r.stderr
     assert _statuses(r.job_path) == dict.fromkeys(RULES, "NoIssuesFound")
+    for rule in RULES:  # the same parameters as the firing runs, and data judged
+        final = json.loads((r.job_path / "rules" / f"{rule}.json").read_text())
+        assert final["datapoints"] > 0, (rule, final["message"])
 
 
 def test_rules_enable_only_their_collections(run_job, tmp_path):

@@ -11,6 +11,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .dashboard.cli_support import add_parser as add_ui_parser
+from .launch_torchrun import add_options as add_torchrun_options
+from .profiling_cli import add_parsers as add_profiling_parsers
+
 DEFAULT_OUTPUT = "./stepscope-runs"
 
 
@@ -51,6 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise UsageError("no command to run. Usage: stepscope run [OPTIONS] -- python train.py")
+    named, (command, plan) = command, _torchrun_plan(args, command)
     if shutil.which(command[0]) is None:
         raise UsageError(f"command not found: {command[0]!r}. Check the name and your PATH.")
     cfg = _resolve(args)
@@ -59,9 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         import subprocess
 
         return subprocess.call(command)
-    name = cfg.job.name or _job_name(command)
+    name = cfg.job.name or _job_name(named)
     output = cfg.job.output or DEFAULT_OUTPUT
-    _refuse_existing(output, name)
+    if plan is None or not plan.multi_node:  # the nodes of a torchrun job share the folder
+        _refuse_existing(output, name)
     spec = RunSpec(
         command=command,
         output=output,
@@ -70,7 +76,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         interval_ms=cfg.profiler.system_monitor_interval_millis,
         rules=not args.no_rules,
     )
-    return run(spec)
+    return run(spec if plan is None else _torchrun_attach(spec, plan))
+
+
+def _torchrun_plan(args: argparse.Namespace, command: list[str]) -> Any:
+    from .launch_torchrun import TorchrunUsageError, prepare
+
+    try:
+        return prepare(args, command)
+    except TorchrunUsageError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _torchrun_attach(spec: Any, plan: Any) -> Any:
+    from .launch_torchrun import TorchrunUsageError, attach
+
+    try:
+        return attach(spec, plan)
+    except TorchrunUsageError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _refuse_existing(output: str, name: str) -> None:
@@ -181,6 +205,7 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument("--config", help="TOML configuration file (see docs/config.md)")
     p.add_argument("--no-rules", action="store_true", help="do not run rules live")
+    add_torchrun_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     p.set_defaults(fn=cmd_run)
 
@@ -218,6 +243,8 @@ def parser() -> argparse.ArgumentParser:
     _add_run(sub)
     _add_readers(sub)
     _add_export(sub)
+    add_profiling_parsers(sub)
+    add_ui_parser(sub)
     return p
 
 
@@ -237,6 +264,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ModuleNotFoundError as exc:
         return _missing_extra(exc)
+    except OSError as exc:  # StoreError: e.g. an object store that cannot be reached
+        from .store import StoreError
+
+        if not isinstance(exc, StoreError):
+            raise
+        print(f"stepscope: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> int:

@@ -15,7 +15,6 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .store import (
     EVENTS_SCHEMA,
@@ -25,6 +24,7 @@ from .store import (
     SYSTEM_BASE_SCHEMA,
     Store,
     open_store,
+    read_tables,
 )
 
 
@@ -142,6 +142,23 @@ class Job:
                 continue
         return out
 
+    def profiling_artifacts(self) -> list[dict[str, Any]]:
+        """Every finished profiling window of every rank, oldest first (docs/profiling.md).
+
+        Each is the window's record ``profiling/rank-<r>/<base>.window.json``: ``kind``
+        (detailed, python, dataloader, deep), ``rank``, ``start_step``, ``end_step``
+        (inclusive), ``start_time``, ``end_time``, ``path`` (the main artifact, relative
+        to the job folder), ``files`` (all of them), ``window`` (the settings),
+        ``request`` (the control request, for live windows), and ``truncated``.
+        """
+        out = []
+        for key in self.store.list("profiling", suffix=".window.json"):
+            try:
+                out.append(self.store.read_json(key))
+            except (OSError, ValueError):
+                continue
+        return sorted(out, key=lambda r: (r.get("start_time") or 0.0, r.get("rank", 0)))
+
     # -- row streams ------------------------------------------------------------
     def _register(self, view: str, prefix: str, schema: pa.Schema) -> None:
         """Make ``view`` the union (by column name) of all segments under ``prefix``.
@@ -157,8 +174,7 @@ class Job:
             self._con.read_parquet(files, union_by_name=True).create_view(view, replace=True)
             return
         if keys:
-            tables = [pq.read_table(self.store.path(k), filesystem=self.store.fs) for k in keys]
-            table = pa.concat_tables(tables, promote_options="default")
+            table = pa.concat_tables(read_tables(self.store, keys), promote_options="default")
         else:
             table = schema.empty_table()
         self._con.register(view, table)

@@ -42,6 +42,8 @@ class RunSpec:
         default_factory=lambda: os.environ.get("STEPSCOPE_NODE") or socket.gethostname()
     )
     rules: bool = True
+    # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
+    dist: Any = None
 
 
 def say(msg: str) -> None:
@@ -69,6 +71,8 @@ def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP_DIR, env.get("PYTHONPATH")) if p)
     agent = {"job_url": store.url, "node": spec.node, "config": spec.config}
+    if spec.dist is not None:
+        agent["clock"] = spec.dist.agent_clock()
     env["STEPSCOPE_AGENT"] = json.dumps(agent)
     return env
 
@@ -101,7 +105,9 @@ def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subproce
     if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
         procs.append(
             subprocess.Popen(
-                _python_module("stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me),
+                _python_module(
+                    "stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me
+                ),
                 start_new_session=True,  # same: it must live to run its final scan
             )
         )
@@ -120,6 +126,7 @@ class _Supervisor:
         self.stop_reason: str | None = None
         self._stop_sent = 0.0
         self._seen: set[str] = set()
+        self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
 
     def on_signal(self, signum: int, _frame: Any) -> None:
         self.stop_reason = self.stop_reason or f"interrupted by {signal.Signals(signum).name}"
@@ -131,7 +138,7 @@ class _Supervisor:
         last_beat = 0.0
         while (code := self._poll(0.25)) is None:
             now = time.time()
-            if now - last_beat >= HEARTBEAT_S:
+            if now - last_beat >= self.beat_s:
                 last_beat = now
                 self._guarded(self._beat)
                 self._guarded(self._take_stop_requests)
@@ -151,7 +158,7 @@ class _Supervisor:
             say(f"job folder unavailable ({exc}); the command keeps running")
 
     def _beat(self) -> None:
-        beat = {"time": time.time(), "pid": os.getpid(), "interval_s": HEARTBEAT_S}
+        beat = {"time": time.time(), "pid": os.getpid(), "interval_s": self.beat_s}
         self.store.write_json(f"heartbeat/{self.spec.node}.json", beat)
 
     def _take_stop_requests(self) -> None:
@@ -207,8 +214,12 @@ def _stop_helpers(procs: list[subprocess.Popen[bytes]]) -> None:
 def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
-    store.write_json("job.json", _job_meta(spec))
+    if spec.dist is None:
+        store.write_json("job.json", _job_meta(spec))
+    else:
+        spec.dist.begin(_job_meta(spec))
     say(f"job {spec.job!r} -> {store.url}")
+    started = time.time()
     child = subprocess.Popen(spec.command, env=_child_env(spec, store))
     sup = _Supervisor(store, spec, child)
     old = {s: signal.signal(s, sup.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -218,7 +229,15 @@ def run(spec: RunSpec) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    meta = _finish(store, spec, code, sup.stop_reason)
+    if spec.dist is None:
+        try:
+            meta = _finish(store, spec, code, sup.stop_reason)
+        except OSError as exc:  # the store is failing: the exit code is still the command's
+            say(f"could not record the end of the job ({exc})")
+            meta = {"status": "unrecorded", "end_time": time.time(), "start_time": started}
+    else:
+        meta = spec.dist.finish(code, sup.stop_reason)
+        spec.dist.close()
     _stop_helpers(helpers)
     took = meta["end_time"] - meta["start_time"]
     say(

@@ -30,6 +30,8 @@ class AgentSettings:
     flush_s: float = 2.0
     standalone: bool = False
     config: dict[str, Any] = field(default_factory=dict)
+    clock_offset_s: float = 0.0  # the node's offset against the job's reference clock
+    clock_skew_s: float = 0.0  # tests only: a known error of this node's clock
 
 
 def _process_start_time() -> float | None:
@@ -49,7 +51,7 @@ class Agent:
         self.ident = Identity(settings.rank, settings.local_rank, settings.node, os.getpid())
         self.store: Store = open_store(settings.job_url)
         self.faults = FaultBoundary(self.store, self.ident.as_dict())
-        self.clock = Clock()
+        self.clock = Clock(settings.clock_offset_s, settings.clock_skew_s)
         self.writer = AgentWriter(
             self.store,
             self.ident,
@@ -60,16 +62,27 @@ class Agent:
         )
         self.recorder = StepRecorder(self.writer.steps)
         self.hooks = TorchHooks(self.recorder, self.faults)
+        self.profiling = self._profiling()
         self.tensors = self._tensor_capture()
         self._lock = threading.Lock()
         self._torch_hook: TorchImportHook | None = None
         self.running = False
 
+    def _profiling(self) -> Any:
+        """Profiling windows and live profiling requests (docs/profiling.md)."""
+        try:
+            from .profilers._profiling import AgentProfiling
+
+            return AgentProfiling(self)
+        except Exception as exc:
+            self.faults.record("profiling", exc)
+            return None
+
     def _tensor_capture(self) -> TensorCapture | None:
         """The output tensor capture of the job's configuration (losses by default)."""
         try:
             writer = TensorWriter(self.store, self.settings.rank, self.faults,
-                                  self.settings.flush_s)
+                                  self.writer.flush_s)
             return TensorCapture(resolve(self.settings.config), writer, self.recorder,
                                  self.faults)
         except Exception as exc:
@@ -87,6 +100,8 @@ class Agent:
             self.writer.start()
             if self.tensors is not None:
                 self.tensors.writer.start()
+            if self.profiling is not None:
+                self.profiling.start()
             self.running = True
         atexit.register(self.stop)
         if "torch" in sys.modules:
@@ -108,6 +123,8 @@ class Agent:
                     self.tensors.install(self.hooks)
             except Exception as exc:
                 self.faults.record("tensors", exc)
+            if self.profiling is not None and self.hooks.installed:
+                self.profiling.attach()
 
     def step(self) -> None:
         """End the current training step now (for loops without an optimizer)."""
@@ -122,9 +139,12 @@ class Agent:
                 return
             self.running = False
         atexit.unregister(self.stop)
+        self.writer.ready_for_exit()  # before any writer's last flush (object stores)
         if self._torch_hook is not None:
             self._torch_hook.uninstall()
         self._stop_tensors()
+        if self.profiling is not None:
+            self.profiling.stop()
         try:
             self.hooks.remove()
         except Exception as exc:

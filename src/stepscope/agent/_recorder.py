@@ -34,6 +34,11 @@ class StepRecorder:
     # Called after every step with (phase, step number just ended, perf time); the
     # profiling-window controller uses it to open and close windows at step boundaries.
     on_boundary: Callable[[str, int, float], None] | None = None
+    # Set only while a data-loader profiling window is open: gets every batch's times.
+    on_batch: Callable[[float, float], None] | None = None
+    # Run once at the next data fetch or forward: starting or stopping the PyTorch
+    # profiler inside ``optimizer.step()`` (a profiler scope) corrupts memory.
+    deferred: Callable[[], None] | None = None
     # Set once CUDA is in use: CUDA events time the device side of each part.
     device: DeviceTimer | None = None
     _opt_depth: int = 0
@@ -47,8 +52,19 @@ class StepRecorder:
     def on_data(self, t0: float, t1: float) -> None:
         self._touch(t0)
         self.data += t1 - t0
+        if self.on_batch is not None:
+            self.on_batch(t0, t1)
+        if self.deferred is not None:
+            self._run_deferred()
+
+    def _run_deferred(self) -> None:
+        deferred, self.deferred = self.deferred, None
+        if deferred is not None:
+            deferred()
 
     def on_forward_start(self, t: float) -> None:
+        if self.deferred is not None:
+            self._run_deferred()
         self._touch(t)
         self._fwd_start = t
         if self.device is not None:

@@ -1,8 +1,11 @@
 """Background writer of a rank's steps and events (and, standalone, its heartbeat).
 
-The training thread only appends tuples to deques (thread-safe, O(1)); this
-thread turns them into Arrow batches and rewrites the current segments every
-``flush_s`` seconds. pyarrow does the encoding in C++, outside the GIL.
+The training thread only appends tuples to deques (thread-safe, O(1), never a
+lock held by I/O); this thread turns them into Arrow batches and rewrites the
+current segments every ``flush_s`` seconds (at least the store's
+``min_interval_s``: 10 s on object storage). pyarrow does the encoding in C++,
+outside the GIL. When the store fails, the segment writers keep the rows (bounded,
+gaps recorded) and back off; this thread alone ever waits for the store.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store
+from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store, StoreUnavailable
 from ._cuda import resolve
 from ._faults import FaultBoundary
 from ._recorder import StepRow
 
 EventRow = tuple[float, str, str]
+# At exit, how long the process waits for the writer's last flush: a store that
+# is down delays the exit by at most this, and never fails it.
+STOP_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -41,13 +47,30 @@ class Identity:
 
 
 class Clock:
-    """Wall-clock times derived from a monotonic clock: never jumps backwards."""
+    """Wall-clock times derived from a monotonic clock: never jumps backwards.
 
-    def __init__(self) -> None:
-        self.wall0, self.perf0 = time.time(), time.perf_counter()
+    ``offset_s`` is the node's measured correction against the job's reference
+    clock (docs/distributed.md): every time this clock gives is on the reference
+    clock. ``skew_s`` exists for tests only: it makes this node's clock wrong by
+    a known amount (the launcher measures the same skewed clock, so the offset
+    cancels it).
+    """
+
+    def __init__(self, offset_s: float = 0.0, skew_s: float = 0.0) -> None:
+        self.offset_s, self.skew_s = offset_s, skew_s
+        self.perf0 = time.perf_counter()
+        self.wall0 = time.time() + skew_s + offset_s
 
     def wall(self, perf: float) -> float:
         return self.wall0 + (perf - self.perf0)
+
+    def now(self) -> float:
+        """The current time on the reference clock."""
+        return self.wall(time.perf_counter())
+
+    def aligned(self, local_wall: float) -> float:
+        """A time read from this node's system clock (``time.time()``), aligned."""
+        return local_wall + self.skew_s + self.offset_s
 
 
 def _drain(q: deque[Any]) -> list[Any]:
@@ -67,7 +90,7 @@ class AgentWriter:
         heartbeat: bool = False,
     ) -> None:
         self.store, self.ident, self.clock, self.faults = store, ident, clock, faults
-        self.flush_s, self.heartbeat = flush_s, heartbeat
+        self.flush_s, self.heartbeat = max(flush_s, store.min_interval_s), heartbeat
         self.steps: deque[StepRow] = deque()
         self.events: deque[EventRow] = deque()
         self._steps_w = SegmentWriter(store, f"steps/rank-{ident.rank}")
@@ -76,37 +99,50 @@ class AgentWriter:
         self._thread = threading.Thread(target=self._run, name="stepscope-writer", daemon=True)
 
     def event(self, kind: str, wall_time: float | None = None, **detail: Any) -> None:
-        t = time.time() if wall_time is None else wall_time
+        """Queue an event; ``wall_time`` is a ``time.time()`` reading (default: now)."""
+        t = self.clock.now() if wall_time is None else self.clock.aligned(wall_time)
         self.events.append((t, kind, json.dumps(detail, default=str)))
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the thread and write what is left (called at exit)."""
+        """Stop the thread, which writes what is left (called at exit; bounded wait)."""
+        self.ready_for_exit()
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=10)
-        self.flush()
+            self._thread.join(timeout=STOP_TIMEOUT_S)
+        elif self._thread.ident is None:
+            self.flush(force=True)  # never started: nobody else touches the writers
+
+    def ready_for_exit(self) -> None:
+        """Make the store's client usable from ``atexit`` (see Store.ready_for_exit)."""
+        try:
+            self.store.ready_for_exit()
+        except Exception as exc:
+            self.faults.record("writer", exc)
 
     def _run(self) -> None:
         while not self._stop.wait(self.flush_s):
             self.flush()
+        self.flush(force=True)  # the last one tries even while backing off
 
-    def flush(self) -> None:
+    def flush(self, force: bool = False) -> None:
         try:
-            self._flush()
+            self._flush(force)
+        except StoreUnavailable:
+            pass  # a failure already recorded; its retry is not due yet
         except Exception as exc:
             self.faults.record("writer", exc)
 
-    def _flush(self) -> None:
+    def _flush(self, force: bool = False) -> None:
         steps, events = _drain(self.steps), _drain(self.events)
         if steps:
             self._steps_w.append(self._steps_batch(steps))
         if events:
             self._events_w.append(self._events_batch(events))
-        self._steps_w.flush()
-        self._events_w.flush()
+        self._steps_w.flush(force)
+        self._events_w.flush(force)
         if self.heartbeat:
             hb = {"time": time.time(), "pid": self.ident.pid, "interval_s": self.flush_s}
             self.store.write_json(f"heartbeat/{self.ident.node}.json", hb)

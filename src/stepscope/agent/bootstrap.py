@@ -3,7 +3,8 @@
 The launcher puts ``stepscope/_bootstrap`` first on ``PYTHONPATH``; its
 ``sitecustomize`` calls :func:`start_from_env`. This is the only place where the
 agent reads the environment: ``STEPSCOPE_AGENT`` holds the resolved settings
-as JSON; torch's ``RANK``/``LOCAL_RANK`` say which rank this is.
+as JSON (its ``clock`` holds the node's clock offset, docs/distributed.md);
+torch's ``RANK``/``LOCAL_RANK`` say which rank this is.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from types import FrameType
 from typing import Any
 
 from ._agent import Agent, AgentSettings
+from ._rank_exit import RankExit
 
 ENV_VAR = "STEPSCOPE_AGENT"
 
 _agent: Agent | None = None
+_exit: RankExit | None = None
 
 
 _LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
@@ -40,6 +43,7 @@ def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
     if not raw or is_torch_launcher(sys.argv, getattr(sys, "orig_argv", [])):
         return None
     spec: dict[str, Any] = json.loads(raw)
+    clock: dict[str, Any] = spec.get("clock") or {}
     return AgentSettings(
         job_url=spec["job_url"],
         node=spec["node"],
@@ -47,6 +51,8 @@ def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
         local_rank=int(env.get("LOCAL_RANK", "0")),
         flush_s=float(spec.get("flush_s", 2.0)),
         config=spec.get("config", {}),
+        clock_offset_s=float(clock.get("offset_s") or 0.0),
+        clock_skew_s=float(clock.get("skew_s") or 0.0),
     )
 
 
@@ -56,6 +62,8 @@ def _flush_on_sigterm() -> None:
         return
 
     def handler(signum: int, _frame: FrameType | None) -> None:
+        if _exit is not None:
+            _exit.terminated(signal.Signals(signum).name)
         if _agent is not None:
             _agent.stop()
         signal.signal(signum, signal.SIG_DFL)
@@ -66,13 +74,15 @@ def _flush_on_sigterm() -> None:
 
 def start_from_env(env: Mapping[str, str] | None = None) -> Agent | None:
     """Start the agent if this process was launched by ``stepscope run``."""
-    global _agent
+    global _agent, _exit
     settings = settings_from_env(os.environ if env is None else env)
     if settings is None or _agent is not None:
         return _agent
     agent = Agent(settings)
     agent.start()
     _agent = agent
+    _exit = RankExit(agent)
+    _exit.install()
     _flush_on_sigterm()
     return agent
 

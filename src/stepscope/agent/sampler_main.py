@@ -34,8 +34,9 @@ from typing import Any
 
 import psutil
 
-from ..store import SegmentWriter, Store, StoreError, open_store
+from ..store import SegmentWriter, Store, StoreError, StoreUnavailable, open_store
 from ._nvml import Gpus, Row
+from ._sampler_control import IntervalRequests
 from .sampler import SystemProbe, is_alive, process, rows_to_batches, validate_interval_ms
 
 FLUSH_S = 2.0
@@ -99,7 +100,8 @@ class Sampler:
         max_buffer_rows: int = MAX_BUFFER_ROWS,
         probe: SystemProbe | None = None,
     ) -> None:
-        self.store, self.node, self.flush_s = store, node, flush_s
+        self.store, self.node = store, node
+        self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
         self.interval_ms = validate_interval_ms(interval_ms)
         self.probe = probe or SystemProbe(watch_pid, Gpus.open())
         self._watching, self._parent_pid = watch_pid is not None, parent_pid
@@ -107,6 +109,7 @@ class Sampler:
         self._writer = SegmentWriter(store, f"system/{node}")
         self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
         self.faults = Faults(store, node)
+        self.requests = IntervalRequests(store, node)  # live interval changes (control/)
         self._wall0, self._mono0 = time.time(), time.monotonic()
         self._tick: float | None = None  # monotonic time of the last tick
         self._flushed, self._sampled, self.samples = self._mono0, -math.inf, 0
@@ -118,6 +121,7 @@ class Sampler:
     def set_interval(self, ms: int) -> None:
         """Change the interval (validated); the next tick is the last one plus ``ms``."""
         self.interval_ms = validate_interval_ms(ms)
+        self._node_written = False  # nodes/<node>.json says the interval in force
         self._wake()
 
     def stop(self) -> None:
@@ -134,16 +138,19 @@ class Sampler:
                 self.flush()
         if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
             self._guard(self.sample)  # the state at the end, unless the last one is it
-        self.flush()
+        self.flush(final=True)
         self.close()
         return reason
 
-    def flush(self) -> None:
-        """Store buffered rows (and what failed before); faults are caught and recorded."""
+    def flush(self, final: bool = False) -> None:
+        """Store buffered rows (and what failed before); faults are caught and recorded.
+
+        ``final``: the last flush tries the store even while a retry is not due.
+        """
         self._flushed = time.monotonic()
         if not self._node_written:
             self._guard(self._write_node)
-        self._guard(self._store_rows)
+        self._guard(lambda: self._store_rows(final))
         self.faults.save()
 
     def close(self) -> None:
@@ -159,6 +166,8 @@ class Sampler:
         """The fault boundary: nothing raised while sampling or storing stops the sampler."""
         try:
             action()
+        except StoreUnavailable:
+            pass  # the store failed recently and its retry is not due: rows wait
         except Exception as exc:
             self.faults.record(exc)
 
@@ -173,13 +182,13 @@ class Sampler:
         self._pending.append(row)
         self.samples += 1
 
-    def _store_rows(self) -> None:
-        self._writer.flush()  # rows handed over before a failed write go first
+    def _store_rows(self, final: bool = False) -> None:
+        self._writer.flush(final)  # rows handed over before a failed write go first
         for batch in rows_to_batches(list(self._pending)):
             self._writer.append(batch)
             for _ in range(batch.num_rows):
                 self._pending.popleft()
-        self._writer.flush()
+        self._writer.flush(final)
 
     def _write_node(self) -> None:
         self.store.write_json(f"nodes/{self.node}.json", node_facts(self))
@@ -189,6 +198,8 @@ class Sampler:
         """Wait for the next tick; the reason to end instead, if there is one."""
         due = self._due()
         while (reason := self._end_reason()) is None:
+            if self.requests.due():
+                self._guard(lambda: self.requests.take(self))
             left = due - time.monotonic()
             if left <= 0:
                 self._tick = due

@@ -78,6 +78,15 @@ def _lifecycle(job: Job, meta: dict[str, Any], steps: pd.DataFrame) -> dict[str,
     return {"init_seconds": _num(init), "finalization_seconds": _num(final)}
 
 
+def profiling_summary(job: Job) -> list[dict[str, Any]]:
+    """The job's profiling windows: kind, rank, steps and main artifact (docs/profiling.md)."""
+    keys = ("kind", "rank", "start_step", "end_step", "path", "request")
+    return [
+        {**{k: r.get(k) for k in keys}, "truncated": bool(r.get("truncated"))}
+        for r in job.profiling_artifacts()
+    ]
+
+
 def summarize(job: Job) -> dict[str, Any]:
     """Everything ``stepscope show`` prints (``--json`` prints exactly this)."""
     meta = job.meta
@@ -100,4 +109,5 @@ def summarize(job: Job) -> dict[str, Any]:
         "steps": steps_summary(steps),
         "system": system_summary(job),
         "faults": job.faults(),
+        "profiling": profiling_summary(job),
     }

@@ -3,7 +3,9 @@
 The original rule compared too few pairs; this one compares all of them in
 each window: for GPUs, the mean utilization of every pair ``(i, j)``; for ranks
 (multi-process jobs), the median of a step column of every rank (the slowest
-against the fastest bounds every pair), across all nodes.
+against the fastest bounds every pair), across all nodes; a rank finding names
+the node of each rank. A rank persistently slower than the median of its peers
+is the Straggler rule's (straggler.py).
 """
 
 from __future__ import annotations
@@ -92,12 +94,17 @@ class LoadBalancing(SystemRule):
         """Per (window, rank): median of ``rank_metric`` over training steps."""
         steps, metric = data.steps, self.p("rank_metric")
         if not len(steps):
-            return pd.DataFrame(columns=["win", "rank", "value", "start", "end"])
+            return pd.DataFrame(columns=["win", "rank", "value", "start", "end", "node"])
         steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("patience"))]
         width = self.p("window") * data.interval_s()
         frame = steps.assign(win=window_index(steps["start"], data.start(), width))
         grouped = frame.groupby(["win", "rank"])
-        out = grouped.agg(value=(metric, "median"), start=("start", "min"), end=("end", "max"))
+        out = grouped.agg(
+            value=(metric, "median"),
+            start=("start", "min"),
+            end=("end", "max"),
+            node=("node", "first"),
+        )
         return out.reset_index()
 
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
@@ -107,10 +114,9 @@ class LoadBalancing(SystemRule):
         if len(ranks) and ranks["rank"].nunique() > 1:
             hits = self._rank_hits(ranks)
             found = runs(hits)
-            parts = [
-                *parts,
-                Part([self._rank_finding(r) for r in found], sum(map(len, found)), len(ranks)),
-            ]
+            nodes = {int(r): str(n) for r, n in zip(ranks["rank"], ranks["node"], strict=True)}
+            findings = [self._rank_finding(r, nodes) for r in found]
+            parts = [*parts, Part(findings, sum(map(len, found)), len(ranks))]
         elif all(p.na_reason for p in parts):
             reason = "needs at least 2 GPUs on a node or 2 ranks; this job has neither"
             parts = [Part(na_reason=reason)]
@@ -130,15 +136,18 @@ class LoadBalancing(SystemRule):
                 hits.append(Hit(key, int(str(win)), start, end, value))
         return hits
 
-    def _rank_finding(self, run: list[Hit]) -> Finding:
+    def _rank_finding(self, run: list[Hit], nodes: dict[int, str]) -> Finding:
         value, threshold = max(h.value for h in run), self.p("threshold")
-        slow = int(run[0].key.split()[1])
+        words = run[0].key.split()
+        slow, fast = int(words[1]), int(words[-1])
         metric: Any = self.p("rank_metric")
         return Finding(
-            f"{run[0].key}: median {metric} differs by {value:.0%} of the slower rank "
+            f"rank {slow} (node {nodes.get(slow)}) vs rank {fast} (node {nodes.get(fast)}): "
+            f"median {metric} differs by {value:.0%} of the slower rank "
             f"(> {threshold:.0%}) for {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 1.0),
+            node=nodes.get(slow),
             rank=slow,
             device=run[0].key,
             start=run[0].start,

@@ -29,6 +29,10 @@ class Rule:
     description: ClassVar[str] = ""
     recommendation: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
+    #: The frames ``evaluate`` reads when judging a whole job (``steps``, ``system``,
+    #: ``events``); the evaluator loads only these. The wide ``system`` frame of a
+    #: job of many nodes is large: leave it out if unused, or write a NodeRule.
+    frames: ClassVar[tuple[str, ...]] = ("steps", "system", "events")
 
     def __init__(self, name: str | None = None, **parameters: Any) -> None:
         self.rule_name = name or self.name or type(self).__name__

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..store import Store
+from ..store import Store, read_tables
 
 
 def read_segments(
@@ -52,8 +52,7 @@ def read_segments(
 
 def _remote_table(store: Store, keys: Sequence[str], filename: bool) -> pa.Table:
     tables = []
-    for key in keys:
-        table = pq.read_table(store.path(key), filesystem=store.fs)
+    for key, table in zip(keys, read_tables(store, list(keys)), strict=True):
         if filename:
             table = table.append_column("filename", pa.array([store.path(key)] * table.num_rows))
         tables.append(table)

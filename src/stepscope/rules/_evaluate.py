@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import duckdb
@@ -131,17 +132,16 @@ def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) ->
     for data in node_inputs(job, base):
         ev.check_node(data)
 
+    wanted = {f for r in rules if not isinstance(r, NodeRule) for f in r.frames}
+    loaded: list[RuleInput] = []
+
     def whole() -> RuleInput:
-        return RuleInput(
-            steps=job.steps(),
-            system=job.system(),
-            events=base.events,
-            nodes=base.nodes,
-            now=base.now,
-            origin=base.origin,
-            meta=base.meta,
-            tensors=base.tensors,
-        )
+        """The whole job, loaded once, with only the frames the whole-job rules read."""
+        if not loaded:
+            steps = job.steps() if "steps" in wanted else empty_steps()
+            system = job.system() if "system" in wanted else empty_system()
+            loaded.append(replace(base, steps=steps, system=system, cache={}))
+        return loaded[0]
 
     return ev.results(whole, base)
 

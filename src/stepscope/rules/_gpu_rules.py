@@ -10,7 +10,7 @@ from ._input import RuleInput
 from ._params import Param, patience, window
 from ._system_rules import SystemRule, lasted, pct
 from ._types import Finding
-from ._windows import Hit, gpu_indices, hits_from, no_gpu_reason, severity, window_spans, worst_of
+from ._windows import Hit, Windows, gpu_indices, hits_from, no_gpu_reason, severity, worst_of
 
 
 def mem_percent(framed: pd.DataFrame, g: int) -> pd.Series:
@@ -24,26 +24,38 @@ def mem_percent(framed: pd.DataFrame, g: int) -> pd.Series:
     return used.astype(np.float64) / total.astype(np.float64) * 100.0
 
 
-def fitted_rise(t: pd.Series, v: pd.Series, win: pd.Series) -> pd.Series:
-    """Per window: the rise of the least-squares line through (t, v) over the window."""
-    ok = v.notna().to_numpy()
-    tt = (t - t.min()).to_numpy(np.float64)[ok]
-    vv = v.to_numpy(np.float64)[ok]
-    codes, wins = pd.factorize(win[ok], sort=True)
-    if not len(wins):
-        return pd.Series(dtype=np.float64)
+def fitted_rise(w: Windows, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per window and column of ``v``: the rise of the least-squares line through
+    (t, v) over the window (0 where it cannot be fitted)."""
+    ok = ~np.isnan(v)
+    tt = np.where(ok, (t - t.min())[:, None], 0.0)
+    vv = np.where(ok, v, 0.0)
 
-    def total(x: np.ndarray | None = None) -> np.ndarray:
-        return np.bincount(codes, weights=x, minlength=len(wins))
+    def total(x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.add.reduceat(x, w.offsets, axis=0))
 
-    n, st, sv, stv, stt = total(), total(tt), total(vv), total(tt * vv), total(tt * tt)
+    n, st, sv, stv, stt = total(ok * 1.0), total(tt), total(vv), total(tt * vv), total(tt * tt)
     denom = n * stt - st**2
     slope = np.divide(n * stv - st * sv, denom, out=np.zeros_like(denom), where=denom > 0)
-    ranges = pd.DataFrame({"t": tt, "v": vv}).groupby(codes).agg(["min", "max"])
-    span_t = (ranges["t"]["max"] - ranges["t"]["min"]).to_numpy()
-    span_v = (ranges["v"]["max"] - ranges["v"]["min"]).to_numpy()
+    big, small = np.where(ok, tt, -np.inf), np.where(ok, tt, np.inf)
+    span_t = np.maximum.reduceat(big, w.offsets, axis=0) - np.minimum.reduceat(
+        small, w.offsets, axis=0
+    )
+    big, small = np.where(ok, v, -np.inf), np.where(ok, v, np.inf)
+    span_v = np.maximum.reduceat(big, w.offsets, axis=0) - np.minimum.reduceat(
+        small, w.offsets, axis=0
+    )
     # The line overshoots a step change: never more than the window's own range.
-    return pd.Series(np.minimum(slope * span_t, span_v), index=wins)
+    rise = np.minimum(slope * np.nan_to_num(span_t), np.nan_to_num(span_v))
+    return np.where(n > 1, rise, 0.0)
+
+
+def floor_before(means: np.ndarray, lookback: int) -> np.ndarray:
+    """Per window (rows): the lowest mean of the ``lookback`` windows before it (NaN if none)."""
+    pad = np.full((lookback, means.shape[1]), np.nan)
+    before = np.concatenate([pad, means[:-1]])
+    view = np.lib.stride_tricks.sliding_window_view(before, lookback, axis=0)
+    return np.asarray(np.fmin.reduce(view, axis=-1))
 
 
 class GPUMemoryIncrease(SystemRule):
@@ -61,17 +73,18 @@ class GPUMemoryIncrease(SystemRule):
     )
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        spans, hits = window_spans(framed), []
-        for g in gpus:
-            mem = mem_percent(framed, g)
-            means = mem.groupby(framed["win"]).mean()
-            # A rise over the lowest recent window catches a jump and a slow climb alike;
-            # the fitted line inside a window catches a climb in a short job.
-            floor = means.shift(1).rolling(self.p("lookback"), min_periods=1).min()
-            rise = (means - floor).fillna(0.0)
-            inside = fitted_rise(framed["time"], mem, framed["win"])
-            table = pd.DataFrame({"value": np.maximum(rise, inside.reindex(rise.index))})
-            hits += hits_from(table, spans, f"gpu{g}", lambda r: r["value"] > self.p("increase"))
+        w, hits = self.windows_of(framed), []
+        mem = np.column_stack([mem_percent(framed, g).to_numpy(np.float64) for g in gpus])
+        mem = mem if w.order is None else mem[w.order]
+        means = w.mean(mem)
+        # A rise over the lowest recent window catches a jump and a slow climb alike;
+        # the fitted line inside a window catches a climb in a short job.
+        rise = np.nan_to_num(means - floor_before(means, self.p("lookback")))
+        inside = fitted_rise(w, w.columns(framed, ["time"])[:, 0], mem)
+        value = np.maximum(rise, inside)
+        for i, g in enumerate(gpus):
+            table = w.table(value[:, i])
+            hits += hits_from(table, w.spans, f"gpu{g}", lambda r: r["value"] > self.p("increase"))
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
@@ -124,12 +137,12 @@ class GPUIdleBetweenSteps(SystemRule):
         )
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        spans, hits = window_spans(framed), []
-        for g in gpus:
-            idle = (framed[f"gpu{g}_util"] < self.p("idle_threshold")).astype(np.float64)
-            share = idle.groupby(framed["win"]).mean() * 100.0
-            table = pd.DataFrame({"value": share})
-            hits += hits_from(table, spans, f"gpu{g}", lambda r: r["value"] > self.p("threshold"))
+        w, hits = self.windows_of(framed), []
+        util = w.columns(framed, [f"gpu{g}_util" for g in gpus])
+        share = w.share(util < self.p("idle_threshold"))
+        for i, g in enumerate(gpus):
+            table = w.table(share[:, i])
+            hits += hits_from(table, w.spans, f"gpu{g}", lambda r: r["value"] > self.p("threshold"))
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:

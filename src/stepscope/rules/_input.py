@@ -47,6 +47,9 @@ class RuleInput:
     meta: dict[str, Any] = field(default_factory=dict)
     # The job's output tensors (stepscope.tensors.Tensors) for the debugging rules.
     tensors: Any = None
+    # Work shared by the rules judging this same input (e.g. one node's windows);
+    # entries hold the frame they were computed from, checked by identity.
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def node_names(self) -> list[str]:
         """Every node that has node facts, system samples, steps or events."""
@@ -71,6 +74,7 @@ class RuleInput:
             system=only(self.system),
             events=only(self.events),
             nodes=nodes,
+            cache={},
         )
 
     def start(self) -> float:

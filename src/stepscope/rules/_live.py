@@ -67,7 +67,9 @@ class StreamReader:
         keys, owner = [], {}
         for prefix in stream_prefixes(self.store, self.kind):
             last = self.last_key.get(prefix, "")
-            new = [k for k in self.store.list(prefix, suffix=".parquet") if k >= last]
+            # One flat listing of names (no stat per file): segments are direct children.
+            keys_now = (f"{prefix}/{n}" for n in self.store.listdir(prefix))
+            new = [k for k in keys_now if k.endswith(".parquet") and k >= last]
             if new:
                 self.last_key[prefix] = new[-1]
             owner.update({self.store.path(k): prefix for k in new})
@@ -138,7 +140,7 @@ class LiveState:
         events = self.events if len(self.events) else self.base.events
         steps = steps if len(steps) else self.base.steps
         system = system if len(system) else self.base.system
-        return replace(self.base, steps=steps, system=system, events=events, now=now)
+        return replace(self.base, steps=steps, system=system, events=events, now=now, cache={})
 
     def trim(self, now: float) -> None:
         """Commit and drop the chunks older than the previous one."""

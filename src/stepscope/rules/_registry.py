@@ -26,6 +26,7 @@ from ._step_rules import DataLoading, MaxInitializationTime, StepOutlier
 from ._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from ._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from .debugging import DEBUGGING_RULES
+from .straggler import Straggler
 
 BUILTIN: dict[str, type[Rule]] = {
     c.name: c
@@ -42,6 +43,7 @@ BUILTIN: dict[str, type[Rule]] = {
         OverallFrameworkMetrics,
         OverallSystemUsage,
         StepOutlier,
+        Straggler,
     )
 }
 PROFILER_RULES = tuple(sorted(BUILTIN))  # what ProfilerReport runs
@@ -127,10 +129,12 @@ def _entry_rules(entry: Mapping[str, Any], base_dir: str) -> list[Rule]:
     return [BUILTIN[name](**params)]
 
 
-def _actions(entry: Mapping[str, Any]) -> tuple[str, ...]:
+def _actions(entry: Mapping[str, Any], rule: Rule) -> tuple[str, ...]:
     actions = entry.get("actions") or ()
     if isinstance(actions, str):
         actions = (actions,)
+    if rule.parameters.get("stop_training_on_fire"):  # the seeds' StalledTrainingRule form
+        actions = (*actions, "stop") if "stop" not in actions else actions
     for action in actions:
         if action not in ACTIONS:
             raise RuleConfigError(
@@ -166,7 +170,7 @@ def build_rules(
             if explicit and name in explicit_names:
                 raise RuleConfigError(f"Rule {name} is configured twice: keep one entry.")
             if explicit or name not in explicit_names:
-                specs[name] = RuleSpec(rule, _actions(entry))
+                specs[name] = RuleSpec(rule, _actions(entry, rule))
             if explicit:
                 explicit_names.add(name)
     unknown = sorted(set(overrides or {}) - set(specs))

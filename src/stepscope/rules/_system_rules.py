@@ -6,6 +6,7 @@ after the ``patience`` samples at the start of the job.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ._base import NodeRule, Part
@@ -14,6 +15,7 @@ from ._params import Param, patience, window
 from ._types import Finding
 from ._windows import (
     Hit,
+    Windows,
     after_patience,
     gpu_indices,
     hits_from,
@@ -21,7 +23,6 @@ from ._windows import (
     patience_reason,
     runs,
     severity,
-    window_spans,
     with_windows,
     worst_of,
 )
@@ -45,16 +46,34 @@ class SystemRule(NodeRule):
         gpus = gpu_indices(data.system)
         if self.needs_gpu and not gpus:
             return Part(na_reason=no_gpu_reason(data))
-        # Only the columns the rule reads: a day of a node's samples is ~100 wide columns.
-        wanted = [c for c in self.columns(gpus) if c in data.system]
-        judged = after_patience(data, data.system[wanted], self.p("patience"))
-        if not len(judged):
+        framed = self.framed(data, gpus)
+        if not len(framed):
             return Part(na_reason=patience_reason(self.p("patience"), len(data.system)))
-        framed = with_windows(data, judged, self.p("window"))
-        node = str(judged["node"].iloc[0])
+        node = str(framed["node"].iloc[0])
         found = runs(self.hits(framed, gpus))
         findings = [self.finding(node, run) for run in found]
-        return Part(findings, sum(len(r) for r in found), len(judged))
+        return Part(findings, sum(len(r) for r in found), len(framed))
+
+    def framed(self, data: RuleInput, gpus: list[int]) -> pd.DataFrame:
+        """The samples after patience with their window (``win``), and their
+        :class:`Windows` (:meth:`windows_of`); shared by the rules of the same
+        ``patience``, ``window`` and columns that judge the same input."""
+        # Only the columns the rule reads: a day of a node's samples is ~100 wide columns.
+        wanted = [c for c in self.columns(gpus) if c in data.system]
+        key = ("framed", self.p("patience"), self.p("window"), tuple(wanted))
+        hit = data.cache.get(key)
+        if hit is None or hit[0] is not data.system:
+            judged = after_patience(data, data.system[wanted], self.p("patience"))
+            framed = with_windows(data, judged, self.p("window"))
+            hit = (data.system, framed, Windows(framed) if len(framed) else None)
+            data.cache[key] = hit
+        self._windows = (hit[1], hit[2])
+        return hit[1]
+
+    def windows_of(self, framed: pd.DataFrame) -> Windows:
+        """The :class:`Windows` of ``framed`` (computed once per input)."""
+        done, w = getattr(self, "_windows", (None, None))
+        return w if done is framed and w is not None else Windows(framed)
 
     def columns(self, gpus: list[int]) -> list[str]:
         """The system columns the rule reads."""
@@ -79,16 +98,21 @@ class _ShareRule(SystemRule):
 
     what = ""
 
-    def bottlenecked(self, framed: pd.DataFrame, gpu_mean: pd.Series) -> pd.Series:
+    def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
+        """Per sample: bottlenecked, from the host column (``cpu``, ``cpu_iowait``)."""
         raise NotImplementedError
 
+    host_column = "cpu"
+
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        gpu_mean = framed[[f"gpu{g}_util" for g in gpus]].mean(axis=1)
-        share = self.bottlenecked(framed, gpu_mean).groupby(framed["win"]).mean() * 100.0
-        table = pd.DataFrame({"value": share})
-        return hits_from(
-            table, window_spans(framed), "", lambda r: r["value"] > self.p("threshold")
-        )
+        w = self.windows_of(framed)
+        util = w.columns(framed, [f"gpu{g}_util" for g in gpus])
+        n = (~np.isnan(util)).sum(axis=1)
+        total = np.nansum(util, axis=1)
+        gpu_mean = np.divide(total, n, out=np.full_like(total, np.nan), where=n > 0)
+        host = w.columns(framed, [self.host_column])[:, 0]
+        table = w.table(w.share(self.bottlenecked(host, gpu_mean)))
+        return hits_from(table, w.spans, "", lambda r: r["value"] > self.p("threshold"))
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value = worst_of(run)
@@ -121,9 +145,8 @@ class CPUBottleneck(_ShareRule):
     )
     what = "CPU bottleneck"
 
-    def bottlenecked(self, framed: pd.DataFrame, gpu_mean: pd.Series) -> pd.Series:
-        cpu = framed["cpu"] > self.p("cpu_threshold")
-        return cpu & (gpu_mean < self.p("gpu_threshold"))
+    def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
+        return (host > self.p("cpu_threshold")) & (gpu_mean < self.p("gpu_threshold"))
 
 
 class IOBottleneck(_ShareRule):
@@ -141,10 +164,10 @@ class IOBottleneck(_ShareRule):
         window(500),
     )
     what = "I/O bottleneck"
+    host_column = "cpu_iowait"
 
-    def bottlenecked(self, framed: pd.DataFrame, gpu_mean: pd.Series) -> pd.Series:
-        io = framed["cpu_iowait"] > self.p("io_threshold")
-        return io & (gpu_mean < self.p("gpu_threshold"))
+    def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
+        return (host > self.p("io_threshold")) & (gpu_mean < self.p("gpu_threshold"))
 
 
 class BatchSize(SystemRule):
@@ -163,13 +186,12 @@ class BatchSize(SystemRule):
     )
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        by_win = framed.groupby("win")
-        cpu = by_win["cpu"].quantile(0.95)
-        spans, hits = window_spans(framed), []
-        for g in gpus:
-            q = by_win[[f"gpu{g}_util", f"gpu{g}_mem_util"]].quantile(0.95)
-            table = pd.DataFrame({"value": q.iloc[:, 0], "mem": q.iloc[:, 1], "cpu": cpu})
-            hits += hits_from(table, spans, f"gpu{g}", self._low)
+        w, hits = self.windows_of(framed), []
+        cols = ["cpu", *(f"gpu{g}_{m}" for g in gpus for m in ("util", "mem_util"))]
+        p95 = w.quantiles(w.columns(framed, cols), [0.95])[:, 0, :]
+        for i, g in enumerate(gpus):
+            table = w.table(p95[:, 1 + 2 * i]).assign(mem=p95[:, 2 + 2 * i], cpu=p95[:, 0])
+            hits += hits_from(table, w.spans, f"gpu{g}", self._low)
         return hits
 
     def _low(self, table: pd.DataFrame) -> pd.Series:
@@ -210,13 +232,16 @@ class LowGPUUtilization(SystemRule):
     )
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        by_win, spans, hits = framed.groupby("win"), window_spans(framed), []
-        for g in gpus:
-            q = by_win[f"gpu{g}_util"].quantile([0.05, 0.95]).unstack()
-            low = pd.DataFrame({"value": q[0.95]})
-            hits += hits_from(low, spans, f"gpu{g}:low", lambda r: r["value"] < self._p95)
-            swing = pd.DataFrame({"value": q[0.05].where(q[0.95] >= self._p95)})
-            hits += hits_from(swing, spans, f"gpu{g}:fluctuating", lambda r: r["value"] < self._p5)
+        w, hits = self.windows_of(framed), []
+        q = w.quantiles(w.columns(framed, [f"gpu{g}_util" for g in gpus]), [0.05, 0.95])
+        for i, g in enumerate(gpus):
+            p5, p95 = q[:, 0, i], q[:, 1, i]
+            low = w.table(p95)
+            hits += hits_from(low, w.spans, f"gpu{g}:low", lambda r: r["value"] < self._p95)
+            swing = w.table(np.where(p95 >= self._p95, p5, np.nan))
+            hits += hits_from(
+                swing, w.spans, f"gpu{g}:fluctuating", lambda r: r["value"] < self._p5
+            )
         return hits
 
     @property

@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import control
 from ..job import Job
@@ -55,6 +56,8 @@ class Runner:
         self.readers = {k: StreamReader(job.store, k) for k in ("system", "steps", "events")}
         self.stopped: set[str] = set()
         self.scans = 0
+        self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
+        self._last: dict[str, dict[str, Any]] = {}  # verdicts as last written (object stores)
 
     def scan_interval(self) -> float:
         return min((r.p("scan_interval_us") / 1e6 for r in self.rules), default=60.0)
@@ -64,10 +67,22 @@ class Runner:
         for kind, reader in self.readers.items():
             self.state.add(kind, reader.read_new())
         results = self.state.evaluate(self.clock())
-        write_results(self.job.store, results)
+        write_results(self.job.store, self._changed(results))
         self._act(results)
         self.scans += 1
         return results
+
+    def _changed(self, results: list[RuleResult]) -> list[RuleResult]:
+        """On object stores, only the verdicts that changed since their last write."""
+        if not self.job.store.is_remote:
+            return results
+        fresh = []
+        for res in results:
+            body = {k: v for k, v in res.to_dict().items() if k != "updated"}
+            if self._last.get(res.rule) != body:
+                self._last[res.rule] = body
+                fresh.append(res)
+        return fresh
 
     def _act(self, results: list[RuleResult]) -> None:
         for spec, res in zip(self.specs, results, strict=True):
@@ -88,6 +103,9 @@ class Runner:
     def job_over(self, parent_pid: int | None) -> bool:
         if parent_pid is not None and not _alive(parent_pid):
             return True
+        if self.clock() < self._meta_due:
+            return False
+        self._meta_due = self.clock() + self.job.store.min_interval_s
         return str(self.job.meta.get("status")) != "Running"
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:

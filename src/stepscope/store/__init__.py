@@ -1,5 +1,6 @@
 """Storage of job folders: one interface, backends chosen by URL scheme."""
 
+from ._buffered import StoreUnavailable
 from ._schemas import (
     EVENTS_SCHEMA,
     FORMAT_VERSION,
@@ -9,21 +10,24 @@ from ._schemas import (
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
 )
-from ._segments import SegmentWriter, encode_parquet, segment_name
-from ._store import Store, StoreError, open_store
+from ._segments import SegmentWriter, encode_parquet, read_tables, segment_name
+from ._store import REMOTE_MIN_INTERVAL_S, Store, StoreError, open_store
 
 __all__ = [
     "EVENTS_SCHEMA",
     "FORMAT_VERSION",
     "HEARTBEAT_STALE_S",
     "JOB_STATUSES",
+    "REMOTE_MIN_INTERVAL_S",
     "STEPS_SCHEMA",
     "STEP_PARTS",
     "SYSTEM_BASE_SCHEMA",
     "SegmentWriter",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "encode_parquet",
     "open_store",
+    "read_tables",
     "segment_name",
 ]

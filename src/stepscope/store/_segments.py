@@ -3,6 +3,10 @@
 A writer keeps the rows of its current segment as Arrow record batches and
 rewrites the whole segment file on each flush (see docs/format.md). Only the new
 rows are converted on a flush; the Parquet encoding runs in Arrow's C++ code.
+
+While the store fails, rows wait in memory (segments closed meanwhile wait in
+order), attempts back off, and past ``max_buffered_rows`` the oldest unstored
+rows are dropped and the gap recorded (store/_buffered.py, docs/storage.md).
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ import io
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ._buffered import Backoff, StreamHealth
 from ._store import Store
 
 SEGMENT_ROWS = 50_000
@@ -33,6 +39,30 @@ def encode_parquet(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
+@dataclass
+class _Segment:
+    """The rows of one segment file; ``stored`` of its batches are in the store."""
+
+    started: float
+    seq: int
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    rows: int = 0
+    stored: int = 0
+
+    @property
+    def dirty(self) -> bool:
+        return self.stored < len(self.batches)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.batches.append(batch)
+        self.rows += batch.num_rows
+
+
+def read_tables(store: Store, keys: list[str]) -> list[pa.Table]:
+    """The segments ``keys`` as tables: one whole-file read each, concurrent on object stores."""
+    return [pq.read_table(pa.BufferReader(data)) for data in store.read_many(keys)]
+
+
 class SegmentWriter:
     """Appends record batches to one stream (``prefix``) of a store."""
 
@@ -45,53 +75,122 @@ class SegmentWriter:
         segment_seconds: float = SEGMENT_SECONDS,
         clock: Callable[[], float] = time.time,
         max_buffered_rows: int = MAX_BUFFERED_ROWS,
+        backoff: Backoff | None = None,
     ) -> None:
         self.store, self.prefix = store, prefix.rstrip("/")
         self.segment_rows, self.segment_seconds = segment_rows, segment_seconds
-        self._clock = clock
-        self._batches: list[pa.RecordBatch] = []
-        self._rows = 0
-        self._seq = 0
-        self._started = 0.0
-        self._dirty = False
         self.max_buffered_rows = max_buffered_rows
+        self._clock = clock
+        self._pid = os.getpid()
+        self._open: _Segment | None = None
+        self._waiting: list[_Segment] = []  # closed before they could be stored, oldest first
+        self._seq = 0
+        # Local writes fail fast and cost nothing to retry: back off on remote stores only.
+        self.backoff = backoff or Backoff(first_s=store.min_interval_s / 2)
+        self.health = StreamHealth(self.prefix, self._pid)
         self.bytes_written = 0
         self.files_written = 0
-        self.dropped_rows = 0
+
+    @property
+    def dropped_rows(self) -> int:
+        return int(self.health.doc["dropped_rows"])
+
+    @property
+    def buffered_rows(self) -> int:
+        return sum(s.rows for s in self._segments())
 
     def append(self, batch: pa.RecordBatch) -> None:
-        """Add rows; starts a new segment when the schema changes or one is full."""
+        """Add rows; starts a new segment when the schema changes. Never writes."""
         if batch.num_rows == 0:
             return
-        if self._batches and not batch.schema.equals(self._batches[0].schema):
-            self.flush()
-            self._roll()
-        if not self._batches:
-            self._started = self._clock()
-        self._batches.append(batch)
-        self._rows += batch.num_rows
-        self._dirty = True
-        # While the store is failing, rows pile up here: keep the newest, count the gap.
-        while self._rows > self.max_buffered_rows and len(self._batches) > 1:
-            dropped = self._batches.pop(0)
-            self._rows -= dropped.num_rows
-            self.dropped_rows += dropped.num_rows
+        seg = self._open
+        if seg is not None and not batch.schema.equals(seg.batches[0].schema):
+            self._close()
+        if self._open is None:
+            self._open = _Segment(self._clock(), self._next_seq())
+        self._open.add(batch)
+        if self.buffered_rows > self.max_buffered_rows:
+            self._shed()
 
-    def flush(self) -> None:
-        """Rewrite the current segment with all its rows; roll over when it is full."""
-        if not self._dirty:
+    def flush(self, force: bool = False) -> None:
+        """Store what is not stored yet; raises if the store fails (rows are kept).
+
+        While a failed store's retry is not due, raises :class:`StoreUnavailable`
+        without a request, unless ``force`` (the last flush of a process).
+        """
+        if not (self._waiting or (self._open and self._open.dirty) or self.health.dirty):
             return
-        table = pa.Table.from_batches(self._batches)
-        data = encode_parquet(table)
-        key = f"{self.prefix}/{segment_name(self._started, self._seq)}"
+        if not force:
+            self.backoff.check()
+        try:
+            self._store_all()
+        except Exception as exc:
+            self.backoff.failed()
+            self.health.failed(exc)
+            raise
+        self.backoff.succeeded()
+
+    def _store_all(self) -> None:
+        while self._waiting:
+            self._write(self._waiting[0])
+            self._waiting.pop(0)
+        seg = self._open
+        if seg is not None and seg.dirty:
+            self._write(seg)
+            full = seg.rows >= self.segment_rows
+            if full or self._clock() - seg.started >= self.segment_seconds:
+                self._open = None
+        self.health.recovered()
+        if self.health.dirty:
+            self.store.write_json(self.health.key, self.health.doc)
+            self.health.dirty = False
+
+    def _write(self, seg: _Segment) -> None:
+        data = encode_parquet(pa.Table.from_batches(seg.batches))
+        key = f"{self.prefix}/{segment_name(seg.started, seg.seq, self._pid)}"
         self.store.write_bytes(key, data)
-        self._dirty = False
+        seg.stored = len(seg.batches)
         self.bytes_written += len(data)
         self.files_written += 1
-        full = self._rows >= self.segment_rows
-        if full or self._clock() - self._started >= self.segment_seconds:
-            self._roll()
 
-    def _roll(self) -> None:
-        self._batches, self._rows, self._dirty = [], 0, False
+    def _segments(self) -> list[_Segment]:
+        return self._waiting + ([self._open] if self._open is not None else [])
+
+    def _next_seq(self) -> int:
         self._seq += 1
+        return self._seq - 1
+
+    def _close(self) -> None:
+        if self._open is not None and self._open.dirty:
+            self._waiting.append(self._open)
+        self._open = None
+
+    def _shed(self) -> None:
+        """Over the bound: forget stored rows first, then drop the oldest unstored ones."""
+        self._waiting = [t for s in self._waiting if (t := self._unstored(s)) is not None]
+        if self._open is not None:
+            self._open = self._unstored(self._open)
+        while self.buffered_rows > self.max_buffered_rows:
+            oldest = self._segments()[0]
+            if oldest is self._open and len(oldest.batches) <= 1:
+                break  # the newest batch always stays
+            dropped = oldest.batches.pop(0)
+            oldest.rows -= dropped.num_rows
+            self.health.dropped(dropped)
+            if not oldest.batches:
+                self._waiting.remove(oldest)
+
+    def _unstored(self, seg: _Segment) -> _Segment | None:
+        """The rows of ``seg`` not in the store yet, as a segment of their own.
+
+        The stored file keeps the rows it has; the rest goes on in a new file of
+        the same start time and a later sequence number (so it sorts right after).
+        """
+        if seg.stored == 0:
+            return seg
+        if not seg.dirty:
+            return None
+        tail = _Segment(seg.started, self._next_seq())
+        for batch in seg.batches[seg.stored :]:
+            tail.add(batch)
+        return tail

@@ -8,19 +8,43 @@ particular filesystem. Keys are ``/``-separated paths relative to the store's ro
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import posixpath
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 TMP_MARKER = ".tmp-"
+# Object stores are written and polled at most this often by each periodic loop
+# (segment flushes, heartbeats, control polls): see docs/storage.md.
+REMOTE_MIN_INTERVAL_S = 10.0
+# Short timeouts and few retries: a store that is down must fail a write fast, so
+# that the caller (a background thread) can back off and keep its rows buffered.
+S3_CONNECT_TIMEOUT_S = 3.0
+S3_READ_TIMEOUT_S = 15.0
+S3_MAX_ATTEMPTS = 3
+_LOCALISH = ("file", "local", "memory")
 
 
 class StoreError(OSError):
-    """A store could not be opened or a key could not be read or written."""
+    """A store could not be opened or a key could not be read or written.
+
+    Hierarchy: ``OSError`` > ``StoreError`` > ``StoreUnavailable`` (a write not
+    tried because the store failed recently, store/_buffered.py). A missing key
+    is a plain ``FileNotFoundError``.
+    """
+
+
+_REMOTE_HINT = (
+    "Check the endpoint (AWS_ENDPOINT_URL, or endpoint_url in the AWS config for non-AWS "
+    "stores), the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE) "
+    "and that the bucket exists."
+)
 
 
 def _missing_extra(url: str, exc: Exception) -> StoreError:
@@ -31,18 +55,80 @@ def _missing_extra(url: str, exc: Exception) -> StoreError:
     return StoreError(f"Cannot open {url!r}: {exc}")
 
 
+def storage_options(url: str) -> dict[str, Any]:
+    """Client settings for ``url``'s backend; credentials and endpoint are not among them.
+
+    S3 clients take credentials, region and endpoint from the standard AWS
+    environment and config files (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
+    resolved by botocore. What stepscope sets is how a dead store fails: fast.
+    """
+    if url.split("://", 1)[0] not in ("s3", "s3a"):
+        return {}
+    retries = {"max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"}
+    config = {"connect_timeout": S3_CONNECT_TIMEOUT_S, "read_timeout": S3_READ_TIMEOUT_S}
+    # No listings cache: readers poll folders that other processes write into.
+    return {"config_kwargs": {**config, "retries": retries}, "use_listings_cache": False}
+
+
+class _InlineExecutor(ThreadPoolExecutor):
+    """Runs each call at once in the caller's thread: works after Python's exit began."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
+
+
 class Store:
     """A folder of a filesystem, addressed by relative keys."""
 
     def __init__(self, url: str) -> None:
         try:
-            fs, root = fsspec.core.url_to_fs(url)
+            fs, root = fsspec.core.url_to_fs(url, **storage_options(url))
         except (ImportError, ValueError) as exc:
             raise _missing_extra(url, exc) from exc
+        if hasattr(fs, "retries"):
+            fs.retries = 1  # s3fs's own retry loop on top of botocore's: one attempt
         self.url = url
         self.fs: fsspec.AbstractFileSystem = fs
         self.root: str = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
+        self.is_remote = not any(p in _LOCALISH for p in protocols)
+
+    @property
+    def min_interval_s(self) -> float:
+        """The shortest period of a loop that writes or polls this store (0: none)."""
+        return REMOTE_MIN_INTERVAL_S if self.is_remote else 0.0
+
+    @contextlib.contextmanager
+    def _errors(self, what: str, key: str) -> Iterator[None]:
+        """Errors of remote clients (botocore's are not OSErrors) as StoreError."""
+        try:
+            yield
+        except (FileNotFoundError, StoreError):
+            raise
+        except Exception as exc:
+            if not self.is_remote:
+                raise
+            where = f"{self.url.rstrip('/')}/{key}" if key else self.url
+            raise StoreError(
+                f"Cannot {what} {where}: {type(exc).__name__}: {exc}. {_REMOTE_HINT}"
+            ) from exc
+
+    def ready_for_exit(self) -> None:
+        """Let a remote client keep working in ``atexit`` handlers (the agent's last flush).
+
+        Once the interpreter's exit has begun, thread pools refuse work, and the
+        async S3 client hands DNS lookups and its connection setup to one: its
+        event loop runs them inline instead from now on.
+        """
+        loop = getattr(self.fs, "loop", None)  # fsspec's async filesystems have one
+        if self.is_remote and loop is not None:
+            loop.set_default_executor(_InlineExecutor(max_workers=1))
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
@@ -60,6 +146,7 @@ class Store:
         child = Store.__new__(Store)
         child.url = self.url.rstrip("/") + "/" + key
         child.fs, child.root, child.is_local = self.fs, self.path(key), self.is_local
+        child.is_remote = self.is_remote
         return child
 
     def write_bytes(self, key: str, data: bytes) -> None:
@@ -72,14 +159,24 @@ class Store:
                 f.write(data)
             os.replace(tmp, full)
         else:
-            self.fs.pipe_file(full, data)
+            with self._errors("write", key):
+                self.fs.pipe_file(full, data)
 
     def read_bytes(self, key: str) -> bytes:
-        try:
+        with self._errors("read", key):
             data: bytes = self.fs.cat_file(self.path(key))
-        except FileNotFoundError:
-            raise
         return data
+
+    def read_many(self, keys: builtins.list[str]) -> builtins.list[bytes]:
+        """Whole files, in the order of ``keys``; object stores fetch them concurrently."""
+        if not keys:
+            return []
+        paths = [self.path(k) for k in keys]
+        if not self.is_remote:
+            return [self.fs.cat_file(p) for p in paths]
+        with self._errors("read", f"{keys[0]} and {len(keys) - 1} more"):
+            found: dict[str, bytes] = self.fs.cat(paths, on_error="raise")
+        return [found[p] for p in paths]
 
     def write_json(self, key: str, obj: Any) -> None:
         self.write_bytes(key, json.dumps(obj, indent=1, sort_keys=True).encode())
@@ -88,28 +185,44 @@ class Store:
         return json.loads(self.read_bytes(key))
 
     def exists(self, key: str) -> bool:
-        return bool(self.fs.exists(self.path(key)))
+        with self._errors("look up", key):
+            return bool(self.fs.exists(self.path(key)))
 
     def isdir(self, key: str = "") -> bool:
-        return bool(self.fs.isdir(self.path(key)))
+        with self._errors("look up", key):
+            return bool(self.fs.isdir(self.path(key)))
 
     def list(self, prefix: str = "", suffix: str = "") -> builtins.list[str]:
         """Keys of all files under ``prefix`` (recursively), sorted, temporaries skipped."""
         base = self.path(prefix)
-        if not self.fs.isdir(base):
-            return []
         self.fs.invalidate_cache(base)
-        found = self.fs.find(base)
+        with self._errors("list", prefix):
+            found = [p for p in self._find(base) if p.rstrip("/") != base]
         keys = [posixpath.relpath(p, self.root) for p in found]
         return sorted(k for k in keys if TMP_MARKER not in k and k.endswith(suffix))
+
+    def _find(self, base: str) -> builtins.list[str]:
+        """Files under ``base`` in one listing request (no isdir() first).
+
+        s3fs's ``find`` of an empty folder also asks whether it is a file (two more
+        requests), unless given a key prefix: the control/ polls are mostly empty.
+        """
+        bucket, _, key = base.partition("/")
+        if self.is_remote and key and "s3" in self.fs.protocol:
+            found: builtins.list[str] = self.fs.find(bucket, prefix=key + "/")
+            return found
+        return list(self.fs.find(base))
 
     def listdir(self, prefix: str = "") -> builtins.list[str]:
         """Names of the direct children of ``prefix`` (files and folders)."""
         base = self.path(prefix)
-        if not self.fs.isdir(base):
-            return []
         self.fs.invalidate_cache(base)
-        names = [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(base, detail=False)]
+        try:
+            with self._errors("list", prefix):
+                listed = self.fs.ls(base, detail=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        names = [posixpath.basename(p.rstrip("/")) for p in listed if p.rstrip("/") != base]
         return sorted(n for n in names if TMP_MARKER not in n)
 
     def delete(self, key: str) -> None:

@@ -139,6 +139,7 @@ class StalledTrainingRule(TensorRule):
     the rule's ``actions = ["stop"]``."""
 
     name = "StalledTrainingRule"
+    frames = ("steps",)
     description = "Detects a training that stopped making progress."
     recommendation = "Look for a hang: a deadlock, a stuck data loader or a dead worker."
     params = (

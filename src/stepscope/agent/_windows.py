@@ -1,0 +1,288 @@
+"""Profiling windows: open and close the profilers at step boundaries.
+
+The scheduler runs on the training thread, called by ``StepRecorder.on_boundary``
+after every step (and once when the agent attaches to torch, before the first
+step). Outside windows it returns at its first line. A window opens at the
+boundary before its first step and closes at the boundary after its last one;
+time windows open and close at the first boundary past their start and end.
+Steps inside a window, the step after it (which pays for stopping the
+profiler) and the steps during which its export still runs on the background
+thread are marked ``profiled``.
+Live requests (profilers/_live.py) arrive in an inbox and are applied here, at
+the next boundary. See docs/profiling.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ProfilingWindow
+from ._faults import FaultBoundary
+from .profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
+from .profilers import make_profiler as _make_profiler
+from .profilers._live import LiveRequest, Planned, describe
+
+Ack = Callable[[str, bool, str], None]
+
+
+@dataclass
+class Active:
+    """An open window."""
+
+    planned: Planned
+    profiler: WindowProfiler
+    first_step: int
+    opened: float  # wall time
+    steps: int = 0  # training steps ended since it opened
+
+
+class WindowScheduler:
+    """Runs the planned and requested windows of one rank."""
+
+    def __init__(self, plan: list[Planned], recorder: Any, sink: ArtifactSink,
+                 event: Callable[..., None], now: Callable[[], float],
+                 wall: Callable[[float], float], faults: FaultBoundary) -> None:
+        self.plan, self.rec, self.sink = plan, recorder, sink
+        self.event, self.now, self.wall, self.faults = event, now, wall, faults
+        self.active: list[Active] = []
+        self.inbox: deque[LiveRequest] = deque()
+        self.submit: Callable[[Callable[[], None]], None] = lambda job: job()
+        self.ack: Ack | None = None
+        self._tail = False
+        self._exporting = 0  # windows whose export runs on the background thread
+        self._deferred: deque[Callable[[], None]] = deque()
+        self._safe = False  # True where the PyTorch profiler may start and stop at once
+        self._lock = threading.Lock()
+
+    # -- called by the agent ------------------------------------------------------------
+    def on_boundary(self, phase: str, step: int, _t: float) -> None:
+        """After every step (training thread)."""
+        if not (self.plan or self.active or self.inbox or self._tail or self._exporting):
+            return
+        train = phase == "train"
+        self._guarded(lambda: self._advance(step + 1 if train else self.rec.train_steps, train))
+
+    def attach(self) -> None:
+        """Before the first step (torch was just imported): windows that start at once."""
+        self._safe = True  # not inside optimizer.step(): the profiler may start here
+        try:
+            self._guarded(lambda: self._advance(self.rec.train_steps, False))
+        finally:
+            self._safe = False
+
+    def stop(self) -> None:
+        """Close every open window (at exit); planned windows that never ran are dropped."""
+        self._safe = True
+        self.rec.deferred = None
+        self._run_deferred()
+        while self.active:
+            active = self.active[0]
+            try:
+                self._close(active, self.rec.train_steps)
+            except Exception as exc:
+                self.faults.record("profiling", exc)
+                if active in self.active:
+                    self.active.remove(active)
+        self.rec.profiled = False
+
+    # -- the state machine ------------------------------------------------------------
+    def _emit(self, name: str, **detail: Any) -> None:
+        """An event of the rank; the window's kind is ``profile_kind`` (``kind`` is the event's)."""
+        if "kind" in detail:
+            detail["profile_kind"] = detail.pop("kind")
+        self.event(name, **detail)
+
+    def _guarded(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as exc:
+            self.faults.record("profiling", exc)
+
+    def _advance(self, nxt: int, train: bool) -> None:
+        now = self.now()
+        if train:
+            for active in self.active:
+                active.steps += 1
+        closed = self._take_inbox(nxt)
+        for active in list(self.active):
+            if self._ended(active, nxt, now):
+                self._close(active, nxt)
+                closed = True
+                self._rotate(active, nxt, now)
+        for planned in list(self.plan):
+            self._consider(planned, nxt, now)
+        self._tail = closed
+        # The export competes with training for the interpreter: steps it slows are marked.
+        self.rec.profiled = bool(self.active) or closed or self._exporting > 0
+
+    def _take_inbox(self, nxt: int) -> bool:
+        closed = False
+        while self.inbox:
+            closed = self._apply(self.inbox.popleft(), nxt) or closed
+        return closed
+
+    def _apply(self, req: LiveRequest, nxt: int) -> bool:
+        """Apply one live request; True if it closed an open window."""
+        now = self.now()
+        windows = [self._resolve(p, nxt) for p in req.windows]
+        late = [p for p in windows if self._past(p.window, nxt, now)]
+        if late:
+            self._acknowledge(req.name, False, f"{describe(late[0])} is already over: the job "
+                              f"is at step {nxt}. Leave the start blank for the next step, or "
+                              "give a later step or time.")
+            return False
+        closing = [a for a in self.active if a.planned.label in req.off]
+        for active in closing:
+            self._close(active, nxt)
+        self.plan = [p for p in self.plan if p.label not in req.off] + windows
+        done = [f"planned {describe(p)}" for p in windows]
+        if req.off:
+            done.append(f"switched off {', '.join(req.off)} ({len(closing)} open window(s) closed)")
+        self._acknowledge(req.name, True, "; ".join(done))
+        return bool(closing)
+
+    @staticmethod
+    def _resolve(p: Planned, nxt: int) -> Planned:
+        if not p.from_now:
+            return p
+        return dataclasses.replace(p, window=dataclasses.replace(p.window, start_step=nxt))
+
+    @staticmethod
+    def _past(w: ProfilingWindow, nxt: int, now: float) -> bool:
+        if not w.is_time_window:
+            return (w.end_step or 0) <= nxt
+        return w.duration is not None and (w.start_unix_time or now) + w.duration <= now
+
+    def _acknowledge(self, name: str, accepted: bool, detail: str) -> None:
+        self._emit("profiling_request", request=name, accepted=accepted, detail=detail)
+        ack = self.ack
+        if ack is not None:
+            self.submit(lambda: ack(name, accepted, detail))
+
+    def _ended(self, a: Active, nxt: int, now: float) -> bool:
+        w = a.planned.window
+        if a.planned.rotate_s is not None and now - a.opened >= a.planned.rotate_s:
+            return True
+        if not w.is_time_window:
+            return nxt >= (w.end_step or 0)
+        if w.duration is None:
+            return a.steps >= 1
+        return now >= (w.start_unix_time or a.opened) + w.duration
+
+    def _rotate(self, a: Active, nxt: int, now: float) -> None:
+        """Deep profiling: the next chunk starts where the last one ended."""
+        p, w = a.planned, a.planned.window
+        if p.rotate_s is not None and w.duration is not None:
+            end = (w.start_unix_time or a.opened) + w.duration
+            if now < end:
+                start = w.start_unix_time or a.opened
+                self.plan.append(dataclasses.replace(
+                    p, window=dataclasses.replace(w, start_unix_time=start)))
+
+    def _consider(self, p: Planned, nxt: int, now: float) -> None:
+        w = p.window
+        if w.is_time_window:
+            start = w.start_unix_time
+            missed = start is not None and w.duration is not None and now >= start + w.duration
+            due = start is None or now >= start
+        else:
+            lo = (w.start_step or 0) - (1 if w.include_prestep else 0)
+            missed, due = nxt >= (w.end_step or 0), nxt >= lo
+        if missed:
+            self.plan.remove(p)
+            self._emit("profiling_missed", kind=p.label, window=w.to_dict(), request=p.request,
+                       reason=f"the window had passed when it was considered (step {nxt})")
+        elif due:
+            self.plan.remove(p)
+            self._open(p, nxt, now)
+
+    def _open(self, p: Planned, nxt: int, now: float) -> None:
+        reason, shown = self._conflict(p), p.window.to_dict()  # before the profiler starts
+        if reason is None:
+            profiler = _make_profiler(p.window, self.rec, self.wall, self.sink)
+            if p.window.kind == "detailed" and not self._safe:
+                self._later(profiler.start)
+            else:
+                reason = self._start(profiler)
+        if reason is not None:
+            self._emit("profiling_skipped", kind=p.label, window=shown,
+                       request=p.request, reason=reason)
+            return
+        self.active.append(Active(p, profiler, nxt, now))
+        self._emit("profiling_start", kind=p.label, window=shown,
+                   first_step=nxt, request=p.request)
+
+    def _start(self, profiler: WindowProfiler) -> str | None:
+        try:
+            profiler.start()
+        except ProfileHookBusy as exc:
+            return str(exc)
+        except Exception as exc:
+            self.faults.record("profiling", exc)
+            return f"the profiler failed to start: {type(exc).__name__}: {exc}"
+        return None
+
+    def _later(self, op: Callable[[], None]) -> None:
+        """Run ``op`` at the next data fetch or forward, outside ``optimizer.step()``."""
+        self._deferred.append(op)
+        self.rec.deferred = self._run_deferred
+
+    def _run_deferred(self) -> None:
+        while self._deferred:
+            self._guarded(self._deferred.popleft())
+
+    def _conflict(self, p: Planned) -> str | None:
+        if self.sink.disabled:
+            return "profiling is off: too many artifact writes failed (file_open_fail_threshold)"
+        kinds = {a.planned.window.kind for a in self.active}
+        if p.window.kind in kinds:
+            return f"a {p.window.kind} window is already open"
+        stack = any(a.planned.window.with_stack for a in self.active) or p.window.with_stack
+        if stack and {"python", "detailed"} <= kinds | {p.window.kind}:
+            return "with_stack tracing and Python profiling share the interpreter's profile hook"
+        return None
+
+    def _close(self, a: Active, nxt: int) -> None:
+        self.active.remove(a)
+        last = max(nxt - 1, a.first_step)
+        base = self.sink.base(a.planned.label, a.first_step, last)
+        record = {
+            "kind": a.planned.label,
+            "rank": self.sink.rank,
+            "start_step": a.first_step,
+            "end_step": last,
+            "start_time": a.opened,
+            "end_time": self.now(),
+            "window": a.planned.window.to_dict(),
+            "request": a.planned.request,
+        }
+        with self._lock:
+            self._exporting += 1
+        if a.planned.window.kind == "detailed" and not self._safe:
+            self._later(lambda: self._stop_and_submit(a.profiler, base, record))
+        else:
+            self._stop_and_submit(a.profiler, base, record)
+
+    def _stop_and_submit(self, profiler: WindowProfiler, base: str, record: dict[str, Any]) -> None:
+        try:
+            finish = profiler.stop()
+        except Exception:
+            with self._lock:
+                self._exporting -= 1
+            raise
+        self.submit(lambda: self._finish(finish, base, record))
+
+    def _finish(self, finish: Finish, base: str, record: dict[str, Any]) -> None:
+        """Background thread: export, then the window's record (docs/format.md)."""
+        try:
+            record.update(finish(self.sink, base))
+            self.sink.write_json(f"{base}.window.json", record)
+            self._emit("profiling_window", **record)
+        finally:
+            with self._lock:
+                self._exporting -= 1

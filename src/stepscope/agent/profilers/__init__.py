@@ -1,0 +1,51 @@
+"""The profilers of framework profiling windows (docs/profiling.md).
+
+Every profiler has ``start()`` and ``stop()``, both called on the training
+thread at a step boundary; ``stop()`` returns the rest of the work (export,
+compression, writing) as a ``finish(sink, base)`` callable that the agent's
+background thread runs, so that a window costs training as little as possible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ...config import ProfilingWindow
+from ._dataloader import DataloaderProfiler
+from ._detailed import DetailedProfiler
+from ._python import ProfileHookBusy, python_profiler
+from ._sink import ArtifactSink, FileBounds
+
+Finish = Callable[[ArtifactSink, str], dict[str, Any]]
+
+
+class WindowProfiler(Protocol):
+    """What the window scheduler drives."""
+
+    kind: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> Finish: ...
+
+
+def make_profiler(
+    window: ProfilingWindow, recorder: Any, wall: Callable[[float], float], sink: ArtifactSink
+) -> WindowProfiler:
+    """The profiler of ``window``'s kind."""
+    if window.kind == "detailed":
+        return DetailedProfiler(window, sink)
+    if window.kind == "dataloader":
+        return DataloaderProfiler(window, recorder, wall)
+    return python_profiler(window)
+
+
+__all__ = [
+    "ArtifactSink",
+    "FileBounds",
+    "Finish",
+    "ProfileHookBusy",
+    "WindowProfiler",
+    "make_profiler",
+]

@@ -1,0 +1,143 @@
+"""Data-loader profiling: every batch's fetch and the wait it caused, and the workers.
+
+The agent's hook on ``_BaseDataLoaderIter.__next__`` already times every batch
+(``StepRecorder.on_data``); during a window the recorder also hands each batch
+to :meth:`DataloaderProfiler.on_batch`. With ``num_workers=0`` the training
+thread fetches the batch itself, so the wait *is* the fetch time; with workers
+the wait is what the workers did not hide, and the workers' own activity is
+measured as the CPU time of the process's multiprocessing children (the
+DataLoader workers) over the window.
+
+Metric names, filtered by ``metrics_regex`` (``re.search``):
+``DataLoader.wait`` (one row per batch) and ``DataLoaderWorker.cpu`` (one row
+per worker process).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ...config import ProfilingWindow
+from ._sink import ArtifactSink
+
+Finish = Callable[[ArtifactSink, str], dict[str, Any]]
+BATCH_METRIC = "DataLoader.wait"
+WORKER_METRIC = "DataLoaderWorker.cpu"
+MAX_BATCHES = 100_000  # a bound on the rows one window keeps
+
+
+def _children_cpu() -> dict[int, tuple[float, float, str]]:
+    """CPU seconds, creation time and name of each worker process of this process.
+
+    ``multiprocessing.active_children()`` knows the DataLoader workers without a scan
+    of every process on the machine (what ``psutil.Process().children()`` does).
+    """
+    import multiprocessing
+
+    import psutil
+
+    out = {}
+    for child in multiprocessing.active_children():
+        try:
+            proc = psutil.Process(child.pid)
+            cpu = proc.cpu_times()
+            out[proc.pid] = (cpu.user + cpu.system, proc.create_time(), child.name)
+        except (psutil.Error, TypeError):
+            continue
+    return out
+
+
+class DataloaderProfiler:
+    """Collects batch timings from the recorder while the window is open."""
+
+    kind = "dataloader"
+
+    def __init__(
+        self, window: ProfilingWindow, recorder: Any, wall: Callable[[float], float]
+    ) -> None:
+        self.regex = re.compile(window.metrics_regex or ".*")
+        self.recorder, self.wall = recorder, wall
+        self.batches: list[tuple[int, float, float]] = []
+        self._workers0: dict[int, tuple[float, float, str]] = {}
+        self._t0 = 0.0
+
+    def on_batch(self, t0: float, t1: float) -> None:
+        """One batch left ``__next__`` (training thread; O(1))."""
+        if len(self.batches) < MAX_BATCHES:
+            self.batches.append((self.recorder.train_steps, t0, t1))
+
+    def start(self) -> None:
+        import time
+
+        self._t0 = time.perf_counter()
+        if self.regex.search(WORKER_METRIC):
+            self._workers0 = _children_cpu()
+        self.recorder.on_batch = self.on_batch
+
+    def stop(self) -> Finish:
+        import time
+
+        self.recorder.on_batch = None
+        seconds = time.perf_counter() - self._t0
+        workers1 = _children_cpu() if self.regex.search(WORKER_METRIC) else {}
+        workers = _worker_rows(self._workers0, workers1, seconds)
+        batches = self._batch_rows()
+        return lambda sink, base: _export(sink, base, batches, workers, seconds)
+
+    def _batch_rows(self) -> list[dict[str, Any]]:
+        if not self.regex.search(BATCH_METRIC):
+            return []
+        rows: list[dict[str, Any]] = []
+        per_step: dict[int, int] = {}
+        for step, t0, t1 in self.batches:
+            per_step[step] = per_step.get(step, -1) + 1
+            rows.append(
+                {
+                    "metric": BATCH_METRIC,
+                    "step": step,
+                    "batch": per_step[step],
+                    "start": self.wall(t0),
+                    "end": self.wall(t1),
+                    "wait_s": t1 - t0,
+                }
+            )
+        return rows
+
+
+def _worker_rows(
+    before: dict[int, tuple[float, float, str]],
+    after: dict[int, tuple[float, float, str]],
+    seconds: float,
+) -> list[dict[str, Any]]:
+    rows = []
+    for pid, (cpu1, created, name) in sorted(after.items()):
+        first = before.get(pid)
+        cpu0 = first[0] if first is not None and first[1] == created else 0.0
+        busy = max(cpu1 - cpu0, 0.0)
+        percent = 100.0 * busy / seconds if seconds > 0 else None
+        rows.append({"metric": WORKER_METRIC, "pid": pid, "name": name,
+                     "cpu_s": busy, "cpu_percent": percent})
+    return rows
+
+
+def _export(
+    sink: ArtifactSink,
+    base: str,
+    batches: list[dict[str, Any]],
+    workers: list[dict[str, Any]],
+    seconds: float,
+) -> dict[str, Any]:
+    waits = sorted(b["wait_s"] for b in batches)
+    summary = {
+        "batches": len(batches),
+        "wait_total_s": sum(waits),
+        "wait_p50_s": waits[len(waits) // 2] if waits else None,
+        "wait_max_s": waits[-1] if waits else None,
+        "window_s": seconds,
+        "workers": len(workers),
+    }
+    doc = {"summary": summary, "batches": batches, "workers": workers}
+    path = sink.write_json(f"{base}.dataloader.json", doc)
+    return {"path": path, "files": [path] if path else [], "summary": summary}

@@ -1,0 +1,85 @@
+"""An agent's profiling: planned windows, live requests, and the background thread.
+
+One :class:`AgentProfiling` per agent. It reads the windows of the job's
+configuration, drives the :class:`WindowScheduler` from the step boundaries,
+and polls the job's ``control/`` folder about once a second for ``profile``
+requests, off the training thread. Every rank applies every request; only
+rank 0 acknowledges it (``control/ack/``), so there is one answer per request.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ... import control
+from ...config import ProfilingWindow, StepscopeConfig
+from .._windows import WindowScheduler
+from ._live import Background, Planned, RequestError, parse_request
+from ._sink import ArtifactSink, FileBounds
+
+
+def plan_from_config(config: dict[str, Any]) -> tuple[list[Planned], FileBounds]:
+    """The windows of a job's resolved configuration (``StepscopeConfig.to_dict()``)."""
+    if not config:
+        return [], FileBounds()
+    with warnings.catch_warnings():  # the launcher already warned about costly windows
+        warnings.simplefilter("ignore")
+        profiler = StepscopeConfig.from_dict(config).profiler
+    profile = profiler.framework_profile_params
+    bounds = FileBounds.from_profile(profile)
+    plan = [Planned(w) for w in profile.windows()] if profile is not None else []
+    if profiler.profile_params is not None:
+        deep = ProfilingWindow("detailed", duration=profiler.profile_params.cpu_profiling_duration)
+        plan.append(Planned(deep, label="deep", rotate_s=bounds.file_close_interval))
+    return plan, bounds
+
+
+class AgentProfiling:
+    """Built by the agent; ``start``, ``attach`` (torch imported) and ``stop``."""
+
+    def __init__(self, agent: Any) -> None:
+        self.store, self.rank, self.faults = agent.store, agent.settings.rank, agent.faults
+        self.event = agent.writer.event
+        plan, bounds = plan_from_config(agent.settings.config)
+        self.sink = ArtifactSink(self.store, self.rank, bounds, self.faults)
+        clock = agent.clock
+        self.scheduler = WindowScheduler(
+            plan, agent.recorder, self.sink, self.event, clock.now, clock.wall, self.faults
+        )
+        self.background = Background(self._poll, self._fault, max(1.0, self.store.min_interval_s))
+        self.scheduler.submit = self.background.submit
+        if self.rank == 0:
+            self.scheduler.ack = self._acknowledge
+        self._seen: set[str] = set()
+        agent.recorder.on_boundary = self.scheduler.on_boundary
+
+    def start(self) -> None:
+        self.background.start()
+
+    def attach(self) -> None:
+        self.scheduler.attach()
+
+    def stop(self) -> None:
+        """Close open windows, finish their exports, remove the staging folder."""
+        self.scheduler.stop()
+        self.background.stop()
+        self.sink.close()
+
+    def _fault(self, exc: Exception) -> None:
+        self.faults.record("profiling", exc)
+
+    def _acknowledge(self, name: str, accepted: bool, detail: str) -> None:
+        control.acknowledge(self.store, name, accepted, detail)
+
+    def _poll(self) -> None:
+        """Background thread: take new ``profile`` requests (validated here, applied later)."""
+        for name, body in control.pending(self.store, "profile", self._seen):
+            try:
+                request = parse_request(name, body)
+            except RequestError as exc:
+                self.event("profiling_request", request=name, accepted=False, detail=str(exc))
+                if self.rank == 0:
+                    self._acknowledge(name, False, str(exc))
+                continue
+            self.scheduler.inbox.append(request)

@@ -1,0 +1,25 @@
+"""The live dashboard (``stepscope ui``): a Starlette app over the job folders.
+
+``create_app(root, host, token)`` returns the ASGI application; the CLI
+(``cli_support``) serves it with uvicorn. It renders only: data comes from the
+job folders through :mod:`stepscope.job` and :mod:`stepscope.analysis`, charts
+from :mod:`stepscope.webcharts`, controls go through :mod:`stepscope.control`.
+See docs/dashboard.md for the API, the security model and the decisions.
+
+Importing this package does not import Starlette (the ``[dashboard]`` extra):
+``create_app`` is loaded on first use, so that the CLI works without the extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from ._app import create_app
+
+        return create_app
+    raise AttributeError(f"module 'stepscope.dashboard' has no attribute {name!r}")

@@ -1,0 +1,183 @@
+"""The HTTP API's handlers (documented in :mod:`._openapi` and docs/dashboard.md).
+
+Handlers are plain functions: Starlette runs them in its thread pool, so a
+slow read never blocks the event loop. Errors become JSON ``{"error": ...}``
+with 400 (bad parameter), 404 (nothing served there) or 409 (job not running).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+
+from ..report import render_report
+from . import _controls
+from ._data import DEFAULT_BUCKETS, MAX_BUCKETS, Source, encode
+from ._paths import NotServed, local_artifact
+
+PHASES = ("train", "eval")
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+def json_bytes(data: bytes, status: int = 200) -> Response:
+    return Response(data, status, media_type="application/json")
+
+
+def source(request: Request) -> Source:
+    src: Source = request.app.state.source
+    return src
+
+
+def _float(request: Request, key: str) -> float | None:
+    raw = request.query_params.get(key)
+    if raw in (None, ""):
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise HTTPError(400, f"{key} must be unix seconds, not {raw!r}.") from None
+
+
+def _int(request: Request, key: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query_params.get(key)
+    try:
+        value = default if raw in (None, "") else int(raw)
+    except ValueError:
+        raise HTTPError(400, f"{key} must be a whole number, not {raw!r}.") from None
+    if not lo <= value <= hi:
+        raise HTTPError(400, f"{key} must be between {lo} and {hi}, not {value}.")
+    return value
+
+
+def handle(fn: Any) -> Any:
+    """Turn the handlers' exceptions into JSON errors."""
+
+    def wrapped(request: Request) -> Response:
+        try:
+            result: Response = fn(request)
+            return result
+        except HTTPError as exc:
+            return error(exc.status, str(exc))
+        except _controls.BadRequest as exc:
+            return error(400, str(exc))
+        except (NotServed, LookupError, FileNotFoundError) as exc:
+            return error(404, str(exc).strip("'\""))
+
+    wrapped.__name__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+@handle
+def list_jobs(request: Request) -> Response:
+    return json_bytes(encode({"jobs": source(request).jobs()}))
+
+
+@handle
+def job_detail(request: Request) -> Response:
+    return json_bytes(encode(source(request).detail(request.path_params["job"])))
+
+
+@handle
+def job_rules(request: Request) -> Response:
+    return json_bytes(encode({"rules": source(request).rules(request.path_params["job"])}))
+
+
+@handle
+def job_system(request: Request) -> Response:
+    node = request.query_params.get("node", "")
+    start, end = _float(request, "start"), _float(request, "end")
+    buckets = _int(request, "buckets", DEFAULT_BUCKETS, 10, MAX_BUCKETS)
+    return json_bytes(source(request).system(request.path_params["job"], node, start, end, buckets))
+
+
+@handle
+def job_steps(request: Request) -> Response:
+    rank = _int(request, "rank", 0, 0, 1_000_000)
+    phase = request.query_params.get("phase", "train")
+    if phase not in PHASES:
+        raise HTTPError(400, f"phase must be one of {', '.join(PHASES)}, not {phase!r}.")
+    start, end = _float(request, "start"), _float(request, "end")
+    buckets = _int(request, "buckets", DEFAULT_BUCKETS, 10, MAX_BUCKETS)
+    data = source(request).steps(request.path_params["job"], rank, phase, start, end, buckets)
+    return json_bytes(data)
+
+
+def _download_name(name: str, suffix: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name) + suffix
+
+
+@handle
+def job_report(request: Request) -> Response:
+    """The job's HTML report, rendered now, as a download."""
+    name = request.path_params["job"]
+    html = render_report(source(request).job(name))
+    disposition = f'attachment; filename="{_download_name(name, "-report.html")}"'
+    return Response(html, media_type="text/html; charset=utf-8",
+                    headers={"content-disposition": disposition})  # fmt: skip
+
+
+@handle
+def job_artifact(request: Request) -> Response:
+    """A file under the job's profiling/ folder, always as a download (never rendered)."""
+    job = source(request).job(request.path_params["job"])
+    path = local_artifact(job.store, request.path_params["path"])
+    filename = _download_name(path.rsplit("/", 1)[-1], "")
+    return FileResponse(path, media_type="application/octet-stream", filename=filename,
+                        headers={"content-security-policy": "sandbox"})  # fmt: skip
+
+
+@handle
+def control_status(request: Request) -> Response:
+    job = source(request).job(request.path_params["job"])
+    return json_bytes(encode(_controls.status(job.store, request.path_params["name"])))
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw:
+        return {}
+    if len(raw) > 64_000:
+        raise HTTPError(413, "The body is too large (at most 64 kB).")
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise HTTPError(400, "The body is not valid JSON.") from None
+
+
+def control_endpoint(make: Any) -> Any:
+    """A POST handler that writes one control request into a running job."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+                raise HTTPError(415, "Send the body as application/json.")
+            body = await _body(request)
+            job = source(request).job(request.path_params["job"])
+            meta = job.meta
+            if meta.get("status") != "Running":
+                raise HTTPError(409, f"Job {meta.get('name')!r} is {meta.get('status')}: only a "
+                                     "running job takes requests.")  # fmt: skip
+            name = make(job.store, body)
+        except HTTPError as exc:
+            return error(exc.status, str(exc))
+        except _controls.BadRequest as exc:
+            return error(400, str(exc))
+        except (NotServed, LookupError) as exc:
+            return error(404, str(exc).strip("'\""))
+        return JSONResponse({"request": name, "pending": True}, status_code=202)
+
+    return endpoint

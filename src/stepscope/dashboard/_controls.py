@@ -1,0 +1,129 @@
+"""The controls: JSON bodies of the dashboard's POSTs to control-channel requests.
+
+The same requests as ``stepscope profile`` / ``stepscope config`` / a stop
+(:mod:`stepscope.control`); the agent, the samplers and the launcher answer in
+``control/ack/``. Bodies are checked completely here, with messages that say
+what was wrong and what is valid; the agent checks profile windows again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from .. import control
+from ..config import SYSTEM_MONITOR_INTERVALS, ConfigError, ProfilingWindow
+from ..store import Store
+
+BY = "dashboard"
+REQUEST_NAME = re.compile(r"^(stop|config|profile)-\d{13}-[0-9a-f]{8}\.json$")
+PROFILE_KEYS = ("detailed", "python", "timer", "dataloader", "start_step", "num_steps",
+                "start_time", "duration")  # fmt: skip
+PYTHON_PROFILERS = ("cprofile", "pyinstrument")
+TIMERS = ("total_time", "cpu_time", "off_cpu_time")
+
+
+class BadRequest(ValueError):
+    """A body the dashboard refuses (HTTP 400, the message says why)."""
+
+
+def _object(body: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise BadRequest("The body must be a JSON object.")
+    unknown = sorted(set(body) - set(keys))
+    if unknown:
+        raise BadRequest(f"Unknown key(s) {', '.join(map(repr, unknown))}. Valid keys: "
+                         f"{', '.join(keys)}.")  # fmt: skip
+    return body
+
+
+def interval(store: Store, body: Any) -> str:
+    """``{"interval_ms": 1000}`` -> a ``config`` request; returns its name."""
+    ms = _object(body, ("interval_ms",)).get("interval_ms")
+    if isinstance(ms, bool) or ms not in SYSTEM_MONITOR_INTERVALS:
+        accepted = ", ".join(map(str, SYSTEM_MONITOR_INTERVALS))
+        raise BadRequest(f"Invalid value {ms!r} for interval_ms. Accepted values are {accepted}.")
+    return control.request_interval(store, int(ms), BY)
+
+
+def stop(store: Store, body: Any) -> str:
+    """``{"reason": "..."}`` (optional) -> a ``stop`` request; returns its name."""
+    reason = _object(body or {}, ("reason",)).get("reason") or "stop requested in the dashboard"
+    if not isinstance(reason, str) or len(reason) > 500:
+        raise BadRequest("reason must be a string of at most 500 characters.")
+    return control.request_stop(store, reason, BY)
+
+
+def _int_or_none(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest(f"{key} must be a whole number >= 0 or blank, not {value!r}.")
+    return value
+
+
+def _span(body: dict[str, Any]) -> dict[str, Any]:
+    """A step window (blank: the current step, one step) or a time window."""
+    start_time, duration = body.get("start_time"), body.get("duration")
+    timed = start_time not in (None, "") or duration not in (None, "")
+    steps = {"start_step": _int_or_none(body, "start_step"),
+             "num_steps": _int_or_none(body, "num_steps")}  # fmt: skip
+    if not timed:
+        return steps
+    if any(v is not None for v in steps.values()):
+        raise BadRequest("Give either start_step/num_steps or start_time/duration, not both.")
+    if start_time in (None, "", "now"):
+        start_time = time.time()
+    if duration in ("",):
+        duration = None
+    for key, value in (("start_time", start_time), ("duration", duration)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise BadRequest(f"{key} must be a number (unix seconds / seconds), not {value!r}.")
+    return {"start_unix_time": float(start_time), "duration": duration}
+
+
+def profile_windows(body: Any) -> list[dict[str, Any]]:
+    """The windows a profile body asks for, as ``control.request_profile`` wants them."""
+    body = _object(body, PROFILE_KEYS)
+    span, windows = _span(body), []
+    if body.get("detailed"):
+        windows.append({"kind": "detailed", **span})
+    python = body.get("python")
+    if python not in (None, "", False):
+        if python not in PYTHON_PROFILERS:
+            raise BadRequest(f"python must be one of {', '.join(PYTHON_PROFILERS)} or null.")
+        timer = body.get("timer") or "total_time"
+        if timer not in TIMERS:
+            raise BadRequest(f"timer must be one of {', '.join(TIMERS)}.")
+        windows.append({"kind": "python", **span, "python_profiler": python,
+                        "cprofile_timer": timer if python == "cprofile" else None})  # fmt: skip
+    if body.get("dataloader"):
+        windows.append({"kind": "dataloader", **span})
+    if not windows:
+        raise BadRequest("Nothing to profile: set detailed, python or dataloader.")
+    for w in windows:
+        probe = {k: v for k, v in w.items() if v is not None}
+        if "start_unix_time" not in probe:
+            probe.setdefault("start_step", 0)  # blank: the agent picks the current step
+        try:
+            ProfilingWindow.from_dict(probe)
+        except ConfigError as exc:
+            raise BadRequest(str(exc)) from None
+    return windows
+
+
+def profile(store: Store, body: Any) -> str:
+    """A ``profile`` request for the windows of ``body``; returns its name."""
+    return control.request_profile(store, profile_windows(body), BY)
+
+
+def status(store: Store, name: str) -> dict[str, Any]:
+    """A request's state: ``pending`` until the job acknowledged it, then its answer."""
+    if not REQUEST_NAME.match(name):
+        raise LookupError(f"no control request named {name!r}")
+    if not store.exists(f"{control.CONTROL}/{name}"):
+        raise LookupError(f"no control request named {name!r}")
+    ack = control.acknowledgement(store, name)
+    return {"name": name, "pending": ack is None, "ack": ack}

@@ -1,0 +1,221 @@
+"""What the API answers, read straight from the job folders under one root.
+
+:class:`Source` holds one :class:`~stepscope.job.Job` per job (its metadata
+methods read the folder anew on every call) and the caches of :mod:`._cache`.
+Local jobs' row streams come from :class:`._cache.Streams`; jobs on object
+stores are read through the Job's DuckDB queries (serialised per job) and
+cached for one second. Chart answers are cached by the data's signature, so a
+finished job is computed once and a running one once per flush.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from ..analysis.report_data import rank_rules
+from ..job import Job
+from ..report._context import read_rules
+from ..store import Store
+from ._cache import Answers, Streams, signature
+from ._paths import JOB_NAME, job_store
+from ._series import node_charts, step_charts, window
+
+DEFAULT_BUCKETS = 1000
+MAX_BUCKETS = 4000
+ISSUE = "IssuesFound"
+LIVE_CHECK_S = 0.5
+
+
+def clean(obj: Any) -> Any:
+    """``obj`` with NaN and infinities as None (JSON has no NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [clean(v) for v in obj]
+    return obj
+
+
+def encode(obj: Any) -> bytes:
+    """Compact JSON bytes of ``obj`` (NaN as null, unknown types as strings)."""
+    try:  # chart specs are already clean: the fast path
+        return json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False).encode()
+    except ValueError:
+        return json.dumps(clean(obj), separators=(",", ":"), default=str).encode()
+
+
+class Source:
+    """The job folders under ``root``, as plain data for the API."""
+
+    def __init__(self, root: Store, now: Callable[[], float] = time.time) -> None:
+        self.root, self._now = root, now
+        self.streams, self.answers = Streams(), Answers()
+        self._jobs: dict[str, Job] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def job(self, name: str) -> Job:
+        """The Job named ``name`` (NotServed when there is none)."""
+        store = job_store(self.root, name)
+        with self._lock:
+            if name not in self._jobs:
+                self._jobs[name] = Job(store, now=self._now)
+                self._locks[name] = threading.Lock()
+            return self._jobs[name]
+
+    def names(self) -> list[str]:
+        return [n for n in self.root.listdir() if self.root.exists(f"{n}/job.json")]
+
+    # -- row streams ---------------------------------------------------------------
+    def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Any:
+        """(signature, frame) of a stream: by segment on local disks, else per second.
+
+        A finished job's files are listed once; a running job's at most every
+        :data:`LIVE_CHECK_S` (its writers flush every 2 s).
+        """
+        if job.store.is_local:
+            final = job.meta.get("status") != "Running"
+            age = math.inf if final else LIVE_CHECK_S
+            return self.streams.frame(job.store, prefix, sort, max_age=age)
+        key = ("remote", job.path, prefix, int(self._now()))
+        lock = self._locks[job.name]
+
+        def locked() -> tuple[Any, pd.DataFrame]:
+            with lock:
+                return key, read()
+
+        return self.answers.get(key, locked)
+
+    def system_frame(self, job: Job, node: str) -> tuple[Any, pd.DataFrame]:
+        return self._stream(job, f"system/{node}", "time", lambda: job.system(nodes=[node]))
+
+    def steps_frame(self, job: Job, rank: int) -> tuple[Any, pd.DataFrame]:
+        return self._stream(job, f"steps/rank-{rank}", "start", lambda: job.steps(ranks=[rank]))
+
+    # -- answers -----------------------------------------------------------------------
+    def jobs(self) -> list[dict[str, Any]]:
+        """One row per job for the jobs list, oldest first."""
+        rows = []
+        for name in self.names():
+            try:
+                rows.append(self.job_row(name))
+            except (OSError, ValueError, LookupError):
+                continue
+        return sorted(rows, key=lambda r: r.get("start_time") or 0.0)
+
+    def job_row(self, name: str) -> dict[str, Any]:
+        job = self.job(name)
+        meta = job.meta
+        start, end = meta.get("start_time"), meta.get("end_time")
+        rules = self.rules(name)
+        return {
+            "name": name,
+            "status": meta.get("status"),
+            "alive": meta.get("alive"),
+            "reason": meta.get("reason"),
+            "start_time": start,
+            "end_time": end,
+            "duration_s": ((end or self._now()) - start) if start else None,
+            "steps": self._train_steps(job),
+            "rule_issues": sum(1 for r in rules if ISSUE in (r.get("status"), r.get("verdict"))),
+            "rules": len(rules),
+        }
+
+    def _train_steps(self, job: Job) -> int:
+        ranks = job.ranks()
+        if not ranks:
+            return 0
+        _, steps = self.steps_frame(job, ranks[0])
+        return int((steps["phase"] == "train").sum()) if len(steps) else 0
+
+    def detail(self, name: str) -> dict[str, Any]:
+        """The job page's header: metadata, nodes, ranks, profiling artifacts."""
+        job = self.job(name)
+        meta = job.meta
+        nodes = {}
+        for node in job.nodes():
+            try:
+                nodes[node] = job.node_info(node)
+            except (OSError, ValueError):
+                nodes[node] = {"node": node}
+        keep = ("name", "status", "alive", "reason", "exit_code", "command", "hosts",
+                "start_time", "end_time", "stepscope_version")  # fmt: skip
+        return {
+            **{k: meta.get(k) for k in keep},
+            "name": name,
+            "now": self._now(),
+            "nodes": nodes,
+            "ranks": job.ranks(),
+            "steps": self._train_steps(job),
+            "artifacts": job.profiling_artifacts(),
+            "faults": job.faults(),
+        }
+
+    def rules(self, name: str) -> list[dict[str, Any]]:
+        """Rule statuses, most severe first (``rules/*.json``), cached by file signature."""
+        job = self.job(name)
+        sig = signature(job.store, "rules", ".json") if job.store.is_local else int(self._now())
+        return self.answers.get(("rules", name, sig), lambda: rank_rules(read_rules(job)))
+
+    def system(
+        self, name: str, node: str, start: float | None, end: float | None, buckets: int
+    ) -> bytes:
+        """Chart specs of one node's samples in ``[start, end)``, as JSON."""
+        job = self.job(name)
+        if not JOB_NAME.match(node) or not job.store.isdir(f"system/{node}"):
+            raise LookupError(f"job {name!r} has no node {node!r}; nodes: {job.nodes()}")
+        sig, frame = self.system_frame(job, node)
+        t0 = float(job.meta.get("start_time") or 0.0)
+        key = ("system", name, node, sig, start, end, buckets)
+        return self.answers.get(
+            key, lambda: encode(self._system(job, node, frame, t0, start, end, buckets))
+        )
+
+    def _system(self, job: Job, node: str, frame: pd.DataFrame, t0: float, start: float | None,
+                end: float | None, buckets: int) -> dict[str, Any]:  # fmt: skip
+        part = window(frame, "time", start, end)
+        try:
+            info = job.node_info(node)
+        except (OSError, ValueError):
+            info = {}
+        return {
+            "node": node,
+            "t0": t0,
+            "samples": len(part),
+            "first": float(part["time"].iloc[0]) if len(part) else None,
+            "last": float(part["time"].iloc[-1]) if len(part) else None,
+            "interval_ms": int(part["interval_ms"].iloc[-1]) if len(part) else None,
+            "charts": node_charts(part.drop(columns=["interval_ms"]), info, t0, buckets),
+        }
+
+    def steps(self, name: str, rank: int, phase: str, start: float | None, end: float | None,
+              buckets: int) -> bytes:  # fmt: skip
+        """Chart specs of one rank's steps of ``phase`` that began in ``[start, end)``, as JSON."""
+        job = self.job(name)
+        sig, frame = self.steps_frame(job, rank)
+        t0 = float(job.meta.get("start_time") or 0.0)
+
+        def compute() -> bytes:
+            rows = frame[frame["phase"] == phase] if len(frame) else frame
+            part = window(rows, "start", start, end)
+            last = int(part["step"].iloc[-1]) if len(part) else None
+            return encode(
+                {
+                    "rank": rank,
+                    "phase": phase,
+                    "t0": t0,
+                    "count": len(part),
+                    "last_step": last,
+                    "charts": step_charts(part, t0, buckets),
+                }
+            )
+
+        return self.answers.get(("steps", name, rank, phase, sig, start, end, buckets), compute)

@@ -1,0 +1,119 @@
+"""The API's OpenAPI 3.1 document, written by hand (served at ``/openapi.json``).
+
+A test checks that every route of the app is documented here and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from ..config import SYSTEM_MONITOR_INTERVALS
+
+_JOB = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"},
+        "description": "job folder name under the served root"}  # fmt: skip
+_WINDOW = [
+    {"name": "start", "in": "query", "schema": {"type": "number"},
+     "description": "unix seconds (inclusive); blank: the beginning"},
+    {"name": "end", "in": "query", "schema": {"type": "number"},
+     "description": "unix seconds (exclusive); blank: the newest data"},
+    {"name": "buckets", "in": "query", "schema": {"type": "integer", "minimum": 10,
+     "maximum": 4000, "default": 1000}, "description": "time buckets (2 points each)"},
+]  # fmt: skip
+_ERR = {
+    "description": "error",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
+            }
+        }
+    },
+}
+_JSON = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+_ACCEPTED = {
+    "description": "request written; poll /control/{name} for the answer",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"request": {"type": "string"}, "pending": {"type": "boolean"}},
+            }
+        }
+    },
+}
+_REFUSED = {"401": _ERR, "403": _ERR}
+
+
+def _get(summary: str, params: list[dict[str, Any]] | None = None,
+         ok: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    return {"get": {"summary": summary, "parameters": params or [],
+                    "responses": {"200": ok or _JSON, "404": _ERR, **_REFUSED}}}  # fmt: skip
+
+
+def _post(summary: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"post": {
+        "summary": summary, "parameters": [_JOB],
+        "security": [{"token": []}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
+        "responses": {"202": _ACCEPTED, "400": _ERR, "404": _ERR, "409": _ERR, "415": _ERR,
+                      **_REFUSED},
+    }}  # fmt: skip
+
+
+_PROFILE = {"type": "object", "additionalProperties": False, "properties": {
+    "detailed": {"type": "boolean", "description": "PyTorch profiler trace"},
+    "python": {"enum": ["cprofile", "pyinstrument", None], "description": "Python profiler"},
+    "timer": {"enum": ["total_time", "cpu_time", "off_cpu_time"], "description": "cProfile timer"},
+    "dataloader": {"type": "boolean", "description": "data loader timings"},
+    "start_step": {"type": ["integer", "null"], "description": "blank: the current step"},
+    "num_steps": {"type": ["integer", "null"], "description": "blank: one step"},
+    "start_time": {"type": ["number", "string", "null"], "description": "unix seconds or 'now'"},
+    "duration": {"type": ["number", "null"], "description": "seconds (a time window)"},
+}}  # fmt: skip
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document of the dashboard's API."""
+    jobs = "/api/jobs/{job}"
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "stepscope dashboard", "version": __version__,
+                 "description": "Live view and controls of the jobs under one folder. "
+                 "GETs need no token on loopback; every POST needs X-Stepscope-Token."},
+        "components": {"securitySchemes": {"token": {
+            "type": "apiKey", "in": "header", "name": "X-Stepscope-Token"}}},
+        "paths": {
+            "/": _get("the dashboard page (HTML)", ok={"description": "HTML page"}),
+            "/openapi.json": _get("this document"),
+            "/favicon.ico": _get("no icon (204)", ok={"description": "empty"}),
+            "/api/jobs": _get("every job: name, status, start, duration, steps, rule issues"),
+            jobs: _get("one job: metadata, nodes, ranks, profiling artifacts, faults", [_JOB]),
+            f"{jobs}/system": _get("chart specs of one node's system samples", [
+                _JOB, {"name": "node", "in": "query", "required": True,
+                       "schema": {"type": "string"}}, *_WINDOW]),
+            f"{jobs}/steps": _get("chart specs of one rank's steps", [
+                _JOB, {"name": "rank", "in": "query", "schema": {"type": "integer", "default": 0}},
+                {"name": "phase", "in": "query", "schema": {"enum": ["train", "eval"]}},
+                *_WINDOW]),
+            f"{jobs}/rules": _get("rule statuses and findings, most severe first", [_JOB]),
+            f"{jobs}/report.html": _get("the HTML report, rendered now (download)", [_JOB],
+                                        {"description": "text/html attachment"}),
+            f"{jobs}/artifacts/{{path}}": _get("a profiling artifact (download)", [
+                _JOB, {"name": "path", "in": "path", "required": True,
+                       "schema": {"type": "string"}, "description": "profiling/rank-<r>/..."}],
+                {"description": "application/octet-stream attachment"}),
+            f"{jobs}/control/{{name}}": _get("a control request: pending, or its answer", [
+                _JOB, {"name": "name", "in": "path", "required": True,
+                       "schema": {"type": "string"}}]),
+            f"{jobs}/interval": _post("change the sampling interval", {
+                "type": "object", "required": ["interval_ms"], "additionalProperties": False,
+                "properties": {"interval_ms": {"enum": list(SYSTEM_MONITOR_INTERVALS)}}}),
+            f"{jobs}/profile": _post("open profiling windows (blank: current step, one step)",
+                                     _PROFILE),
+            f"{jobs}/stop": _post("stop the job gracefully (ends as Stopped)", {
+                "type": "object", "additionalProperties": False,
+                "properties": {"reason": {"type": "string", "maxLength": 500}}}),
+        },
+    }  # fmt: skip

@@ -1,0 +1,79 @@
+/* The jobs list: sortable, filterable, refreshed every 2 s while "live" is on. */
+(function () {
+  "use strict";
+  const {api, h, iso, dur, setConn, pages} = window.Dash;
+  const POLL_MS = 2000;
+  let rows = [], sortKey = "start_time", sortDir = -1, timer = null;
+
+  function matches(row, text) {
+    if (!text) return true;
+    text = text.toLowerCase();
+    return String(row.name).toLowerCase().includes(text) ||
+      String(row.status).toLowerCase().includes(text);
+  }
+
+  function compare(a, b) {
+    const x = a[sortKey], y = b[sortKey];
+    if (x === y) return 0;
+    if (x === null || x === undefined) return 1;
+    if (y === null || y === undefined) return -1;
+    return (x < y ? -1 : 1) * sortDir;
+  }
+
+  function render() {
+    const body = document.querySelector("#jobs tbody");
+    const text = document.getElementById("filter").value.trim();
+    const shown = rows.filter((r) => matches(r, text)).sort(compare);
+    body.replaceChildren(...shown.map((r) => h("tr", {dataset: {job: r.name}},
+      h("td", {}, h("a", {href: "#/job/" + encodeURIComponent(r.name), textContent: r.name})),
+      h("td", {}, h("span", {className: "status " + r.status, textContent: r.status,
+        title: r.reason || ""})),
+      h("td", {textContent: iso(r.start_time)}),
+      h("td", {textContent: dur(r.duration_s)}),
+      h("td", {className: "num", textContent: String(r.steps)}),
+      h("td", {className: "num" + (r.rule_issues ? " issues" : ""),
+        textContent: r.rules ? `${r.rule_issues} of ${r.rules}` : "--"}))));
+    document.getElementById("jobs-empty").hidden = rows.length > 0;
+    document.getElementById("jobs-count").textContent = `${shown.length} of ${rows.length} jobs`;
+    for (const th of document.querySelectorAll("#jobs th")) {
+      th.dataset.dir = th.dataset.sort === sortKey ? (sortDir > 0 ? "asc" : "desc") : "";
+    }
+  }
+
+  async function load() {
+    try {
+      rows = (await api("/api/jobs")).jobs;
+      render();
+      document.body.dataset.jobsLoaded = String(Date.now());
+    } catch (err) {
+      setConn(false, err.message);
+    }
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    if (document.getElementById("jobs-live").checked) {
+      timer = setTimeout(async () => { await load(); schedule(); }, POLL_MS);
+    }
+  }
+
+  for (const th of document.querySelectorAll("#jobs th")) {
+    th.addEventListener("click", () => {
+      sortDir = sortKey === th.dataset.sort ? -sortDir : 1;
+      sortKey = th.dataset.sort;
+      render();
+    });
+  }
+  document.getElementById("filter").addEventListener("input", render);
+  document.getElementById("jobs-refresh").addEventListener("click", load);
+  document.getElementById("jobs-live").addEventListener("change", schedule);
+
+  pages.jobs = {
+    enter() {
+      document.getElementById("crumb").textContent = "";
+      document.title = "stepscope dashboard";
+      load().then(schedule);
+    },
+    leave() { clearTimeout(timer); timer = null; },
+  };
+})();

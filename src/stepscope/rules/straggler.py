@@ -1,0 +1,172 @@
+"""Straggler: ranks persistently slower than their peers, named with their node.
+
+Windows are aligned by step number (steps ``[k*w, (k+1)*w)``), the same for
+every rank, so they mean the same steps on every node whatever the clocks say.
+In each window, each rank's median of a step column is compared with the
+median of its peers' medians; a rank that is worse by ``threshold`` times (and
+by ``min_excess_s``) in ``patience`` consecutive windows is a straggler.
+
+Under DDP, ranks wait for each other inside ``backward`` (the gradient
+all-reduce): the fast ranks show the straggler's delay as backward time. So
+``backward`` and ``duration`` name the waiting ranks rather than the slow one;
+the default columns are those where a rank's own slowness shows (data wait,
+forward, optimizer, the rest), plus ``duration`` for jobs whose ranks do not
+wait for each other. docs/distributed.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ._base import Rule
+from ._input import RuleInput
+from ._params import Param, RuleConfigError, window
+from ._types import Finding, RuleResult, Status
+from ._windows import Hit, runs, severity
+
+METRICS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")
+DEFAULT_METRICS = "data_wait,forward,optimizer,other,duration"
+MIN_STEPS = 3  # a rank's window with fewer steps is not judged
+ADVICE = {
+    "data_wait": "its data loading is slower: look at its data shard (size, storage it "
+    "is read from) and its DataLoader workers",
+    "duration": "its steps are slower: look at its device and node",
+}
+ADVICE_COMPUTE = (
+    "its compute is slower: look at its GPU (clocks, temperature, another process on it), "
+    "CPU contention on its node, or work done only on that rank (logging, evaluation)"
+)
+
+
+class Straggler(Rule):
+    name = "Straggler"
+    description = "Ranks whose steps are persistently slower than those of their peers."
+    recommendation = (
+        "Every rank waits for the slowest at each collective: fix or replace the straggler. "
+        "Compare its node's system metrics with the others', balance its data shard, and "
+        "drain a node that stays slow."
+    )
+    frames = ("steps",)  # judges steps only: never load the wide system frame
+    params = (
+        Param(
+            "threshold",
+            1.5,
+            "a rank's median as a multiple of its peers' median that makes it slower",
+            minimum=1.0,
+        ),
+        Param("min_excess_s", 0.005, "least excess over the peers' median, seconds"),
+        Param(
+            "patience", 3, "consecutive slower windows before a rank is reported", int, minimum=1
+        ),
+        window(20, "steps"),
+        Param("skip_steps", 5, "first training steps of each rank ignored", int),
+        Param("metrics", DEFAULT_METRICS, f"step columns compared, of {', '.join(METRICS)}", str),
+    )
+
+    def __init__(self, name: str | None = None, **parameters: Any) -> None:
+        super().__init__(name, **parameters)
+        bad = [m for m in self.metrics() if m not in METRICS]
+        if bad or not self.metrics():
+            raise RuleConfigError(
+                f"Invalid metrics {self.p('metrics')!r} for rule {self.rule_name}: expected "
+                f"a comma-separated list of {', '.join(METRICS)} (default {DEFAULT_METRICS})."
+            )
+
+    def metrics(self) -> list[str]:
+        return [m.strip() for m in str(self.p("metrics")).split(",") if m.strip()]
+
+    def evaluate(self, data: RuleInput) -> RuleResult:
+        steps = self._steps(data.steps)
+        ranks = steps["rank"].nunique() if len(steps) else 0
+        if ranks < 2:
+            return self.not_applicable(
+                data, f"needs training steps of at least 2 ranks; this job has {ranks}"
+            )
+        medians = self._medians(steps)
+        hits = [h for m in self.metrics() for h in self._hits(medians, m)]
+        found = [run for run in runs(hits) if len(run) >= self.p("patience")]
+        findings = [self._finding(run, medians) for run in found]
+        status = Status.ISSUES_FOUND if findings else Status.NO_ISSUES_FOUND
+        triggers = sum(len(run) for run in found)
+        message = (
+            f"{len(findings)} straggler finding(s); worst: "
+            f"{max(findings, key=lambda f: f.severity).message}"
+            if findings
+            else f"No straggler among {ranks} ranks in {len(steps)} steps."
+        )
+        details = {"ranks": ranks, "windows": int(medians.index.get_level_values(0).nunique())}
+        return self.result(
+            status,
+            data,
+            findings=findings,
+            triggers=triggers,
+            datapoints=len(steps),
+            message=message,
+            details=details,
+        )
+
+    def _steps(self, steps: pd.DataFrame) -> pd.DataFrame:
+        if not len(steps):
+            return steps
+        keep = (steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))
+        return steps[keep & ~steps["profiled"].fillna(False).astype(bool)]
+
+    def _medians(self, steps: pd.DataFrame) -> pd.DataFrame:
+        """Per (window, rank): step count, span, node and the median of every metric."""
+        frame = steps.assign(win=steps["step"] // self.p("window"))
+        aggs: dict[str, Any] = {m: (m, "median") for m in METRICS}
+        grouped = frame.groupby(["win", "rank"])
+        out = grouped.agg(
+            n=("step", "size"),
+            first=("step", "min"),
+            last=("step", "max"),
+            start=("start", "min"),
+            end=("end", "max"),
+            node=("node", "first"),
+            **aggs,
+        )
+        return out[out["n"] >= MIN_STEPS]
+
+    def _hits(self, medians: pd.DataFrame, metric: str) -> list[Hit]:
+        table = medians[metric].unstack("rank")
+        hits = []
+        for rank in table.columns:
+            mine, peers = table[rank], table.drop(columns=rank).median(axis=1)
+            worse = (mine > self.p("threshold") * peers) & (mine - peers > self.p("min_excess_s"))
+            for win in worse[worse.fillna(False)].index:
+                row = medians.loc[(win, rank)]
+                ratio = float(mine[win] / peers[win]) if peers[win] > 0 else float("inf")
+                hit = Hit(
+                    f"{rank}|{metric}", int(win), float(row["start"]), float(row["end"]), ratio
+                )
+                hits.append(hit)
+        return hits
+
+    def _finding(self, run: list[Hit], medians: pd.DataFrame) -> Finding:
+        rank_s, metric = run[0].key.split("|")
+        rank = int(rank_s)
+        wins = [h.win for h in run]
+        mine = medians.xs(rank, level="rank").loc[wins]
+        others = medians.drop(index=rank, level="rank")
+        peers = others[others.index.get_level_values("win").isin(wins)][metric].median()
+        node = str(mine["node"].iloc[0])
+        ratio = min(h.value for h in run)  # held in every window of the run
+        threshold = float(self.p("threshold"))
+        return Finding(
+            f"{metric} of rank {rank} on node {node} makes it a straggler: median "
+            f"{mine[metric].median():.3f} s against {peers:.3f} s for its peers (at least "
+            f"{ratio:.1f}x, > {threshold:g}x) in "
+            f"{len(run)} consecutive windows of {self.p('window')} steps; "
+            f"{ADVICE.get(metric, ADVICE_COMPUTE)}",
+            self.recommendation,
+            severity(ratio, threshold, 4 * threshold),
+            node=node,
+            rank=rank,
+            start=run[0].start,
+            end=run[-1].end,
+            steps=(int(mine["first"].min()), int(mine["last"].max())),
+            value=ratio,
+            threshold=threshold,
+        )

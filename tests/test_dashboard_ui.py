@@ -1,0 +1,177 @@
+"""The dashboard in a real browser (Debian's chromium via Playwright) against real servers.
+
+``stepscope ui`` runs in a subprocess on an ephemeral port of 127.0.0.1; the
+main test watches a real ``stepscope run`` of tests/scripts/mlp.py and drives
+every control through the page. Screenshots go to test-artifacts/dashboard-*.png.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stepscope
+from conftest import BIN, SCRIPTS, env_for_tests
+from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]  # fmt: skip
+WAIT_MS = 60_000
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    before = set(threading.enumerate())
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+    for t in set(threading.enumerate()) - before:  # Playwright's loop thread ends late
+        t.join(timeout=10)
+
+
+class Procs:
+    """Child processes of one test, ended (and reaped) however the test ends."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, cmd: list[str]) -> subprocess.Popen[str]:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env_for_tests())  # fmt: skip
+        self.procs.append(p)
+        return p
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+
+
+@pytest.fixture
+def procs() -> Iterator[Procs]:
+    ps = Procs()
+    yield ps
+    ps.close()
+
+
+def serve(procs: Procs, root: Path) -> str:
+    p = procs.start([str(BIN / "stepscope"), "ui", str(root), "--port", "0"])
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert "serving" in line, line
+    return line.split(" at ", 1)[1].strip()
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def points(page: Any, chart: str) -> int:
+    return int(page.get_attribute(f'[data-chart="{chart}"]', "data-points") or 0)
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=True)
+
+
+def test_live_job_in_the_browser(tmp_path: Path, browser: Any, procs: Procs) -> None:
+    run = procs.start([str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "live-job",
+                       "--interval-ms", "500", "--", sys.executable, str(SCRIPTS / "mlp.py"),
+                       "--steps", "100000", "--step-sleep", "0.05"])  # fmt: skip
+    job_dir = tmp_path / "live-job"
+    wait_for(lambda: any(job_dir.glob("system/*/part-*.parquet")), "the first system samples")
+    url = serve(procs, tmp_path)
+    page = browser.new_page(viewport={"width": 1366, "height": 900}, accept_downloads=True)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: d.accept())
+    page.goto(url)
+    assert "token=" not in page.url  # taken out of the address bar, kept for the session
+    page.wait_for_selector('tr[data-job="live-job"] .status.Running', timeout=WAIT_MS)
+    shot(page, "jobs")
+
+    page.click('tr[data-job="live-job"] a')
+    page.wait_for_selector('[data-chart="cpu"][data-drawn="1"]', timeout=WAIT_MS)
+    page.wait_for_selector('[data-chart="step_duration"][data-drawn="1"]', timeout=WAIT_MS)
+    cpu, step = points(page, "cpu"), points(page, "step_duration")
+    wait_for(lambda: points(page, "cpu") > cpu and points(page, "step_duration") > step,
+             "the charts to grow")  # fmt: skip
+    # (no wait_for_function here: the page's CSP forbids the eval it needs, as it should)
+    shot(page, "job-live")
+
+    page.select_option("#interval", "200")
+    page.click("#interval-apply")
+    page.wait_for_selector('#interval-status[data-state="accepted"]', timeout=WAIT_MS)
+    page.wait_for_selector('body[data-interval-ms="200"]', state="attached", timeout=WAIT_MS)
+    latest = stepscope.open(job_dir).system().iloc[-1]
+    assert int(latest["interval_ms"]) == 200
+
+    page.select_option("#p-python", "cprofile")
+    page.click("#profile-apply")
+    page.wait_for_selector('#profile-status[data-state="accepted"]', timeout=WAIT_MS)
+    page.wait_for_selector("#artifacts a.artifact", timeout=WAIT_MS)
+    href = page.eval_on_selector("#artifacts a.artifact", "a => a.href")
+    assert "/artifacts/profiling/rank-0/python-" in href
+    assert page.request.get(href).status == 200
+    shot(page, "job-controls")
+
+    with page.expect_download(timeout=WAIT_MS) as download:
+        page.click("#report-link")
+    saved = ARTIFACTS / "dashboard-report.html"
+    download.value.save_as(saved)
+    assert saved.read_text().startswith("<!doctype html>")
+
+    page.click("#stop")
+    page.wait_for_selector('#stop-status[data-state="accepted"]', timeout=WAIT_MS)
+    run.communicate(timeout=60)
+    assert stepscope.open(job_dir).status == "Stopped"
+    page.wait_for_selector("#job-status.Stopped", timeout=WAIT_MS)
+    shot(page, "job-stopped")
+    assert errors == []
+
+
+HOSTILE = '<img src=x onerror="window.__pwned=1">'
+
+
+def test_user_strings_are_shown_as_text(tmp_path: Path, browser: Any, procs: Procs) -> None:
+    finding = {"message": "slow " + HOSTILE, "severity": 0.9, "start": 1_763_850_100.0,
+               "end": 1_763_850_110.0, "node": "node-a", "rank": 0}  # fmt: skip
+    rule = {"rule": "StepOutlier", "status": "IssuesFound", "triggers": 1,
+            "message": HOSTILE, "findings": [finding]}  # fmt: skip
+    store = write_synthetic_job(str(tmp_path / "job-1"), SyntheticJob(name="job-1"), [rule])
+    store.write_json("job.json", store.read_json("job.json") | {"reason": HOSTILE})
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(serve(procs, tmp_path) + "#/job/job-1")
+    page.wait_for_selector("tr.finding button.jump", timeout=WAIT_MS)
+    assert HOSTILE in page.inner_text("#rules") and HOSTILE in page.inner_text("#job-facts")
+    page.click("tr.finding button.jump")
+    page.wait_for_selector('#range:has-text("StepOutlier")', timeout=WAIT_MS)
+    page.wait_for_selector('[data-chart="cpu"][data-drawn="1"]', timeout=WAIT_MS)
+    shot(page, "escaping-and-jump")
+    assert page.evaluate("window.__pwned") is None
+    assert page.query_selector("#rules img") is None
