@@ -145,6 +145,6 @@ def test_unknown_command_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize("command", [["python", "-m", "pkg.train"], ["python", "train.py"]])
 def test_default_job_name(command):
-    from stepscope.cli import _job_name
+    from stepscope.run_cli import job_name as _job_name
 
     assert _job_name(command).startswith("train-")

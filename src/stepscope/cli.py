@@ -4,107 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._config._stepscope import DEFAULT_OUTPUT
 from .dashboard.cli_support import add_parser as add_ui_parser
-from .launch_torchrun import add_options as add_torchrun_options
 from .profiling_cli import add_parsers as add_profiling_parsers
-
-DEFAULT_OUTPUT = "./stepscope-runs"
+from .run_cli import add_parser as add_run_parser
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one clear line, exit code 2."""
-
-
-def _job_name(command: list[str]) -> str:
-    """``<script>-<timestamp>`` from ``python train.py`` or ``python -m pkg.train``."""
-    script = "job"
-    for i, arg in enumerate(command):
-        if arg == "-m" and i + 1 < len(command):
-            script = command[i + 1].rsplit(".", 1)[-1]
-            break
-        if arg.endswith(".py"):
-            script = os.path.splitext(os.path.basename(arg))[0]
-            break
-    else:
-        script = os.path.basename(command[0]) if command else "job"
-    return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def _resolve(args: argparse.Namespace) -> Any:
-    from .config import ConfigError, resolve_config
-
-    given = {"output": args.output, "job": args.job, "interval_ms": args.interval_ms}
-    try:
-        return resolve_config(args.config, env=os.environ, args=given)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from .launcher import RunSpec, run
-
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("no command to run. Usage: stepscope run [OPTIONS] -- python train.py")
-    named, (command, plan) = command, _torchrun_plan(args, command)
-    if shutil.which(command[0]) is None:
-        raise UsageError(f"command not found: {command[0]!r}. Check the name and your PATH.")
-    cfg = _resolve(args)
-    if cfg.profiler.disable_profiler:
-        print("stepscope: disable_profiler is set: running the command unwatched", file=sys.stderr)
-        import subprocess
-
-        return subprocess.call(command)
-    name = cfg.job.name or _job_name(named)
-    output = cfg.job.output or DEFAULT_OUTPUT
-    if plan is None or not plan.multi_node:  # the nodes of a torchrun job share the folder
-        _refuse_existing(output, name)
-    spec = RunSpec(
-        command=command,
-        output=output,
-        job=name,
-        config=cfg.to_dict(),
-        interval_ms=cfg.profiler.system_monitor_interval_millis,
-        rules=not args.no_rules,
-    )
-    return run(spec if plan is None else _torchrun_attach(spec, plan))
-
-
-def _torchrun_plan(args: argparse.Namespace, command: list[str]) -> Any:
-    from .launch_torchrun import TorchrunUsageError, prepare
-
-    try:
-        return prepare(args, command)
-    except TorchrunUsageError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _torchrun_attach(spec: Any, plan: Any) -> Any:
-    from .launch_torchrun import TorchrunUsageError, attach
-
-    try:
-        return attach(spec, plan)
-    except TorchrunUsageError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _refuse_existing(output: str, name: str) -> None:
-    from .store import open_store
-
-    if open_store(output).exists(f"{name}/job.json"):
-        raise UsageError(
-            f"a job named {name!r} already exists in {output}. "
-            "Choose another --job, or remove the old job folder."
-        )
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -176,8 +88,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export_tb import export_tensorboard
 
     done = export_tensorboard(_open(args.job), args.dir)
-    print(f"wrote {done.scalars} scalars and {done.histograms} histograms in {done.runs} "
-          f"run(s) to {args.dir}: tensorboard --logdir {args.dir}")
+    print(
+        f"wrote {done.scalars} scalars and {done.histograms} histograms in {done.runs} "
+        f"run(s) to {args.dir}: tensorboard --logdir {args.dir}"
+    )
     return 0
 
 
@@ -188,26 +102,6 @@ def _add_export(sub: Any) -> None:
     tb.add_argument("job")
     tb.add_argument("dir", help="folder for the event files (tensorboard --logdir DIR)")
     tb.set_defaults(fn=cmd_export)
-
-
-def _add_run(sub: Any) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run a training command as a watched job",
-        usage="stepscope run [OPTIONS] -- COMMAND...",
-    )
-    p.add_argument("-o", "--output", help=f"output folder or URL (default {DEFAULT_OUTPUT})")
-    p.add_argument("--job", help="job name (default: <script>-<timestamp>)")
-    p.add_argument(
-        "--interval-ms",
-        type=int,
-        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000 ms (default 500)",
-    )
-    p.add_argument("--config", help="TOML configuration file (see docs/config.md)")
-    p.add_argument("--no-rules", action="store_true", help="do not run rules live")
-    add_torchrun_options(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
-    p.set_defaults(fn=cmd_run)
 
 
 def _add_readers(sub: Any) -> None:
@@ -240,7 +134,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"stepscope {_version()}")
     sub = p.add_subparsers(dest="subcommand", required=True)
-    _add_run(sub)
+    add_run_parser(sub)
     _add_readers(sub)
     _add_export(sub)
     add_profiling_parsers(sub)
@@ -274,8 +168,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> int:
-    extras = {"torch": "torch", "starlette": "dashboard", "uvicorn": "dashboard", "s3fs": "s3",
-              "tensorboardX": "tensorboard"}
+    extras = {
+        "torch": "torch",
+        "starlette": "dashboard",
+        "uvicorn": "dashboard",
+        "s3fs": "s3",
+        "tensorboardX": "tensorboard",
+    }
     extra = extras.get((exc.name or "").split(".")[0])
     if extra is None:
         raise exc
