@@ -44,5 +44,7 @@ def _report(path: str) -> None:
         from .report.cli_support import report_command
     except ImportError:
         return
-    text, _ = report_command(path, None)
+    import io
+
+    text, _ = report_command(path, None, stdout=io.StringIO())  # printed once, labelled
     print(f"\nReport: {text}")
