@@ -12,7 +12,9 @@ serves it in its own process. Two phases of ``--seconds`` each:
   data; the same viewers, plus one Chromium page whose redraws give the latency
   from a sample being written (its flush done) to the chart showing it.
 
-Latencies are per data request (system, steps), measured by the client.
+Latencies are per data request (system, steps), measured by the client; the
+server's CPU time per second of each phase (from /proc) is less sensitive to
+the other processes of a shared machine.
 
     .venv/bin/python benchmarks/dashboard.py [--viewers 20] [--seconds 30]
 """
@@ -23,6 +25,7 @@ import argparse
 import http.client
 import itertools
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -105,12 +109,27 @@ def load(
     return out
 
 
-def summary(label: str, times: dict[str, list[float]]) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def summary(label: str, times: dict[str, list[float]], cpu_per_s: float) -> None:
     data = sorted(times["system"] + times["steps"])
     q = np.quantile(np.array(data) * 1e3, [0.5, 0.95, 0.99])
     print(f"{label:9s} data requests {len(data):6,d} | p50 {q[0]:6.1f} ms | p95 {q[1]:6.1f} ms"
           f" | p99 {q[2]:6.1f} ms | max {1e3 * data[-1]:6.0f} ms"
-          f" | other p99 {1e3 * float(np.quantile(times['other'], 0.99)):5.1f} ms")  # fmt: skip
+          f" | other p99 {1e3 * float(np.quantile(times['other'], 0.99)):5.1f} ms"
+          f" | server CPU {cpu_per_s:4.2f} s/s")  # fmt: skip
+
+
+def phase(proc: subprocess.Popen[str], label: str, run: Callable[[], dict[str, list[float]]],
+          seconds: float) -> None:  # fmt: skip
+    """Run one phase of load and print its latencies and the server's CPU per second."""
+    cpu = cpu_seconds(proc.pid)
+    times = run()
+    summary(label, times, (cpu_seconds(proc.pid) - cpu) / seconds)
 
 
 class LiveWriter(threading.Thread):
@@ -217,7 +236,8 @@ def main() -> None:
                 conn.request("GET", f"/api/jobs/{JOB}/{what}")
                 conn.getresponse().read()
                 print(f"cold first request {what}: {1e3 * (time.perf_counter() - t):.0f} ms")
-            summary("finished", load(port, spec, args.viewers, args.seconds, args.jump_every))
+            phase(proc, "finished", lambda: load(port, spec, args.viewers, args.seconds,
+                                                 args.jump_every), args.seconds)  # fmt: skip
             meta = store.read_json("job.json") | {"status": "Running", "end_time": None}
             store.write_json("job.json", meta)
             writer = LiveWriter(root / JOB)
@@ -226,7 +246,8 @@ def main() -> None:
             page = threading.Thread(target=lambda: lat.extend(
                 screen_latency(port, writer, args.seconds)))  # fmt: skip
             page.start()
-            summary("running", load(port, spec, args.viewers, args.seconds, args.jump_every))
+            phase(proc, "running", lambda: load(port, spec, args.viewers, args.seconds,
+                                                args.jump_every), args.seconds)  # fmt: skip
             page.join()
             writer.stop_flag.set()
             writer.join()

@@ -45,8 +45,9 @@ def _train(steps: int) -> None:
     from torch import nn
 
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))
+    model = nn.Sequential(
+        nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data = torch.utils.data.TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
     loader = torch.utils.data.DataLoader(data, batch_size=64, shuffle=True)
@@ -97,11 +98,20 @@ def _summarise(job: Any, plan: dict[int, str]) -> dict[str, Any]:
         inside = statistics.median(steps[s] for s in starts)
         after = statistics.median(steps[s + 1] for s in starts)
         later = statistics.median(steps[s + 2] for s in starts)
-        rows[name] = {"window_ms": _r(inside), "after_ms": _r(after), "next_ms": _r(later),
-                      "window_x": _r(inside / bare), "after_x": _r(after / bare),
-                      "next_x": _r(later / bare)}
-    return {"bare_ms": _r(bare), "kinds": rows, "windows_per_kind": len(plan) // len(KINDS),
-            "artifacts": len(job.profiling_artifacts())}
+        rows[name] = {
+            "window_ms": _r(inside),
+            "after_ms": _r(after),
+            "next_ms": _r(later),
+            "window_x": _r(inside / bare),
+            "after_x": _r(after / bare),
+            "next_x": _r(later / bare),
+        }
+    return {
+        "bare_ms": _r(bare),
+        "kinds": rows,
+        "windows_per_kind": len(plan) // len(KINDS),
+        "artifacts": len(job.profiling_artifacts()),
+    }
 
 
 def main() -> None:
@@ -110,14 +120,20 @@ def main() -> None:
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as out:
         result = measure(a.rounds, out)
-    print(f"bare step: {result['bare_ms']} ms (median), {result['windows_per_kind']} "
-          f"windows of each kind, {result['artifacts']} artifacts written")
-    print(f"{'kind':<24}{'in window':>12}{'x bare':>8}{'step after':>12}{'x bare':>8}"
-          f"{'next step':>12}{'x bare':>8}")
+    print(
+        f"bare step: {result['bare_ms']} ms (median), {result['windows_per_kind']} "
+        f"windows of each kind, {result['artifacts']} artifacts written"
+    )
+    print(
+        f"{'kind':<24}{'in window':>12}{'x bare':>8}{'step after':>12}{'x bare':>8}"
+        f"{'next step':>12}{'x bare':>8}"
+    )
     for name, r in result["kinds"].items():
-        print(f"{name:<24}{r['window_ms']:>10.2f}ms{r['window_x']:>8.2f}"
-              f"{r['after_ms']:>10.2f}ms{r['after_x']:>8.2f}"
-              f"{r['next_ms']:>10.2f}ms{r['next_x']:>8.2f}")
+        print(
+            f"{name:<24}{r['window_ms']:>10.2f}ms{r['window_x']:>8.2f}"
+            f"{r['after_ms']:>10.2f}ms{r['after_x']:>8.2f}"
+            f"{r['next_ms']:>10.2f}ms{r['next_x']:>8.2f}"
+        )
     print(json.dumps(result))
 
 

@@ -31,22 +31,36 @@ STEPSCOPE = str(Path(sys.executable).parent / "stepscope")
 CONFIGS = {
     "none": '[[debugger.collections]]\nname = "losses"\nstart_step = 1000000000\n',
     "default": "",
-    "wg100": '[debugger.hook_parameters]\nsave_interval = 100\n'
-             '[[debugger.collections]]\nname = "weights"\n'
-             '[[debugger.collections]]\nname = "biases"\n'
-             '[[debugger.collections]]\nname = "gradients"\n',
-    "wg10": '[debugger.hook_parameters]\nsave_interval = 10\n'
-            '[[debugger.collections]]\nname = "weights"\n'
-            '[[debugger.collections]]\nname = "biases"\n'
-            '[[debugger.collections]]\nname = "gradients"\n',
+    "wg100": "[debugger.hook_parameters]\nsave_interval = 100\n"
+    '[[debugger.collections]]\nname = "weights"\n'
+    '[[debugger.collections]]\nname = "biases"\n'
+    '[[debugger.collections]]\nname = "gradients"\n',
+    "wg10": "[debugger.hook_parameters]\nsave_interval = 10\n"
+    '[[debugger.collections]]\nname = "weights"\n'
+    '[[debugger.collections]]\nname = "biases"\n'
+    '[[debugger.collections]]\nname = "gradients"\n',
 }
 
 
 def run(out: str, name: str, i: int, steps: int) -> float:
     config = Path(out) / f"{name}.toml"
     config.write_text(CONFIGS[name])
-    cmd = [STEPSCOPE, "run", "-o", out, "--job", f"{name}-{i}", "--no-rules", "--config",
-           str(config), "--", sys.executable, LOOP, "--steps", str(steps)]
+    cmd = [
+        STEPSCOPE,
+        "run",
+        "-o",
+        out,
+        "--job",
+        f"{name}-{i}",
+        "--no-rules",
+        "--config",
+        str(config),
+        "--",
+        sys.executable,
+        LOOP,
+        "--steps",
+        str(steps),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return float(json.loads(p.stdout.strip().splitlines()[-1])["loop_s"])
 
@@ -66,11 +80,15 @@ def main() -> None:
                 base = run(out, a.against, next(runs), a.steps)
                 t = run(out, name, next(runs), a.steps)
                 ratios[name].append(t / base)
-                print(f"pair {i} {name}: {t:.2f} s vs {a.against} {base:.2f} s "
-                      f"ratio {t / base:.4f}", flush=True)
+                print(
+                    f"pair {i} {name}: {t:.2f} s vs {a.against} {base:.2f} s ratio {t / base:.4f}",
+                    flush=True,
+                )
     for name, r in ratios.items():
-        print(f"{name}: median ratio {statistics.median(r):.4f} over {len(r)} pairs "
-              f"(min {min(r):.4f}, max {max(r):.4f})")
+        print(
+            f"{name}: median ratio {statistics.median(r):.4f} over {len(r)} pairs "
+            f"(min {min(r):.4f}, max {max(r):.4f})"
+        )
 
 
 if __name__ == "__main__":

@@ -33,37 +33,67 @@ def _wait_for(what, timeout: float = 60.0):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "stepscope"), *args], capture_output=True, text=True,
-                          timeout=60, env=env_for_tests())
+    return subprocess.run(
+        [str(BIN / "stepscope"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env_for_tests(),
+    )
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory):
     """A job driven while it runs: windows, a bad message, an interval change."""
     out = tmp_path_factory.mktemp("control")
-    cmd = [str(BIN / "stepscope"), "run", "-o", str(out), "--job", "live", "--no-rules", "--",
-           sys.executable, MLP, "--steps", str(STEPS), "--step-sleep", "0.03"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env_for_tests())
+    cmd = [
+        str(BIN / "stepscope"),
+        "run",
+        "-o",
+        str(out),
+        "--job",
+        "live",
+        "--no-rules",
+        "--",
+        sys.executable,
+        MLP,
+        "--steps",
+        str(STEPS),
+        "--step-sleep",
+        "0.03",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for_tests()
+    )
     try:
         job_path = out / "live"
         _wait_for(lambda: (job_path / "steps").exists())
         store = open_store(job_path)
         acks = {}
-        cli = _cli("profile", str(job_path), "--python", "cprofile", "--timer", "cpu_time",
-                   "--steps", ":2")
+        cli = _cli(
+            "profile", str(job_path), "--python", "cprofile", "--timer", "cpu_time", "--steps", ":2"
+        )
         acks["cli"] = cli
         garbage = "profile-0000000000001-garbage0.json"
         store.write_bytes(f"control/{garbage}", b"{not json")
         hostile = control.request(
-            store, "profile", {"windows": [{"kind": "detailed", "start_step": "__import__('os')"}]},
-            "test")
+            store,
+            "profile",
+            {"windows": [{"kind": "detailed", "start_step": "__import__('os')"}]},
+            "test",
+        )
         detailed = control.request_profile(store, [{"kind": "detailed", "num_steps": 1}], "test")
         interval = control.request_interval(store, 100, "test")
-        bad_interval = control.request(store, "config", {"system_monitor_interval_millis": 7},
-                                       "test")
-        names = {"garbage": garbage, "hostile": hostile, "detailed": detailed,
-                 "interval": interval, "bad_interval": bad_interval}
+        bad_interval = control.request(
+            store, "config", {"system_monitor_interval_millis": 7}, "test"
+        )
+        names = {
+            "garbage": garbage,
+            "hostile": hostile,
+            "detailed": detailed,
+            "interval": interval,
+            "bad_interval": bad_interval,
+        }
         for key, name in names.items():
             acks[key] = _wait_for(lambda n=name: control.acknowledgement(store, n))
         stdout, stderr = proc.communicate(timeout=120)
@@ -142,8 +172,9 @@ def test_parse_request_rejects_with_a_reason(body, reason):
 
 
 def test_parse_request_blank_start_and_time_window():
-    req = parse_request("r", {"windows": [{"kind": "python"},
-                                          {"kind": "detailed", "duration": 5}]}, now=123.0)
+    req = parse_request(
+        "r", {"windows": [{"kind": "python"}, {"kind": "detailed", "duration": 5}]}, now=123.0
+    )
     python, detailed = req.windows
     assert python.from_now and python.window.num_steps == 1
     assert detailed.window.start_unix_time == 123.0 and not detailed.from_now
@@ -157,8 +188,9 @@ def test_parse_interval_rejects(body):
 
 def test_cli_refuses_a_finished_job_and_bad_steps(tmp_path):
     (tmp_path / "done").mkdir()
-    (tmp_path / "done" / "job.json").write_text(json.dumps(
-        {"format_version": 1, "name": "done", "status": "Completed", "start_time": 1.0}))
+    (tmp_path / "done" / "job.json").write_text(
+        json.dumps({"format_version": 1, "name": "done", "status": "Completed", "start_time": 1.0})
+    )
     r = _cli("profile", str(tmp_path / "done"), "--detailed")
     assert r.returncode == 2 and "only a running job" in r.stderr
     r = _cli("profile", str(tmp_path / "done"), "--detailed", "--steps", "a:b")

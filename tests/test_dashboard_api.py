@@ -305,22 +305,3 @@ def test_cli_refuses_to_bind_beyond_loopback_without_a_token(root: Path) -> None
     missing = subprocess.run([STEPSCOPE, "ui", str(root / "nope")], capture_output=True, text=True,
                              timeout=60)  # fmt: skip
     assert missing.returncode == 2 and "no folder" in missing.stderr
-
-
-def test_streams_read_only_what_changed_and_match_a_full_read(tmp_path: Path) -> None:
-    import pyarrow as pa
-
-    from stepscope.dashboard._cache import Streams
-    from stepscope.store import SegmentWriter
-
-    store = open_store(str(tmp_path))
-    clock = [1000.0]
-    writer = SegmentWriter(store, "s", segment_rows=5, clock=lambda: clock[0])
-    streams = Streams()
-    for i in range(23):
-        clock[0] += 1
-        writer.append(pa.record_batch({"time": [clock[0]], "v": [float(i)]}))
-        writer.flush()
-        _, frame = streams.frame(store, "s", "time")
-        assert frame["v"].tolist() == [float(k) for k in range(i + 1)]
-    assert streams.files_read == 23  # one changed segment per refresh, never the old ones

@@ -33,8 +33,23 @@ SCENARIOS = {
     # Biases of -100 before the ReLU: no unit ever activates.
     "dead-relu": (["--model", "deadrelu", "--steps", "30"], "DeadRelu"),
     # A wide network memorising 32 random labels; evaluated on other data.
-    "overfit": (["--model", "wide", "--n-data", "32", "--random-labels", "--adam", "--lr",
-                 "0.001", "--steps", "60", "--eval-every", "10"], "Overfit"),
+    "overfit": (
+        [
+            "--model",
+            "wide",
+            "--n-data",
+            "32",
+            "--random-labels",
+            "--adam",
+            "--lr",
+            "0.001",
+            "--steps",
+            "60",
+            "--eval-every",
+            "10",
+        ],
+        "Overfit",
+    ),
 }
 
 
@@ -65,8 +80,11 @@ def test_each_problem_fires_its_rule(run_job, tmp_path, scenario):
 
 
 def test_healthy_run_fires_no_rule(run_job, tmp_path):
-    r = run_job([TRAIN, "--steps", "40", "--batch", "128", "--eval-every", "10"],
-                "--config", _config(tmp_path))
+    r = run_job(
+        [TRAIN, "--steps", "40", "--batch", "128", "--eval-every", "10"],
+        "--config",
+        _config(tmp_path),
+    )
     assert r.code == 0, r.stderr
     assert _statuses(r.job_path) == dict.fromkeys(RULES, "NoIssuesFound")
     for rule in RULES:  # the same parameters as the firing runs, and data judged
@@ -76,8 +94,9 @@ def test_healthy_run_fires_no_rule(run_job, tmp_path):
 
 def test_rules_enable_only_their_collections(run_job, tmp_path):
     config = '[[rules]]\nname = "DeadRelu"\n[debugger.hook_parameters]\nsave_interval = 5\n'
-    r = run_job([TRAIN, "--model", "deadrelu", "--steps", "12"], "--config",
-                _config(tmp_path, config))
+    r = run_job(
+        [TRAIN, "--model", "deadrelu", "--steps", "12"], "--config", _config(tmp_path, config)
+    )
     assert r.code == 0, r.stderr
     tensors = stepscope.open(r.job_path).tensors
     # DeadRelu's ReLU outputs (also listed in the built-in collection of their kind)

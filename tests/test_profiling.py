@@ -50,8 +50,11 @@ def _by_kind(job: stepscope.Job) -> dict[str, list[dict]]:
 def test_default_windows_run_at_the_seed_steps(default_windows):
     kinds = _by_kind(default_windows)
     steps = {k: [(r["start_step"], r["end_step"]) for r in v] for k, v in kinds.items()}
-    assert steps == {"detailed": [(5, 5)], "dataloader": [(7, 7)],
-                     "python": [(9, 9), (10, 10), (11, 11)]}
+    assert steps == {
+        "detailed": [(5, 5)],
+        "dataloader": [(7, 7)],
+        "python": [(9, 9), (10, 10), (11, 11)],
+    }
     timers = [r["window"]["cprofile_timer"] for r in kinds["python"]]
     assert timers == ["total_time", "cpu_time", "off_cpu_time"]
     events = default_windows.events(kinds=["profiling_window"])
@@ -93,6 +96,31 @@ def test_dataloader_window_times_every_batch(default_windows):
     assert doc["summary"]["batches"] == 1
 
 
+def test_dataloader_window_times_fetches_inside_the_workers(tmp_path):
+    from conftest import stepscope_run
+
+    config = tmp_path / "dl.toml"
+    config.write_text(
+        "[profiler.framework_profile_params.dataloader_profiling_config]\n"
+        "start_step = 4\nnum_steps = 6\n"
+    )
+    # 16 items of 5 ms each: every batch a worker fetches takes at least 80 ms
+    args = [MLP, "--steps", "16", "--workers", "2", "--slow-data", "0.005"]
+    run = stepscope_run(tmp_path, args, "--no-rules", "--config", str(config))
+    assert run.code == 0, run.stderr
+    job = stepscope.open(run.job_path)
+    (record,) = _by_kind(job)["dataloader"]
+    doc = json.loads(Path(job.path, record["path"]).read_text())
+    fetches = [b for b in doc["batches"] if b["metric"] == "DataLoaderWorker.fetch"]
+    assert len(fetches) >= 3, doc["summary"]
+    assert {f["worker"] for f in fetches} <= {0, 1}
+    assert len({f["pid"] for f in fetches}) == 2  # two worker processes, not the trainer
+    assert all(f["fetch_s"] >= 0.08 and f["start"] < f["end"] for f in fetches)
+    assert record["start_time"] - 1 <= fetches[0]["start"] <= record["end_time"]
+    assert doc["summary"]["worker_fetches"] == len(fetches)
+    assert doc["summary"]["workers"] == 2  # their CPU time too
+
+
 def test_profiled_steps_are_marked_for_the_rules(default_windows):
     steps = default_windows.steps(phase="train")
     marked = set(steps.loc[steps["profiled"], "step"])
@@ -132,8 +160,13 @@ def _scheduler(tmp_path: Path, *windows: ProfilingWindow):
     events: list[tuple[str, dict]] = []
     clock = _Clock()
     sched = WindowScheduler(
-        [Planned(w) for w in windows], rec, ArtifactSink(store, 0, FileBounds(), faults),
-        lambda kind, **d: events.append((kind, d)), clock.now, lambda t: t, faults,
+        [Planned(w) for w in windows],
+        rec,
+        ArtifactSink(store, 0, FileBounds(), faults),
+        lambda kind, **d: events.append((kind, d)),
+        clock.now,
+        lambda t: t,
+        faults,
     )
     rec.on_boundary = sched.on_boundary
     return sched, rec, events, clock, store
@@ -154,7 +187,7 @@ def test_step_window_with_prestep_and_step_zero(tmp_path):
     sched.attach()  # before step 0: the step-0 window opens now
     assert sys.getprofile() is not None and rec.profiled
     _steps(rec, 6)
-    flags = [row[8] for row in rec.rows]
+    flags = [row[10] for row in rec.rows]  # the profiled flag (StepRow)
     assert flags == [True, True, True, True, True, False]  # 0, tail 1, prestep 2, 3, tail 4
     names = sorted(k.rsplit("/", 1)[1] for k in store.list("profiling", ".window.json"))
     assert names == ["dataloader-2-3.window.json", "python-0-0.window.json"]
@@ -209,8 +242,13 @@ def test_deep_profiling_writes_rotating_chunks(tmp_path):
         "[profiler.framework_profile_params]\nfile_close_interval = 0.5\n"
         "start_step = 100000\n"  # the framework windows themselves never come
     )
-    run = stepscope_run(tmp_path, [MLP, "--steps", "100", "--step-sleep", "0.05"],
-                        "--no-rules", "--config", str(config))
+    run = stepscope_run(
+        tmp_path,
+        [MLP, "--steps", "100", "--step-sleep", "0.05"],
+        "--no-rules",
+        "--config",
+        str(config),
+    )
     assert run.code == 0, run.stderr
     job = stepscope.open(run.job_path)
     chunks = [r for r in job.profiling_artifacts() if r["kind"] == "deep"]
@@ -228,6 +266,11 @@ def test_show_lists_the_windows(default_windows):
 
     summary = summarize(default_windows)
     assert [w["kind"] for w in summary["profiling"]] == [
-        "detailed", "dataloader", "python", "python", "python"]
+        "detailed",
+        "dataloader",
+        "python",
+        "python",
+        "python",
+    ]
     text = render_show(summary)
     assert "profiling/rank-0/detailed-5-5.pt.trace.json.gz" in text

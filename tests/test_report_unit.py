@@ -96,10 +96,17 @@ def test_faults_and_profiles_sections(tmp_path: Path) -> None:
             "count": 3,
         },
     )
-    store.write_bytes("profiles/window-0/trace.json", b"{}")
+    record = {
+        "kind": "dataloader",
+        "rank": 0,
+        "start_step": 3,
+        "end_step": 3,
+        "summary": {"batches": 2, "wait_total_s": 0.5},
+    }
+    store.write_json("profiling/rank-0/dataloader-3-3.window.json", record)
     html = render_report(stepscope.open(tmp_path))
     assert 'id="faults"' in html and "OSError: &lt;disk&gt; full" in html
-    assert 'id="profiles"' in html
+    assert 'id="profiles"' in html and "<td>Batches fetched</td><td>2</td>" in html
 
 
 def test_rules_ranked_most_severe_first() -> None:

@@ -48,12 +48,26 @@ parameters = { "train.save_interval" = "5", "reductions" = "l2,mean", "save_raw_
 """
 
 
-@pytest.mark.parametrize("variant", [[], ["--accum", "3", "--freeze-first", "--shared"]],
-                         ids=["plain", "accum-frozen-shared"])
+@pytest.mark.parametrize(
+    "variant",
+    [[], ["--accum", "3", "--freeze-first", "--shared"]],
+    ids=["plain", "accum-frozen-shared"],
+)
 def test_reader_returns_exactly_what_the_model_had(run_job, tmp_path, variant):
     rec_path = tmp_path / "rec.pt"
-    args = [TRAIN, "--steps", "12", "--eval-every", "4", "--record", str(rec_path),
-            "--record-steps", "0,5,10", "--scalars", *variant]
+    args = [
+        TRAIN,
+        "--steps",
+        "12",
+        "--eval-every",
+        "4",
+        "--record",
+        str(rec_path),
+        "--record-steps",
+        "0,5,10",
+        "--scalars",
+        *variant,
+    ]
     r = run_job(args, "--no-rules", "--config", _config(tmp_path, EXACT))
     assert r.code == 0, r.stderr
     rec = torch.load(rec_path)

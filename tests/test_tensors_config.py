@@ -18,9 +18,19 @@ from stepscope.config import (
 def test_seed_form_with_string_values():
     hook = DebuggerHookConfig(
         s3_output_path="s3://bucket/tensors",
-        collection_configs=[CollectionConfig(name="all", parameters={
-            "include_regex": ".*multiheadattentioncell0_output_1|.*key_output|.*query_output",
-            "train.save_steps": "0", "eval.save_interval": "10"})])
+        collection_configs=[
+            CollectionConfig(
+                name="all",
+                parameters={
+                    "include_regex": (
+                        ".*multiheadattentioncell0_output_1|.*key_output|.*query_output"
+                    ),
+                    "train.save_steps": "0",
+                    "eval.save_interval": "10",
+                },
+            )
+        ],
+    )
     coll = hook.collection_configs[0]
     assert coll.schedule("train") == SaveConfig(save_steps=(0,))
     assert coll.schedule("eval").save_interval == 10
@@ -42,19 +52,25 @@ norms = ["l1"]
 """)
     config = resolve_config(path)
     coll = config.debugger.collection_configs[0].with_defaults(config.debugger.hook_parameters)
-    assert coll.schedule("train").save_interval == 100 and coll.reductions == ("max", "abs_l2",
-                                                                                 "l1")
+    assert coll.schedule("train").save_interval == 100 and coll.reductions == (
+        "max",
+        "abs_l2",
+        "l1",
+    )
     assert StepscopeConfig.from_dict(config.to_dict()) == config
     names = {c.name for c in resolve(config.to_dict())}
     assert names == {"attention", "default"}  # the losses are always kept
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"save_intervall": 3}, "Did you mean 'save_interval'"),
-    ({"reductions": "median"}, "Accepted values are min, max"),
-    ({"include_regex": "("}, "valid Python regular expression"),
-    ({"train.save_interval": "0"}, "whole numbers >= 1"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"save_intervall": 3}, "Did you mean 'save_interval'"),
+        ({"reductions": "median"}, "Accepted values are min, max"),
+        ({"include_regex": "("}, "valid Python regular expression"),
+        ({"train.save_interval": "0"}, "whole numbers >= 1"),
+    ],
+)
 def test_bad_parameters_say_what_to_fix(params, message):
     with pytest.raises(ConfigError, match=message):
         CollectionConfig("c", params)
@@ -67,8 +83,12 @@ def test_schedules():
 
 
 def test_rules_enable_their_collections_with_their_regex():
-    config = {"rules": [{"name": "DeadRelu", "parameters": {"tensor_regex": ".*act_output"}},
-                        {"name": "AllZero", "parameters": {"collection_names": "biases"}}]}
+    config = {
+        "rules": [
+            {"name": "DeadRelu", "parameters": {"tensor_regex": ".*act_output"}},
+            {"name": "AllZero", "parameters": {"collection_names": "biases"}},
+        ]
+    }
     by_name = {c.name: c for c in resolve(config)}
     assert set(by_name) == {"default", "relu_output", "weights", "gradients", "biases"}
     assert by_name["relu_output"].selects("output", "block.act_output_0")

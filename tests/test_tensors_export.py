@@ -41,20 +41,28 @@ print(json.dumps({
 
 
 def _read(logdir: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", READ, logdir], capture_output=True, text=True,
-                       check=True)
+    p = subprocess.run(
+        [sys.executable, "-c", READ, logdir], capture_output=True, text=True, check=True
+    )
     return json.loads(p.stdout)
 
 
 def test_tensorboard_reads_the_export(run_job, tmp_path):
     (tmp_path / "c.toml").write_text(CONFIG)
     rec = tmp_path / "rec.pt"
-    r = run_job([TRAIN, "--steps", "10", "--eval-every", "5", "--record", str(rec),
-                 "--record-steps", "5"], "--no-rules", "--config", str(tmp_path / "c.toml"))
+    r = run_job(
+        [TRAIN, "--steps", "10", "--eval-every", "5", "--record", str(rec), "--record-steps", "5"],
+        "--no-rules",
+        "--config",
+        str(tmp_path / "c.toml"),
+    )
     assert r.code == 0, r.stderr
     out = tmp_path / "tb"
-    p = subprocess.run([str(BIN / "stepscope"), "export", "tensorboard", str(r.job_path),
-                        str(out)], capture_output=True, text=True)
+    p = subprocess.run(
+        [str(BIN / "stepscope"), "export", "tensorboard", str(r.job_path), str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     train, evals = _read(str(out / "rank-0" / "train")), _read(str(out / "rank-0" / "eval"))
     want = torch.load(rec)

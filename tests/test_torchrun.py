@@ -12,9 +12,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -22,12 +24,16 @@ import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
 from stepscope._clocksync import TimeServer, measure, skewed_clock
 from stepscope._dist_job import aggregate
+from stepscope.agent._collectives import CollectiveTimer
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import StepRecorder
 from stepscope.launch_torchrun import TorchrunUsageError, plan, torchrun_command
 from stepscope.rules import RuleConfigError, RuleInput, Status, evaluate_job
 from stepscope.rules.straggler import Straggler
 
 DDP = str(SCRIPTS / "ddp_train.py")
 SKEW_S = 30.0
+SLOW_S = 0.03
 
 
 def _netns_works() -> bool:
@@ -93,6 +99,7 @@ def test_two_processes_on_one_node_balanced(tmp_path: Path) -> None:
     assert job.nodes() == job.meta["hosts"]  # one sampler for the node, not one per rank
     steps = job.steps(phase="train")
     assert steps.groupby("rank")["step"].count().tolist() == [60, 60]
+    assert steps["collective"].notna().all() and (steps["collective"] > 0).any()
     assert sorted(steps["local_rank"].unique()) == [0, 1]
     assert steps["node"].nunique() == 1
     events = job.events(kinds=["agent_start"])
@@ -130,6 +137,13 @@ def test_clock_offset_of_a_node_is_measured_and_corrected(two_nodes: tuple[Path,
     # where node 1's uncorrected clock would put them 30 s apart.
     ends = job.steps(phase="train").pivot(index="step", columns="rank", values="end")
     assert (ends[1] - ends[0]).abs().median() < 1.0
+    # The node's sampler takes the same offset: it records it, and its samples end with
+    # node 0's (both samplers end with their node's training, which ends together).
+    hosts = job.meta["hosts"]
+    facts = [job.store.read_json(f"nodes/{n}.json")["clock_offset_s"] for n in hosts]
+    assert facts[0] == 0.0 and facts[1] == pytest.approx(node1["offset_s"])
+    last = job.system().groupby("node")["time"].max()
+    assert abs(last[hosts[1]] - last[hosts[0]]) < 5.0, last  # 30 s apart if uncorrected
 
 
 @needs_netns
@@ -143,6 +157,26 @@ def test_slow_rank_is_named_by_straggler(two_nodes: tuple[Path, str]) -> None:
     assert "data_wait of rank 1" in result.findings[0].message
     live = job.store.read_json("rules/Straggler.json")  # the rule runner of node rank 0
     assert {f["rank"] for f in live["findings"]} == {1}
+
+
+@needs_netns
+def test_peers_wait_at_collectives_for_a_rank_slow_in_backward(tmp_path: Path) -> None:
+    # Slow in backward compute: every rank's backward and duration look the same (the
+    # fast ones wait inside backward for the all-reduce); only the wait tells them apart.
+    train = [DDP, "--steps", "60", "--slow-rank", "1", "--slow-s", str(SLOW_S)]
+    train += ["--slow-in", "backward", "--allreduce-loss"]
+    run = _stepscope(tmp_path, "slow", "--nproc-per-node", "2", "--", *train)
+    p = _in_netns(run, tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    job = stepscope.open(tmp_path / "slow")
+    waits = job.steps(phase="train").query("step >= 5").groupby("rank")["collective"].median()
+    # rank 0 cannot finish a step's all-reduce before rank 1 has slept: a causal bound
+    assert waits[0] > SLOW_S / 2 and waits[1] < waits[0] / 3, waits
+    result = _rule(job, "Straggler")
+    assert result.status is Status.ISSUES_FOUND, result.message
+    assert [f.rank for f in result.findings] == [1]
+    assert result.findings[0].message.startswith("busy time (step time outside collectives)")
+    assert "its peers waited" in result.findings[0].message
 
 
 @needs_netns
@@ -185,6 +219,11 @@ def test_plan_reads_torchrun_arguments() -> None:
     p = plan(["torchrun", "--standalone", "--nproc-per-node", "2", DDP], {}, "host")
     assert p is not None and (p.node, p.leader, p.multi_node) == ("host", True, False)
     assert plan(["python", DDP], {}, "host") is None
+    c10d = ["torchrun", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:29400"]
+    with pytest.raises(TorchrunUsageError, match="give each node its own --node-rank"):
+        plan([*c10d, DDP], {}, "host")
+    p = plan([*c10d, "--node-rank", "1", DDP, "--node-rank", "0"], {}, "host")
+    assert p is not None and (p.node_rank, p.rendezvous_host) == (1, "h")
 
 
 def test_stepscope_run_rejects_torchrun_options_twice(tmp_path: Path) -> None:
@@ -240,3 +279,79 @@ def test_straggler_rule_names_the_slow_rank_only() -> None:
     assert short.status is Status.NO_ISSUES_FOUND  # only 3 windows: less than the patience
     with pytest.raises(RuleConfigError, match="comma-separated list"):
         Straggler(metrics="data_wait,gpu_time")
+
+
+def _ddp_steps(slow_rank: int | None) -> pd.DataFrame:
+    """DDP-like steps: equal durations and backward; peers of a slow rank wait in it."""
+    frame = _steps({})
+    slow = frame["rank"] == slow_rank
+    return frame.assign(collective=np.where(slow, 0.001, 0.04 if slow_rank is not None else 0.001))
+
+
+def test_straggler_names_the_rank_its_peers_wait_for() -> None:
+    found = Straggler().evaluate(RuleInput(steps=_ddp_steps(3)))
+    assert found.status is Status.ISSUES_FOUND
+    assert [(f.rank, f.node) for f in found.findings] == [(3, "n1")]
+    assert found.findings[0].message.startswith("busy time")
+    quiet = Straggler().evaluate(RuleInput(steps=_ddp_steps(None)))
+    assert quiet.status is Status.NO_ISSUES_FOUND
+    # a rank named for its data wait is not named again for the busy time it causes
+    both = _steps({2: 0.05}).assign(collective=0.0)
+    assert [
+        f.message.split(" of ")[0] for f in Straggler().evaluate(RuleInput(steps=both)).findings
+    ] == ["data_wait"]
+
+
+def test_collectives_outside_the_step_parts_are_not_other() -> None:
+    rows: deque = deque()
+    rec = StepRecorder(rows)
+    rec.on_collective(0.0, 0.5, False)  # before the first step: set-up, not counted
+    rec.on_forward_start(1.0)
+    rec.on_collective(1.1, 1.2, False)  # inside forward (DDP's buffer broadcast)
+    rec.on_forward_end(1.3, training=True)
+    rec.on_collective(1.4, 1.5, True)  # inside backward (DDP's gradient all-reduce)
+    rec.on_collective(1.6, 1.9, False)  # the script's own all_reduce of the loss
+    rec.on_optimizer_start(2.0)
+    rec.on_optimizer_end(2.1)
+    collective, outside = rows[0][8:10]
+    assert (collective, outside) == (pytest.approx(0.5), pytest.approx(0.3))
+
+
+class _Calls:
+    """Records what the collective timer reports."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float, bool]] = []
+
+    def on_collective(self, t0: float, t1: float, in_backward: bool) -> None:
+        self.calls.append((t0, t1, in_backward))
+
+
+def test_collectives_called_from_python_are_timed_once_and_unwrapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch._C._distributed_c10d import Work
+
+    originals = (dist.all_reduce, dist.distributed_c10d.all_gather, Work.wait,
+                 torch.autograd.backward)  # fmt: skip
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    rec = _Calls()
+    timer = CollectiveTimer(rec, FaultBoundary(None, {}))  # type: ignore[arg-type]
+    timer.install()
+    try:
+        dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1),
+                                rank=0, world_size=1)  # fmt: skip
+        dist.all_reduce(torch.ones(3))
+        dist.all_gather_object([None], {"a": 1})  # two all_gathers inside: one interval
+        dist.all_reduce(torch.ones(3), async_op=True).wait()  # the call, then the wait
+        torch.nn.Linear(3, 1)(torch.ones(3)).sum().backward()  # the tail of backward
+        dist.destroy_process_group()
+    finally:
+        timer.remove()
+    assert [c[2] for c in rec.calls] == [False, False, False, False, True]
+    assert all(t1 >= t0 for t0, t1, _ in rec.calls)
+    restored = (dist.all_reduce, dist.distributed_c10d.all_gather, Work.wait,
+                torch.autograd.backward)  # fmt: skip
+    assert restored == originals

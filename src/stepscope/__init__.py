@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Job", "__version__", "init", "list_jobs", "open", "record_scalar", "shutdown",
-           "step"]
+__all__ = ["Job", "__version__", "init", "list_jobs", "open", "record_scalar", "shutdown", "step"]
 
 _LAZY = {
     "Job": ("stepscope.job", "Job"),

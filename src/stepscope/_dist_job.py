@@ -130,6 +130,12 @@ class NodeLauncher:
         offset = self.offset.offset_s if self.offset is not None else 0.0
         return {"offset_s": offset, "skew_s": self.plan.clock_skew_s}
 
+    def sampler_args(self) -> list[str]:
+        """The node's clock for its system sampler: the same offset as its agents'."""
+        offset = repr(self.offset.offset_s) if self.offset is not None else "none"
+        skew = ["--clock-skew-s", repr(self.plan.clock_skew_s)] if self.plan.clock_skew_s else []
+        return ["--clock-offset-s", offset, *skew]
+
     def _sync_clock(self) -> None:
         if not self.plan.multi_node:
             self.offset = Offset(0.0, 0.0)

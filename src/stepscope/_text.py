@@ -70,8 +70,10 @@ def render_show(s: dict[str, Any]) -> str:
     lines += _render_system(s["system"])
     for w in s.get("profiling", []):
         cut = "   (cut: over file_max_size)" if w["truncated"] else ""
-        lines.append(f"profiling  {w['kind']:<10} rank {w['rank']}   steps {w['start_step']}-"
-                     f"{w['end_step']}   {w['path']}{cut}")
+        lines.append(
+            f"profiling  {w['kind']:<10} rank {w['rank']}   steps {w['start_step']}-"
+            f"{w['end_step']}   {w['path']}{cut}"
+        )
     for f in s["faults"]:
         lines.append(f"FAULT      {f.get('component')}: {f.get('error')} (x{f.get('count', 1)})")
     return "\n".join(lines)

@@ -38,15 +38,22 @@ def _export_run(tensors: Tensors, phase: str, logdir: str, out: ExportSummary) -
         return
     writer = SummaryWriter(logdir=logdir)
     try:
-        for name, key, step, value, t in zip(scalars["name"], scalars["key"], scalars["step"],
-                                             scalars["value"], scalars["time"], strict=True):
+        for name, key, step, value, t in zip(
+            scalars["name"],
+            scalars["key"],
+            scalars["step"],
+            scalars["value"],
+            scalars["time"],
+            strict=True,
+        ):
             writer.add_scalar(_tag(name, key), float(value), int(step), walltime=float(t))
             out.scalars += 1
         for _, row in index.iterrows():
             values = tensors.load(row).astype("float64").ravel()
             if values.size:
-                writer.add_histogram(str(row["name"]), values, int(row["step"]),
-                                     walltime=float(row["time"]))
+                writer.add_histogram(
+                    str(row["name"]), values, int(row["step"]), walltime=float(row["time"])
+                )
                 out.histograms += 1
     finally:
         writer.close()

@@ -133,12 +133,25 @@ def plan(command: list[str], env: Mapping[str, str], node: str) -> Plan | None:
     nnodes = "1" if parsed.standalone else str(parsed.nnodes)
     rank = int(parsed.node_rank)
     multi = int(nnodes.split(":")[-1]) > 1
+    own = tail[: tail.index(parsed.training_script)] if parsed.training_script in tail else tail
+    if multi and parsed.rdzv_backend != "static" and not _gives_node_rank(own):
+        raise TorchrunUsageError(
+            f"with --rdzv-backend {parsed.rdzv_backend} every node would count as node rank 0 "
+            "for stepscope (reference clock, job.json, live rules): give each node its own "
+            "--node-rank (0 on exactly one node; torchrun's dynamic rendezvous ignores it "
+            "when it numbers the ranks). docs/distributed.md."
+        )
     name = node if env.get("STEPSCOPE_NODE") or not multi else f"{node}-node{rank}"
     try:
         skew = float(env.get(TEST_SKEW_ENV) or 0.0)
     except ValueError as exc:
         raise TorchrunUsageError(f"{TEST_SKEW_ENV} must be a number of seconds") from exc
     return Plan(nnodes, rank, _rendezvous_host(parsed), name, skew)
+
+
+def _gives_node_rank(args: list[str]) -> bool:
+    flags = ("--node-rank", "--node_rank")
+    return any(a in flags or a.startswith(tuple(f"{f}=" for f in flags)) for a in args)
 
 
 def default_node() -> str:

@@ -98,6 +98,7 @@ def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subproce
                 str(child_pid),
                 "--parent-pid",
                 me,
+                *(spec.dist.sampler_args() if spec.dist is not None else []),
             ),
             start_new_session=True,  # a Ctrl-C at the terminal must not kill it before its flush
         )

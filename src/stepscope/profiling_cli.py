@@ -57,12 +57,20 @@ def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     span, windows = _range(args), []
     if args.detailed:
-        windows.append({"kind": "detailed", **span, "record_shapes": args.record_shapes,
-                        "profile_memory": args.profile_memory, "with_stack": args.with_stack})
+        windows.append(
+            {
+                "kind": "detailed",
+                **span,
+                "record_shapes": args.record_shapes,
+                "profile_memory": args.profile_memory,
+                "with_stack": args.with_stack,
+            }
+        )
     if args.python:
         timer = args.timer if args.python == "cprofile" else None
-        windows.append({"kind": "python", **span, "python_profiler": args.python,
-                        "cprofile_timer": timer})
+        windows.append(
+            {"kind": "python", **span, "python_profiler": args.python, "cprofile_timer": timer}
+        )
     if args.dataloader:
         windows.append({"kind": "dataloader", **span, "metrics_regex": args.metrics_regex})
     for window in windows:  # the agent checks again; this catches mistakes early
@@ -85,8 +93,9 @@ def _running_job(path: str) -> Any:
         raise _usage(str(exc)) from exc
     meta = job.meta
     if meta["status"] != "Running":
-        raise _usage(f"job {meta.get('name')!r} is {meta['status']}: only a running job "
-                     "takes requests")
+        raise _usage(
+            f"job {meta.get('name')!r} is {meta['status']}: only a running job takes requests"
+        )
     return job
 
 
@@ -103,8 +112,10 @@ def _wait(store: Any, name: str, args: argparse.Namespace) -> int:
             print(f"{'accepted' if ack['accepted'] else 'rejected'}: {ack.get('detail', '')}")
             return 0 if ack["accepted"] else 1
         time.sleep(0.2)
-    print(f"no answer after {args.wait:g} s: the request stays pending and applies at the "
-          "job's next step boundary; its answer will be in control/ack/")
+    print(
+        f"no answer after {args.wait:g} s: the request stays pending and applies at the "
+        "job's next step boundary; its answer will be in control/ack/"
+    )
     return 3
 
 
@@ -125,8 +136,9 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     if args.interval_ms not in SYSTEM_MONITOR_INTERVALS:
         accepted = ", ".join(map(str, SYSTEM_MONITOR_INTERVALS))
-        raise _usage(f"Invalid value {args.interval_ms} for --interval-ms. Accepted values "
-                     f"are {accepted}.")
+        raise _usage(
+            f"Invalid value {args.interval_ms} for --interval-ms. Accepted values are {accepted}."
+        )
     job = _running_job(args.job)
     return _wait(job.store, control.request_interval(job.store, args.interval_ms, BY), args)
 
@@ -145,20 +157,32 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--profile-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--python", choices=["cprofile", "pyinstrument"], help="Python profiler")
-    p.add_argument("--timer", default="total_time",
-                   choices=["total_time", "cpu_time", "off_cpu_time"], help="cProfile's timer")
+    p.add_argument(
+        "--timer",
+        default="total_time",
+        choices=["total_time", "cpu_time", "off_cpu_time"],
+        help="cProfile's timer",
+    )
     p.add_argument("--dataloader", action="store_true", help="per-batch data loader timings")
     p.add_argument("--metrics-regex", default=".*", help="data loader metrics to keep")
     p.add_argument("--steps", help="START:N (blank START: the next step; blank N: one step)")
     p.add_argument("--start-time", help="'now' or unix seconds (a time window)")
     p.add_argument("--duration", type=float, help="seconds (a time window)")
-    p.add_argument("--off", action="append", choices=["detailed", "python", "dataloader", "deep"],
-                   help="switch open and planned windows of KIND off (repeatable)")
+    p.add_argument(
+        "--off",
+        action="append",
+        choices=["detailed", "python", "dataloader", "deep"],
+        help="switch open and planned windows of KIND off (repeatable)",
+    )
     _add_wait(p)
     p.set_defaults(fn=cmd_profile)
     p = sub.add_parser("config", help="change a running job's settings (sampling interval)")
     p.add_argument("job")
-    p.add_argument("--interval-ms", type=int, required=True,
-                   help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000")
+    p.add_argument(
+        "--interval-ms",
+        type=int,
+        required=True,
+        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000",
+    )
     _add_wait(p)
     p.set_defaults(fn=cmd_config)

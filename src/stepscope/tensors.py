@@ -34,11 +34,26 @@ from .agent.tensors._format import (
 )
 from .store import Store
 
-_NUMPY = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int64": "<i8",
-          "int32": "<i4", "int16": "<i2", "int8": "i1", "uint8": "u1", "bool": "?"}
+_NUMPY = {
+    "float32": "<f4",
+    "float64": "<f8",
+    "float16": "<f2",
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "i1",
+    "uint8": "u1",
+    "bool": "?",
+}
 _NP_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
-    "min": np.min, "max": np.max, "mean": np.mean, "std": np.std, "variance": np.var,
-    "sum": np.sum, "prod": np.prod, "l1": lambda x: np.abs(x).sum(),
+    "min": np.min,
+    "max": np.max,
+    "mean": np.mean,
+    "std": np.std,
+    "variance": np.var,
+    "sum": np.sum,
+    "prod": np.prod,
+    "l1": lambda x: np.abs(x).sum(),
     "l2": lambda x: np.sqrt(np.square(x, dtype=np.float64).sum()),
 }
 
@@ -57,8 +72,9 @@ def np_reduce(x: np.ndarray, name: str) -> float:
     """Reduction ``name`` (``l2``, ``abs_mean``, ...) of an array, as the agent computes it."""
     base = name.removeprefix("abs_")
     if base not in _NP_REDUCE:
-        raise KeyError(f"Unknown reduction {name!r}. Known: {', '.join(_NP_REDUCE)} "
-                       "and their abs_ forms.")
+        raise KeyError(
+            f"Unknown reduction {name!r}. Known: {', '.join(_NP_REDUCE)} and their abs_ forms."
+        )
     x = np.asarray(x, dtype=np.float64)
     return float(_NP_REDUCE[base](np.abs(x) if base != name else x))
 
@@ -89,9 +105,15 @@ class Tensors:
         paths = [self.store.path(k) for k in keys]
         return ds.dataset(paths, schema=schema, format="parquet", filesystem=self.store.fs)
 
-    def _read(self, stream: str, schema: pa.Schema, names: Sequence[str] | None,
-              phase: str | None, step: int | None, columns: list[str] | None = None
-              ) -> pd.DataFrame:
+    def _read(
+        self,
+        stream: str,
+        schema: pa.Schema,
+        names: Sequence[str] | None,
+        phase: str | None,
+        step: int | None,
+        columns: list[str] | None = None,
+    ) -> pd.DataFrame:
         data = self._dataset(stream, schema)
         if data is None or (names is not None and not len(names)):
             return schema.empty_table().to_pandas()
@@ -104,16 +126,17 @@ class Tensors:
             where &= ds.field("step") == step
         return data.to_table(filter=where, columns=columns).to_pandas()
 
-    def scalars(self, names: Sequence[str] | None = None, phase: str | None = None,
-                step: int | None = None) -> pd.DataFrame:
+    def scalars(
+        self, names: Sequence[str] | None = None, phase: str | None = None, step: int | None = None
+    ) -> pd.DataFrame:
         """Scalar rows (``phase, step, name, key, value``; ``key`` is ``value`` for a
         scalar's own value, else a reduction), ordered by name, phase, step."""
         df = self._read("scalars", SCALARS_SCHEMA, names, phase, step)
-        return df.sort_values(["name", "phase", "step", "key"], kind="stable",
-                              ignore_index=True)
+        return df.sort_values(["name", "phase", "step", "key"], kind="stable", ignore_index=True)
 
-    def index(self, names: Sequence[str] | None = None, phase: str | None = None,
-              step: int | None = None) -> pd.DataFrame:
+    def index(
+        self, names: Sequence[str] | None = None, phase: str | None = None, step: int | None = None
+    ) -> pd.DataFrame:
         """Raw tensor index rows (``name, phase, step, dtype, shape, blob, offset, nbytes``)."""
         df = self._read("index", INDEX_SCHEMA, names, phase, step)
         return df.sort_values(["name", "phase", "step"], kind="stable", ignore_index=True)
@@ -186,9 +209,11 @@ class Tensor:
         if len(own):
             return float(own["value"].iloc[-1])
         stored = sorted(set(scalars["key"]))
-        raise KeyError(f"No value of {self.name!r} at {phase} step {step}"
-                       + (f"; only reductions {stored}" if stored else "")
-                       + f". Saved steps: {self.steps(phase)[:20]}.")
+        raise KeyError(
+            f"No value of {self.name!r} at {phase} step {step}"
+            + (f"; only reductions {stored}" if stored else "")
+            + f". Saved steps: {self.steps(phase)[:20]}."
+        )
 
     def reduction(self, step: int, name: str, phase: str | None = None) -> float:
         """Reduction ``name`` at ``step``: the one saved, else computed from the raw tensor."""

@@ -1,10 +1,13 @@
 """A small DDP training script (gloo, CPU) for the torchrun tests; run it under torchrun.
 
-Usage: torchrun ... ddp_train.py [--steps N] [--slow-rank R --slow-s X] [--crash-rank R
-       --crash-at S]
-``--slow-rank`` makes that rank's data loading sleep ``X`` s per batch (a straggler);
-``--crash-rank`` makes that rank raise at step ``S``. Rank 0 prints one JSON line at
-the end with what it did.
+Usage: torchrun ... ddp_train.py [--steps N] [--slow-rank R --slow-s X [--slow-in W]]
+       [--crash-rank R --crash-at S] [--allreduce-loss]
+``--slow-rank`` makes that rank sleep ``X`` s per step (a straggler) in its data loading
+(``--slow-in data``, the default) or in its backward compute (``--slow-in backward``: a
+gradient hook, before DDP's all-reduce of that gradient, where every rank's backward
+takes as long); ``--crash-rank`` makes that rank raise at step ``S``;
+``--allreduce-loss`` sums the loss over the ranks after every step (a collective
+called from Python). Rank 0 prints one JSON line at the end with what it did.
 """
 
 import argparse
@@ -23,6 +26,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-s", type=float, default=0.0)
+    p.add_argument("--slow-in", choices=("data", "backward"), default="data")
+    p.add_argument("--allreduce-loss", action="store_true")
     p.add_argument("--crash-rank", type=int, default=-1)
     p.add_argument("--crash-at", type=int, default=-1)
     a = p.parse_args()
@@ -35,9 +40,12 @@ def main() -> None:
     x = torch.randn(256, 32, generator=g)
     data = TensorDataset(x, (x.sum(1) > 0).long())
     slow = a.slow_s if rank == a.slow_rank else 0.0
+    if slow and a.slow_in == "backward":
+        first = model.module[0].weight  # its gradient is the last one computed
+        first.register_hook(lambda grad: time.sleep(slow))
 
     def collate(batch):  # runs inside the data loader's __next__: counted as data wait
-        if slow:
+        if slow and a.slow_in == "data":
             time.sleep(slow)
         return torch.stack([b[0] for b in batch]), torch.stack([b[1] for b in batch])
 
@@ -51,6 +59,8 @@ def main() -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if a.allreduce_loss:
+                dist.all_reduce(loss.detach())  # summed: gloo has no AVG
             steps += 1
             if steps >= a.steps:
                 break

@@ -1,7 +1,7 @@
 """A small, deterministic CPU training script used by the tests.
 
 Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
-       [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N]
+       [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N] [--workers W]
 It prints one JSON line at the end with what it did, for the tests to compare.
 """
 
@@ -44,6 +44,7 @@ def main() -> None:
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--fail-at", type=int, default=-1)
     p.add_argument("--save", default="")
+    p.add_argument("--workers", type=int, default=0)
     a = p.parse_args()
     if a.sleep_before:
         time.sleep(a.sleep_before)
@@ -51,7 +52,7 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = nn.CrossEntropyLoss()
-    loader = DataLoader(Data(512, a.slow_data), batch_size=16, shuffle=False)
+    loader = DataLoader(Data(512, a.slow_data), batch_size=16, shuffle=False, num_workers=a.workers)
     steps = evals = forwards = 0
     while steps < a.steps:
         for i, (x, y) in enumerate(loader):

@@ -30,14 +30,17 @@ def build(a: argparse.Namespace) -> nn.Module:
             model[0].bias.fill_(-100.0)
         return model
     if a.model == "wide":
-        return nn.Sequential(nn.Linear(32, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                             nn.Linear(512, 2))
+        return nn.Sequential(
+            nn.Linear(32, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 2)
+        )
     if a.shared:  # one module used twice: its parameters appear once
         hidden = nn.Linear(64, 64)
-        return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), hidden, nn.ReLU(), hidden, nn.ReLU(),
-                             nn.Linear(64, 2))
-    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                         nn.Linear(64, 2))
+        return nn.Sequential(
+            nn.Linear(32, 64), nn.ReLU(), hidden, nn.ReLU(), hidden, nn.ReLU(), nn.Linear(64, 2)
+        )
+    return nn.Sequential(
+        nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 2)
+    )
 
 
 def data(a: argparse.Namespace, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,7 +95,7 @@ def main() -> None:
         i = (batch * a.batch) % a.n_data
         batch += 1
         model.train()
-        loss = loss_fn(model(x[i:i + a.batch]), y[i:i + a.batch]) / a.accum
+        loss = loss_fn(model(x[i : i + a.batch]), y[i : i + a.batch]) / a.accum
         loss.backward()
         rec.setdefault("micro", []).append(loss.item())
         if batch % a.accum:
@@ -119,12 +122,12 @@ def main() -> None:
             with torch.no_grad():
                 for j in range(a.eval_batches):
                     k = (j * a.batch) % a.n_data
-                    rec["eval_loss"].append(loss_fn(model(ex[k:k + a.batch]),
-                                                    ey[k:k + a.batch]).item())
+                    rec["eval_loss"].append(
+                        loss_fn(model(ex[k : k + a.batch]), ey[k : k + a.batch]).item()
+                    )
     if a.record:
         torch.save(rec, a.record)
-    print(json.dumps({"steps": step, "evals": len(rec["eval_loss"]),
-                      "last_loss": rec["loss"][-1]}))
+    print(json.dumps({"steps": step, "evals": len(rec["eval_loss"]), "last_loss": rec["loss"][-1]}))
 
 
 if __name__ == "__main__":

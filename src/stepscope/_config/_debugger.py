@@ -14,8 +14,17 @@ from typing import Any
 
 from ._base import ConfigError, as_bool, as_int, build, check_keys, given, invalid
 
-BUILTIN_COLLECTIONS = ("all", "default", "losses", "weights", "biases", "gradients",
-                       "inputs", "outputs", "optimizer_variables")
+BUILTIN_COLLECTIONS = (
+    "all",
+    "default",
+    "losses",
+    "weights",
+    "biases",
+    "gradients",
+    "inputs",
+    "outputs",
+    "optimizer_variables",
+)
 BASE_REDUCTIONS = ("min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2")
 REDUCTIONS = BASE_REDUCTIONS + tuple(f"abs_{r}" for r in BASE_REDUCTIONS)
 PHASES = ("train", "eval")
@@ -23,7 +32,11 @@ SCHEDULE_KEYS = ("save_interval", "save_steps", "start_step", "end_step")
 # SDK spellings of reduction lists: "norms" and "abs_norms" take l1/l2 only.
 _REDUCTION_KEYS = ("reductions", "abs_reductions", "norms", "abs_norms")
 COLLECTION_KEYS = (
-    "include_regex", "save_raw_tensor", "save_histogram", *_REDUCTION_KEYS, *SCHEDULE_KEYS,
+    "include_regex",
+    "save_raw_tensor",
+    "save_histogram",
+    *_REDUCTION_KEYS,
+    *SCHEDULE_KEYS,
     *(f"{p}.{k}" for p in PHASES for k in SCHEDULE_KEYS),
 )
 HOOK_KEYS = ("save_all", *[k for k in COLLECTION_KEYS if k != "include_regex"])
@@ -82,8 +95,9 @@ def _check_regex(value: Any) -> str:
     return value
 
 
-def normalize_parameters(data: Mapping[str, Any], valid: tuple[str, ...],
-                         section: str) -> dict[str, Any]:
+def normalize_parameters(
+    data: Mapping[str, Any], valid: tuple[str, ...], section: str
+) -> dict[str, Any]:
     """Typed values for the parameters of a collection (or of the hook)."""
     out: dict[str, Any] = {}
     for key, value in given(check_keys(data, valid, section)).items():
@@ -145,9 +159,12 @@ class CollectionConfig:
         """The SaveConfig of ``phase`` (``train`` or ``eval``)."""
         p = self.parameters
         pick = {k: p.get(f"{phase}.{k}", p.get(k)) for k in SCHEDULE_KEYS}
-        return SaveConfig(save_interval=pick["save_interval"] or DEFAULT_SAVE_INTERVAL,
-                          save_steps=tuple(pick["save_steps"] or ()),
-                          start_step=pick["start_step"] or 0, end_step=pick["end_step"])
+        return SaveConfig(
+            save_interval=pick["save_interval"] or DEFAULT_SAVE_INTERVAL,
+            save_steps=tuple(pick["save_steps"] or ()),
+            start_step=pick["start_step"] or 0,
+            end_step=pick["end_step"],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """``{"name": ..., "parameters": {...}}`` (``from_dict`` reads it back)."""
@@ -157,8 +174,10 @@ class CollectionConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> CollectionConfig:
         """From ``{"name": n, "parameters": {...}}`` or ``{"name": n, <parameters>}``."""
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
-            raise ConfigError("Each [[debugger.collections]] table needs a name, e.g. "
-                              'name = "losses".', "[debugger.collections]")
+            raise ConfigError(
+                'Each [[debugger.collections]] table needs a name, e.g. name = "losses".',
+                "[debugger.collections]",
+            )
         rest = {k: v for k, v in data.items() if k not in ("name", "parameters")}
         params = {**dict(data.get("parameters") or {}), **rest}
         return cls(data["name"], params)
@@ -184,8 +203,9 @@ class DebuggerHookConfig:
         configs = self.collection_configs
         if isinstance(configs, Mapping) or not isinstance(configs, list | tuple):
             raise invalid(configs, "collection_configs", "a list of CollectionConfig")
-        typed = tuple(c if isinstance(c, CollectionConfig) else CollectionConfig.from_dict(c)
-                      for c in configs)
+        typed = tuple(
+            c if isinstance(c, CollectionConfig) else CollectionConfig.from_dict(c) for c in configs
+        )
         names = [c.name for c in typed]
         if len(set(names)) != len(names):
             raise ConfigError(f"Collection names must be unique, got {names}. Fix: merge them.")
@@ -193,15 +213,22 @@ class DebuggerHookConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as a JSON-serialisable dict."""
-        return {"s3_output_path": self.s3_output_path,
-                "container_local_output_path": self.container_local_output_path,
-                "hook_parameters": dict(self.hook_parameters),
-                "collection_configs": [c.to_dict() for c in self.collection_configs]}
+        return {
+            "s3_output_path": self.s3_output_path,
+            "container_local_output_path": self.container_local_output_path,
+            "hook_parameters": dict(self.hook_parameters),
+            "collection_configs": [c.to_dict() for c in self.collection_configs],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, section: str = "debugger") -> DebuggerHookConfig:
         """From the ``[debugger]`` table (``[[debugger.collections]]`` for the collections)."""
-        valid = ("s3_output_path", "container_local_output_path", "hook_parameters",
-                 "collection_configs", "collections")
+        valid = (
+            "s3_output_path",
+            "container_local_output_path",
+            "hook_parameters",
+            "collection_configs",
+            "collections",
+        )
         kwargs = given(check_keys(data, valid, section), {"collections": "collection_configs"})
         return build(cls, kwargs, section)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import Store, open_store
+from ._collectives import CollectiveTimer
 from ._faults import FaultBoundary
 from ._hooks import TorchHooks
 from ._import_hook import TorchImportHook
@@ -62,6 +63,7 @@ class Agent:
         )
         self.recorder = StepRecorder(self.writer.steps)
         self.hooks = TorchHooks(self.recorder, self.faults)
+        self.collectives = CollectiveTimer(self.recorder, self.faults)
         self.profiling = self._profiling()
         self.tensors = self._tensor_capture()
         self._lock = threading.Lock()
@@ -81,10 +83,8 @@ class Agent:
     def _tensor_capture(self) -> TensorCapture | None:
         """The output tensor capture of the job's configuration (losses by default)."""
         try:
-            writer = TensorWriter(self.store, self.settings.rank, self.faults,
-                                  self.writer.flush_s)
-            return TensorCapture(resolve(self.settings.config), writer, self.recorder,
-                                 self.faults)
+            writer = TensorWriter(self.store, self.settings.rank, self.faults, self.writer.flush_s)
+            return TensorCapture(resolve(self.settings.config), writer, self.recorder, self.faults)
         except Exception as exc:
             self.faults.record("tensors", exc)
             return None
@@ -125,6 +125,10 @@ class Agent:
                 self.faults.record("tensors", exc)
             if self.profiling is not None and self.hooks.installed:
                 self.profiling.attach()
+            try:  # after the hooks: it wraps their backward wrapper
+                self.collectives.install()
+            except Exception as exc:
+                self.faults.record("collectives", exc)
 
     def step(self) -> None:
         """End the current training step now (for loops without an optimizer)."""
@@ -146,6 +150,7 @@ class Agent:
         if self.profiling is not None:
             self.profiling.stop()
         try:
+            self.collectives.remove()  # before the hooks: it wraps their wrapper
             self.hooks.remove()
         except Exception as exc:
             self.faults.record("step-hooks", exc)

@@ -22,6 +22,7 @@ from typing import Any
 from ._cuda import DeviceTimer
 from ._faults import FaultBoundary
 from ._recorder import StepRecorder
+from .profilers._workers import WorkerFetchTimer
 
 
 class TorchHooks:
@@ -38,6 +39,8 @@ class TorchHooks:
         # Called with the first argument of every ``torch.autograd.backward`` (the
         # loss, for tensor capture); set by the agent's TensorCapture.
         self.on_backward_root: Callable[[Any], None] | None = None
+        # Fetch times inside DataLoader workers, for data-loader windows.
+        self.worker_fetch = WorkerFetchTimer()
         self.installed = False
 
     # -- install / remove -------------------------------------------------------
@@ -59,6 +62,8 @@ class TorchHooks:
 
         self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
         self._patch(torch.amp.GradScaler, "step", self._wrap_scaler_step)
+        self.worker_fetch.install()
+        self.rec.worker_fetch = self.worker_fetch
         self.installed = True
 
     def remove(self) -> None:
@@ -68,6 +73,8 @@ class TorchHooks:
         for owner, name, original in reversed(self._patches):
             setattr(owner, name, original)
         self._patches = []
+        self.worker_fetch.remove()
+        self.rec.worker_fetch = None
         self.installed = False
 
     def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:

@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ._cuda import DeviceTimer, Mark
 
-# (phase, step, start, end, data_wait, forward, backward, optimizer, profiled, device marks)
-StepRow = tuple[str, int, float, float, float, float, float, float, bool, list[Mark] | None]
+# (phase, step, start, end, data_wait, forward, backward, optimizer, collective,
+#  collective outside the four parts, profiled, device marks)
+StepRow = tuple[
+    str, int, float, float, float, float, float, float, float, float, bool, list[Mark] | None
+]
 
 
 @dataclass
@@ -28,6 +32,8 @@ class StepRecorder:
     forward: float = 0.0
     backward: float = 0.0
     optimizer: float = 0.0
+    collective: float = 0.0  # time in torch.distributed collectives (agent/_collectives.py)
+    collective_outside: float = 0.0  # the part outside the four parts: not "other"
     train_steps: int = 0
     eval_steps: int = 0
     profiled: bool = False
@@ -39,11 +45,14 @@ class StepRecorder:
     # Run once at the next data fetch or forward: starting or stopping the PyTorch
     # profiler inside ``optimizer.step()`` (a profiler scope) corrupts memory.
     deferred: Callable[[], None] | None = None
+    # The fetch timer of DataLoader workers (a WorkerFetchTimer), once hooks are in.
+    worker_fetch: Any = None
     # Set once CUDA is in use: CUDA events time the device side of each part.
     device: DeviceTimer | None = None
     _opt_depth: int = 0
     _opt_start: float = 0.0
     _fwd_start: float = 0.0
+    _in_forward: bool = False
 
     def _touch(self, t: float) -> None:
         if self.boundary is None:
@@ -67,11 +76,13 @@ class StepRecorder:
             self._run_deferred()
         self._touch(t)
         self._fwd_start = t
+        self._in_forward = True
         if self.device is not None:
             self.device.start("forward")
 
     def on_forward_end(self, t: float, training: bool) -> None:
         self.forward += t - self._fwd_start
+        self._in_forward = False
         if self.device is not None:
             self.device.end("forward")
         if not training:
@@ -104,6 +115,14 @@ class StepRecorder:
                 self.device.end("optimizer")
             self.end_train_step(t)
 
+    def on_collective(self, t0: float, t1: float, in_backward: bool) -> None:
+        """Time spent in a collective; before the first step, it belongs to no step."""
+        if self.boundary is None:
+            return  # set-up (DDP's parameter broadcast), not training
+        self.collective += t1 - t0
+        if not (in_backward or self._in_forward or self._opt_depth):
+            self.collective_outside += t1 - t0
+
     def end_train_step(self, t: float) -> None:
         """Close the current training step at ``t`` (also the explicit ``stepscope.step()``)."""
         self._touch(t)
@@ -121,11 +140,14 @@ class StepRecorder:
             self.forward,
             self.backward,
             self.optimizer,
+            self.collective,
+            self.collective_outside,
             self.profiled,
             self.device.take() if self.device is not None else None,
         )
         self.rows.append(row)
         self.boundary = t
         self.data = self.forward = self.backward = self.optimizer = 0.0
+        self.collective = self.collective_outside = 0.0
         if self.on_boundary is not None:
             self.on_boundary(phase, step, t)

@@ -44,9 +44,16 @@ class Active:
 class WindowScheduler:
     """Runs the planned and requested windows of one rank."""
 
-    def __init__(self, plan: list[Planned], recorder: Any, sink: ArtifactSink,
-                 event: Callable[..., None], now: Callable[[], float],
-                 wall: Callable[[float], float], faults: FaultBoundary) -> None:
+    def __init__(
+        self,
+        plan: list[Planned],
+        recorder: Any,
+        sink: ArtifactSink,
+        event: Callable[..., None],
+        now: Callable[[], float],
+        wall: Callable[[float], float],
+        faults: FaultBoundary,
+    ) -> None:
         self.plan, self.rec, self.sink = plan, recorder, sink
         self.event, self.now, self.wall, self.faults = event, now, wall, faults
         self.active: list[Active] = []
@@ -132,9 +139,13 @@ class WindowScheduler:
         windows = [self._resolve(p, nxt) for p in req.windows]
         late = [p for p in windows if self._past(p.window, nxt, now)]
         if late:
-            self._acknowledge(req.name, False, f"{describe(late[0])} is already over: the job "
-                              f"is at step {nxt}. Leave the start blank for the next step, or "
-                              "give a later step or time.")
+            self._acknowledge(
+                req.name,
+                False,
+                f"{describe(late[0])} is already over: the job "
+                f"is at step {nxt}. Leave the start blank for the next step, or "
+                "give a later step or time.",
+            )
             return False
         closing = [a for a in self.active if a.planned.label in req.off]
         for active in closing:
@@ -181,8 +192,9 @@ class WindowScheduler:
             end = (w.start_unix_time or a.opened) + w.duration
             if now < end:
                 start = w.start_unix_time or a.opened
-                self.plan.append(dataclasses.replace(
-                    p, window=dataclasses.replace(w, start_unix_time=start)))
+                self.plan.append(
+                    dataclasses.replace(p, window=dataclasses.replace(w, start_unix_time=start))
+                )
 
     def _consider(self, p: Planned, nxt: int, now: float) -> None:
         w = p.window
@@ -195,8 +207,13 @@ class WindowScheduler:
             missed, due = nxt >= (w.end_step or 0), nxt >= lo
         if missed:
             self.plan.remove(p)
-            self._emit("profiling_missed", kind=p.label, window=w.to_dict(), request=p.request,
-                       reason=f"the window had passed when it was considered (step {nxt})")
+            self._emit(
+                "profiling_missed",
+                kind=p.label,
+                window=w.to_dict(),
+                request=p.request,
+                reason=f"the window had passed when it was considered (step {nxt})",
+            )
         elif due:
             self.plan.remove(p)
             self._open(p, nxt, now)
@@ -210,12 +227,12 @@ class WindowScheduler:
             else:
                 reason = self._start(profiler)
         if reason is not None:
-            self._emit("profiling_skipped", kind=p.label, window=shown,
-                       request=p.request, reason=reason)
+            self._emit(
+                "profiling_skipped", kind=p.label, window=shown, request=p.request, reason=reason
+            )
             return
         self.active.append(Active(p, profiler, nxt, now))
-        self._emit("profiling_start", kind=p.label, window=shown,
-                   first_step=nxt, request=p.request)
+        self._emit("profiling_start", kind=p.label, window=shown, first_step=nxt, request=p.request)
 
     def _start(self, profiler: WindowProfiler) -> str | None:
         try:

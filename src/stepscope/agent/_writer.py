@@ -17,7 +17,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store, StoreUnavailable
+from ..store import EVENTS_SCHEMA, SegmentWriter, Store, StoreUnavailable
+from ..store._schemas import AGENT_STEPS_SCHEMA
 from ._cuda import resolve
 from ._faults import FaultBoundary
 from ._recorder import StepRow
@@ -159,16 +160,16 @@ class AgentWriter:
     def _steps_batch(self, rows: list[StepRow]) -> Any:
         import pyarrow as pa
 
-        phase, step, t0, t1, data, fwd, bwd, opt, prof, marks = (
+        phase, step, t0, t1, data, fwd, bwd, opt, coll, outside, prof, marks = (
             list(c) for c in zip(*rows, strict=True)
         )
         device = [resolve(m) for m in marks]
         start = [self.clock.wall(t) for t in t0]
         end = [self.clock.wall(t) for t in t1]
         dur = [b - a for a, b in zip(t0, t1, strict=True)]
-        other = [
-            max(d - (a + b + c + e), 0.0)
-            for d, a, b, c, e in zip(dur, data, fwd, bwd, opt, strict=True)
+        other = [  # collectives outside the four parts are not "other" either
+            max(d - (a + b + c + e + x), 0.0)
+            for d, a, b, c, e, x in zip(dur, data, fwd, bwd, opt, outside, strict=True)
         ]
         cols = {
             **self._identity_cols(len(rows)),
@@ -186,8 +187,9 @@ class AgentWriter:
             "gpu_forward": [d["forward"] for d in device],
             "gpu_backward": [d["backward"] for d in device],
             "gpu_optimizer": [d["optimizer"] for d in device],
+            "collective": coll,
         }
-        return pa.RecordBatch.from_pydict(cols, schema=STEPS_SCHEMA)
+        return pa.RecordBatch.from_pydict(cols, schema=AGENT_STEPS_SCHEMA)
 
     def _events_batch(self, rows: list[EventRow]) -> Any:
         import pyarrow as pa

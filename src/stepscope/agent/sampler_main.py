@@ -1,7 +1,8 @@
 """The system sampler process of a node, started by the launcher::
 
     python -m stepscope.agent.sampler_main --job-url URL --node NODE \\
-        --interval-ms 500 --watch-pid PID [--parent-pid PID] [--flush-seconds 2]
+        --interval-ms 500 --watch-pid PID [--parent-pid PID] [--flush-seconds 2] \\
+        [--clock-offset-s S]
 
 It samples on a fixed schedule (tick ``k`` at ``start + k * interval``; missed
 ticks are skipped, never caught up in a burst), stores rows in ``system/<node>/``
@@ -14,6 +15,10 @@ Fault boundary: every exception of sampling or storing goes to :meth:`Sampler._g
 which logs the first one to stderr, records all in ``faults/sampler-<node>-<pid>.json``
 and carries on. Unstored rows wait in a bounded buffer (one hour at 100 ms) and go
 out with the next flush that works; past the bound the oldest are dropped and counted.
+
+Sample times are on the job's reference clock: ``--clock-offset-s`` is the node's
+measured offset (the one its ranks' agents add, docs/distributed.md), added to
+every time and recorded in ``nodes/<node>.json`` (``none``: not measured).
 """
 
 from __future__ import annotations
@@ -99,6 +104,8 @@ class Sampler:
         flush_s: float = FLUSH_S,
         max_buffer_rows: int = MAX_BUFFER_ROWS,
         probe: SystemProbe | None = None,
+        clock_offset_s: float | None = 0.0,
+        clock_skew_s: float = 0.0,
     ) -> None:
         self.store, self.node = store, node
         self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
@@ -110,7 +117,11 @@ class Sampler:
         self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
         self.faults = Faults(store, node)
         self.requests = IntervalRequests(store, node)  # live interval changes (control/)
-        self._wall0, self._mono0 = time.time(), time.monotonic()
+        # offset: None when it could not be measured (times stay on this node's clock);
+        # skew: tests only, a known error of this node's clock (as in the agent's Clock).
+        self.clock_offset_s = clock_offset_s
+        self._wall0 = time.time() + clock_skew_s + (clock_offset_s or 0.0)
+        self._mono0 = time.monotonic()
         self._tick: float | None = None  # monotonic time of the last tick
         self._flushed, self._sampled, self.samples = self._mono0, -math.inf, 0
         self._node_written = self._stopped = self._closed = False
@@ -243,7 +254,7 @@ def node_facts(sampler: Sampler) -> dict[str, Any]:
     facts: dict[str, Any] = {"node": sampler.node, "hostname": socket.gethostname()}
     facts |= {"cpu_count": psutil.cpu_count(), "mem_total": float(psutil.virtual_memory().total)}
     facts |= {"gpus": [asdict(gpu) for gpu in gpus], "interval_ms": sampler.interval_ms}
-    return facts | {"clock_offset_s": 0.0, "boot_time": psutil.boot_time()}
+    return facts | {"clock_offset_s": sampler.clock_offset_s, "boot_time": psutil.boot_time()}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -254,7 +265,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--watch-pid", type=int, help="training process: end when it has exited")
     p.add_argument("--parent-pid", type=int, help="end when it has gone (default: our parent)")
     p.add_argument("--flush-seconds", type=float, default=FLUSH_S, help="store rows this often")
+    p.add_argument(
+        "--clock-offset-s",
+        type=_offset,
+        default=0.0,
+        help="add to sample times: the node's offset to the job's reference clock "
+        "('none': not measured)",
+    )
+    p.add_argument("--clock-skew-s", type=float, default=0.0, help=argparse.SUPPRESS)  # tests
     return p
+
+
+def _offset(value: str) -> float | None:
+    return None if value == "none" else float(value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         watch_pid=args.watch_pid,
         parent_pid=args.parent_pid if args.parent_pid is not None else os.getppid(),
         flush_s=args.flush_seconds,
+        clock_offset_s=args.clock_offset_s,
+        clock_skew_s=args.clock_skew_s,
     )
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: sampler.stop())

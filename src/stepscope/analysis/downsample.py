@@ -14,10 +14,15 @@ Buckets without samples become gaps (NaN), so an outage shows as a hole.
 
 Stacked shares and heatmaps use the bucket mean instead (:func:`mean_frame`):
 sums of means are means of sums, which keeps a stacked split consistent.
+
+:func:`compact` and :func:`offsets` turn the results into the chart layer's
+JSON (docs/charts.md), for the report and the dashboard alike; for data kept
+in segments, :mod:`.rollup` does the same downsampling segment by segment.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -27,6 +32,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 
 DEFAULT_BUCKETS = 2000
+SIG_DIGITS = 4
 
 
 def bucket_index(x: FloatArray, buckets: int) -> tuple[IntArray, float, float]:
@@ -148,3 +154,28 @@ def insert_gaps(x: FloatArray, y: FloatArray, max_dx: float) -> tuple[FloatArray
         return x, y
     mid = (x[at - 1] + x[at]) / 2
     return np.insert(x, at, mid), np.insert(y, at, np.nan)
+
+
+def compact(values: npt.ArrayLike, digits: int = SIG_DIGITS) -> list[float | None]:
+    """Values rounded to ``digits`` significant digits of the series' largest, NaN as None."""
+    v = np.asarray(values, dtype=np.float64)
+    top = float(np.nanmax(np.abs(v))) if len(v) and not np.isnan(v).all() else 0.0
+    decimals = max(0, digits - 1 - math.floor(math.log10(top))) if top > 0 else 0
+    rounded = np.round(v, decimals)
+    gaps = np.isnan(rounded)
+    if decimals == 0 and top < 2**62:  # whole numbers as ints, converted by numpy (fast)
+        out: list[float | None] = np.where(gaps, 0, rounded).astype(np.int64).tolist()
+    elif decimals == 0:
+        out = [None if math.isnan(x) else int(x) for x in rounded.tolist()]
+    else:
+        out = rounded.tolist()
+    for i in np.flatnonzero(gaps).tolist():
+        out[i] = None
+    return out
+
+
+def offsets(x: npt.ArrayLike, t0: float) -> list[float]:
+    """Times as offsets from ``t0``: 1 ms resolution for short spans, 0.1 s for long ones."""
+    rel = np.asarray(x, dtype=np.float64) - t0
+    span = float(rel[-1] - rel[0]) if len(rel) else 0.0
+    return np.round(rel, 3 if span < 600 else 1).tolist()

@@ -2,10 +2,11 @@
 
 :class:`Source` holds one :class:`~stepscope.job.Job` per job (its metadata
 methods read the folder anew on every call) and the caches of :mod:`._cache`.
-Local jobs' row streams come from :class:`._cache.Streams`; jobs on object
-stores are read through the Job's DuckDB queries (serialised per job) and
-cached for one second. Chart answers are cached by the data's signature, so a
-finished job is computed once and a running one once per flush.
+Local jobs' row streams come from :class:`._streams.Streams`, one part per
+segment; jobs on object stores are read through the Job's DuckDB queries
+(serialised per job) as one part, cached for one second. Chart answers are
+cached by the data's signature, so a finished job is computed once and a
+running one once per flush, from the cached summaries of its old segments.
 """
 
 from __future__ import annotations
@@ -18,19 +19,22 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
-from ..analysis.report_data import rank_rules
+from ..analysis.report_data import SPLIT, rank_rules
 from ..job import Job
 from ..report._context import read_rules
 from ..store import Store
-from ._cache import Answers, Streams, signature
+from ._cache import Answers, Sized
 from ._paths import JOB_NAME, job_store
-from ._series import node_charts, step_charts, window
+from ._reduce import columns, cut, last_value, reducer
+from ._series import node_charts, node_columns, step_charts
+from ._streams import Part, Streams, signature
 
 DEFAULT_BUCKETS = 1000
 MAX_BUCKETS = 4000
 ISSUE = "IssuesFound"
-LIVE_CHECK_S = 0.5
+LIVE_CHECK_S = 0.25
 
 
 def clean(obj: Any) -> Any:
@@ -57,7 +61,7 @@ class Source:
 
     def __init__(self, root: Store, now: Callable[[], float] = time.time) -> None:
         self.root, self._now = root, now
-        self.streams, self.answers = Streams(), Answers()
+        self.streams, self.answers, self.summaries = Streams(), Answers(), Sized()
         self._jobs: dict[str, Job] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -76,7 +80,7 @@ class Source:
 
     # -- row streams ---------------------------------------------------------------
     def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Any:
-        """(signature, frame) of a stream: by segment on local disks, else per second.
+        """(signature, parts) of a stream: by segment on local disks, else one part per second.
 
         A finished job's files are listed once; a running job's at most every
         :data:`LIVE_CHECK_S` (its writers flush every 2 s).
@@ -84,20 +88,22 @@ class Source:
         if job.store.is_local:
             final = job.meta.get("status") != "Running"
             age = math.inf if final else LIVE_CHECK_S
-            return self.streams.frame(job.store, prefix, sort, max_age=age)
+            return self.streams.parts(job.store, prefix, sort, max_age=age)
         key = ("remote", job.path, prefix, int(self._now()))
         lock = self._locks[job.name]
 
-        def locked() -> tuple[Any, pd.DataFrame]:
+        def locked() -> tuple[Any, tuple[Part, ...]]:
             with lock:
-                return key, read()
+                frame = read()
+            part = Part(None, pa.Table.from_pandas(frame, preserve_index=False), sort)
+            return key, (part,) if len(part) else ()
 
         return self.answers.get(key, locked)
 
-    def system_frame(self, job: Job, node: str) -> tuple[Any, pd.DataFrame]:
+    def system_parts(self, job: Job, node: str) -> tuple[Any, tuple[Part, ...]]:
         return self._stream(job, f"system/{node}", "time", lambda: job.system(nodes=[node]))
 
-    def steps_frame(self, job: Job, rank: int) -> tuple[Any, pd.DataFrame]:
+    def steps_parts(self, job: Job, rank: int) -> tuple[Any, tuple[Part, ...]]:
         return self._stream(job, f"steps/rank-{rank}", "start", lambda: job.steps(ranks=[rank]))
 
     # -- answers -----------------------------------------------------------------------
@@ -133,8 +139,8 @@ class Source:
         ranks = job.ranks()
         if not ranks:
             return 0
-        _, steps = self.steps_frame(job, ranks[0])
-        return int((steps["phase"] == "train").sum()) if len(steps) else 0
+        _, parts = self.steps_parts(job, ranks[0])
+        return sum(len(p.only("phase", "train")) for p in parts)
 
     def detail(self, name: str) -> dict[str, Any]:
         """The job page's header: metadata, nodes, ranks, profiling artifacts."""
@@ -172,49 +178,53 @@ class Source:
         job = self.job(name)
         if not JOB_NAME.match(node) or not job.store.isdir(f"system/{node}"):
             raise LookupError(f"job {name!r} has no node {node!r}; nodes: {job.nodes()}")
-        sig, frame = self.system_frame(job, node)
+        sig, parts = self.system_parts(job, node)
         t0 = float(job.meta.get("start_time") or 0.0)
         key = ("system", name, node, sig, start, end, buckets)
         return self.answers.get(
-            key, lambda: encode(self._system(job, node, frame, t0, start, end, buckets))
+            key, lambda: encode(self._system(job, node, parts, t0, start, end, buckets))
         )
 
-    def _system(self, job: Job, node: str, frame: pd.DataFrame, t0: float, start: float | None,
-                end: float | None, buckets: int) -> dict[str, Any]:  # fmt: skip
-        part = window(frame, "time", start, end)
+    def _system(self, job: Job, node: str, parts: tuple[Part, ...], t0: float,
+                start: float | None, end: float | None, buckets: int) -> dict:  # fmt: skip
+        cuts = cut(parts, start, end)
+        data = reducer(cuts, node_columns(columns(parts)), buckets, self.summaries)
         try:
             info = job.node_info(node)
         except (OSError, ValueError):
             info = {}
+        interval = last_value(cuts, "interval_ms")
         return {
             "node": node,
             "t0": t0,
-            "samples": len(part),
-            "first": float(part["time"].iloc[0]) if len(part) else None,
-            "last": float(part["time"].iloc[-1]) if len(part) else None,
-            "interval_ms": int(part["interval_ms"].iloc[-1]) if len(part) else None,
-            "charts": node_charts(part.drop(columns=["interval_ms"]), info, t0, buckets),
+            "samples": data.rows,
+            "first": min(float(c.x[0]) for c in cuts) if cuts else None,
+            "last": max(float(c.x[-1]) for c in cuts) if cuts else None,
+            "interval_ms": int(interval) if interval is not None else None,
+            "charts": node_charts(data, info, t0, buckets),
         }
 
     def steps(self, name: str, rank: int, phase: str, start: float | None, end: float | None,
               buckets: int) -> bytes:  # fmt: skip
         """Chart specs of one rank's steps of ``phase`` that began in ``[start, end)``, as JSON."""
         job = self.job(name)
-        sig, frame = self.steps_frame(job, rank)
+        sig, parts = self.steps_parts(job, rank)
         t0 = float(job.meta.get("start_time") or 0.0)
 
         def compute() -> bytes:
-            rows = frame[frame["phase"] == phase] if len(frame) else frame
-            part = window(rows, "start", start, end)
-            last = int(part["step"].iloc[-1]) if len(part) else None
+            cuts = cut([p.only("phase", phase) for p in parts], start, end)
+            have = columns(parts)
+            names = [c for c in ("duration", *SPLIT) if c in have]
+            data = reducer(cuts, names, buckets, self.summaries)
+            last = last_value(cuts, "step")
             return encode(
                 {
                     "rank": rank,
                     "phase": phase,
                     "t0": t0,
-                    "count": len(part),
-                    "last_step": last,
-                    "charts": step_charts(part, t0, buckets),
+                    "count": data.rows,
+                    "last_step": int(last) if last is not None else None,
+                    "charts": step_charts(data, t0, buckets),
                 }
             )
 

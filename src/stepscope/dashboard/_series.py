@@ -1,22 +1,21 @@
-"""Chart specs for the job page, built from a node's samples or a rank's steps.
+"""Chart specs for the job page, built from a reducer over a node's samples or a rank's steps.
 
-Pure functions over DataFrames: a time window is cut out, downsampled with
-:mod:`stepscope.analysis.downsample` (min/max per bucket keeps every spike, means
-for stacks and heatmaps) and rounded like the report's specs, so that
+A reducer (:mod:`._reduce`) holds the rows of a time window and downsamples them
+like :mod:`stepscope.analysis.downsample` (min/max per bucket keeps every spike,
+means for stacks and heatmaps); the specs are rounded like the report's, so that
 ``stepscope-charts.js`` draws them unchanged (docs/charts.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from ..analysis.downsample import mean_frame, minmax_frame
+from ..analysis.downsample import compact, offsets
 from ..analysis.report_data import CORE_RE, GPU_RE, SPLIT, numbered
-from ..report._charts import compact, offsets
+from ._reduce import Reducer
 
 HEATMAP_BUCKETS = 300
 
@@ -33,14 +32,12 @@ NODE_CHARTS: list[tuple[str, str, str, list[float] | None, dict[str, str]]] = [
 GPU_CHARTS = [("gpu_util", "GPU utilization", "util"), ("gpu_mem", "GPU memory used", "mem_util")]
 
 
-def window(frame: pd.DataFrame, col: str, start: float | None, end: float | None) -> pd.DataFrame:
-    """Rows of a frame sorted by ``col`` with ``start <= col < end``."""
-    if frame.empty:
-        return frame
-    values = frame[col].to_numpy(np.float64)
-    lo = 0 if start is None else int(np.searchsorted(values, start, "left"))
-    hi = len(values) if end is None else int(np.searchsorted(values, end, "left"))
-    return frame.iloc[lo:hi]
+def node_columns(names: Iterable[str]) -> list[str]:
+    """The columns of a node's samples that its charts draw."""
+    used = {c for *_, wanted in NODE_CHARTS for c in wanted.values()} | {"proc_cpu", "proc_rss"}
+    names = list(names)
+    gpus = [c for _, _, suffix in GPU_CHARTS for c in numbered(names, GPU_RE, suffix)]
+    return [c for c in names if c in used] + gpus + numbered(names, CORE_RE)
 
 
 def _spec(kind: str, title: str, unit: str, t0: float, xs: Any, cols: Mapping[str, Any]) -> dict:
@@ -49,77 +46,92 @@ def _spec(kind: str, title: str, unit: str, t0: float, xs: Any, cols: Mapping[st
             "series": series}  # fmt: skip
 
 
-def timeseries(
-    title: str, unit: str, x: Any, cols: Mapping[str, Any], t0: float, buckets: int
-) -> dict[str, Any]:
-    """A line chart spec, min/max downsampled to ``buckets``."""
-    xs, down = minmax_frame(x, cols, buckets)
-    return _spec("timeseries", title, unit, t0, xs, down)
+Scales = dict[str, tuple[str, Callable[[Any], Any]]]
+Plan = list[tuple[str, str, str, list[float] | None, dict[str, str]]]
 
 
-def derived(wide: pd.DataFrame, info: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """The node's columns as float arrays, plus the training processes as % of the node."""
-    cols = {c: wide[c].to_numpy(np.float64) for c in wide.columns if c not in ("node", "time")}
-    cores = info.get("cpu_count") or len(numbered(wide.columns, CORE_RE)) or 1
-    if "proc_cpu" in cols:
-        cols["proc_cpu_pct"] = cols["proc_cpu"] / cores
-    if "proc_rss" in cols and info.get("mem_total"):
-        cols["proc_rss_pct"] = 100 * cols["proc_rss"] / float(info["mem_total"])
-    return cols
+def derived(present: list[str], info: Mapping[str, Any]) -> Scales:
+    """The training processes as % of the node: (column, scale), applied after downsampling.
+
+    Both scales are positive factors, so the extremes and means of the scaled
+    column are those of the column, scaled.
+    """
+    cores = info.get("cpu_count") or len(numbered(present, CORE_RE)) or 1
+    out: Scales = {}
+    if "proc_cpu" in present:
+        out["proc_cpu_pct"] = ("proc_cpu", lambda v: v / cores)
+    if "proc_rss" in present and info.get("mem_total"):
+        total = float(info["mem_total"])
+        out["proc_rss_pct"] = ("proc_rss", lambda v: 100 * v / total)
+    return out
+
+
+def _plan(present: list[str], scales: Scales) -> Plan:
+    """The line charts a node's columns allow: (id, title, unit, y range, {label: column})."""
+    plan: Plan = []
+    for chart_id, title, unit, y_range, wanted in NODE_CHARTS:
+        series = {label: c for label, c in wanted.items() if c in present or c in scales}
+        if series:
+            plan.append((chart_id, title, unit, y_range, series))
+    for chart_id, title, suffix in GPU_CHARTS:
+        names = numbered(present, GPU_RE, suffix)
+        if names:
+            series = {f"GPU {c.split('_')[0][3:]}": c for c in names}
+            plan.append((chart_id, title, "%", [0, 100], series))
+    return plan
 
 
 def node_charts(
-    wide: pd.DataFrame, info: Mapping[str, Any], t0: float, buckets: int
+    data: Reducer, info: Mapping[str, Any], t0: float, buckets: int
 ) -> dict[str, dict[str, Any]]:
-    """Every chart of one node for the samples in ``wide`` (already windowed)."""
-    if wide.empty:
+    """Every chart of one node for the samples of ``data`` (already windowed).
+
+    The line charts' columns are downsampled together: one pass over the data.
+    """
+    if not data.rows:
         return {}
-    x = wide["time"].to_numpy(np.float64)
-    cols = derived(wide.dropna(axis=1, how="all"), info)
+    present = data.present()
+    scales = derived(present, info)
+    plan = _plan(present, scales)
+    source = {c: scales.get(c, (c, None)) for *_, series in plan for c in series.values()}
+    xs, down = data.minmax(list(dict.fromkeys(c for c, _ in source.values())), buckets)
+    values = {c: f(down[col]) if f else down[col] for c, (col, f) in source.items()}
     charts: dict[str, dict[str, Any]] = {}
-    for chart_id, title, unit, y_range, wanted in NODE_CHARTS:
-        series = {label: cols[c] for label, c in wanted.items() if c in cols}
-        if series:
-            charts[chart_id] = timeseries(title, unit, x, series, t0, buckets)
-            if y_range:
-                charts[chart_id]["yRange"] = y_range
-    for chart_id, title, suffix in GPU_CHARTS:
-        names = numbered(cols, GPU_RE, suffix)
-        if names:
-            series = {f"GPU {c.split('_')[0][3:]}": cols[c] for c in names}
-            charts[chart_id] = timeseries(title, "%", x, series, t0, buckets)
-            charts[chart_id]["yRange"] = [0, 100]
-    cores = numbered(cols, CORE_RE)
+    for chart_id, title, unit, y_range, series in plan:
+        cols = {label: values[c] for label, c in series.items()}
+        charts[chart_id] = _spec("timeseries", title, unit, t0, xs, cols)
+        if y_range:
+            charts[chart_id]["yRange"] = y_range
+    cores = numbered(present, CORE_RE)
     if cores:
-        charts["cores"] = heatmap("Utilization per CPU core", x, {c: cols[c] for c in cores}, t0,
+        charts["cores"] = heatmap("Utilization per CPU core", data, cores, t0,
                                   min(buckets, HEATMAP_BUCKETS))  # fmt: skip
     return charts
 
 
-def heatmap(title: str, x: Any, rows: Mapping[str, Any], t0: float, buckets: int) -> dict[str, Any]:
-    """Rows over time, bucket means rounded to integers."""
-    xs, cols = mean_frame(x, rows, buckets)
+def heatmap(title: str, data: Reducer, rows: list[str], t0: float, buckets: int) -> dict[str, Any]:
+    """Columns ``rows`` over time, bucket means rounded to integers."""
+    xs, cols = data.mean(rows, buckets)
     values = [[None if v != v else int(v) for v in np.round(c).tolist()] for c in cols.values()]
     return {"kind": "heatmap", "title": title, "unit": "%", "t0": t0, "x": offsets(xs, t0),
             "rows": list(cols), "values": values}  # fmt: skip
 
 
-def step_charts(steps: pd.DataFrame, t0: float, buckets: int) -> dict[str, dict[str, Any]]:
+def step_charts(data: Reducer, t0: float, buckets: int) -> dict[str, dict[str, Any]]:
     """Step duration (min/max), its split (stacked means) and the split's share."""
-    if steps.empty:
+    if not data.rows:
         return {}
-    x = steps["start"].to_numpy(np.float64)
-    duration = {"duration": steps["duration"].to_numpy(np.float64)}
-    parts = {p: steps[p].to_numpy(np.float64) for p in SPLIT if p in steps}
-    charts = {"step_duration": timeseries("Step duration", "s", x, duration, t0, buckets)}
-    xs, means = mean_frame(x, parts, buckets)
+    xs, down = data.minmax(["duration"], buckets)
+    charts = {"step_duration": _spec("timeseries", "Step duration", "s", t0, xs, down)}
+    parts = [p for p in SPLIT if p in data.names]
+    xs, means = data.mean(parts, buckets)
     charts["step_split"] = _spec("stacked", "Step split", "s", t0, xs, means)
-    totals = [float(np.nansum(v)) for v in parts.values()]
+    totals = data.totals(parts)
     charts["step_share"] = {
         "kind": "share",
         "title": "Framework breakdown (time in each part)",
         "unit": "s",
-        "labels": list(parts),
-        "values": compact(totals),
+        "labels": parts,
+        "values": compact(list(totals.values())),
     }
     return charts

@@ -11,32 +11,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 
-from ..analysis.downsample import mean_frame, minmax_frame
+from ..analysis.downsample import compact, mean_frame, minmax_frame, offsets
 
 REPORT_BUCKETS = 2000  # 2 points per bucket: ~4 points per pixel column of a laptop-wide chart
 HEATMAP_BUCKETS = 600
-SIG_DIGITS = 4
-
-
-def compact(values: npt.ArrayLike, digits: int = SIG_DIGITS) -> list[float | None]:
-    """Values rounded to ``digits`` significant digits of the series' largest, NaN as None."""
-    v = np.asarray(values, dtype=np.float64)
-    top = float(np.nanmax(np.abs(v))) if len(v) and not np.isnan(v).all() else 0.0
-    decimals = max(0, digits - 1 - math.floor(math.log10(top))) if top > 0 else 0
-    rounded = np.round(v, decimals)
-    if decimals == 0:
-        return [None if math.isnan(x) else int(x) for x in rounded.tolist()]
-    return [None if math.isnan(x) else x for x in rounded.tolist()]
-
-
-def offsets(x: npt.ArrayLike, t0: float) -> list[float]:
-    """Times as offsets from ``t0``: 1 ms resolution for short spans, 0.1 s for long ones."""
-    rel = np.asarray(x, dtype=np.float64) - t0
-    span = float(rel[-1] - rel[0]) if len(rel) else 0.0
-    return np.round(rel, 3 if span < 600 else 1).tolist()
 
 
 class Charts:
@@ -81,12 +61,13 @@ class Charts:
         unit: str,
         extra: Mapping[str, Any],
     ) -> dict[str, Any]:
+        t0 = 0.0 if extra.get("xAxis") == "step" else self.t0  # steps are not times
         spec = {
             "kind": kind,
             "title": title,
             "unit": unit,
-            "t0": self.t0,
-            "x": offsets(xs, self.t0),
+            "t0": t0,
+            "x": offsets(xs, t0),
             "series": series,
         }
         spec.update(extra)

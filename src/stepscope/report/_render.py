@@ -11,10 +11,12 @@ from ..job import Job
 from ..webcharts import script_text, style_text
 from ._context import Context, Progress, no_progress
 from ._html import esc, fmt_time, script_json
+from ._profiles import profiles_section
 from ._rules import rule_anchor, rules_section
 from ._steps import steps_section
 from ._summary import faults_section, summary_section
 from ._system import node_anchor, system_section
+from ._tensors import tensors_section
 
 REPORT_NAME = "report.html"
 
@@ -24,19 +26,7 @@ def _static(name: str) -> str:
     return resources.files("stepscope.report").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def profiles_section(ctx: Context) -> str:
-    """Profiling windows (a later issue): a placeholder when ``profiles/`` exists."""
-    if not ctx.job.store.isdir("profiles"):
-        return ""
-    count = len(ctx.job.store.listdir("profiles"))
-    body = (
-        f'<p class="note">This job has {count} entries under profiles/; this version of the '
-        "report does not show profiling windows yet.</p>"
-    )
-    return f'<section id="profiles"><h2>Profiling windows</h2>{body}</section>'
-
-
-def _toc(ctx: Context, has_faults: bool, has_profiles: bool) -> str:
+def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) -> str:
     links = [("summary", "Job summary", False)]
     if has_faults:
         links.append(("faults", "Faults", False))
@@ -47,13 +37,15 @@ def _toc(ctx: Context, has_faults: bool, has_profiles: bool) -> str:
     links += [(rule_anchor(str(r.get("rule"))), str(r.get("rule")), True) for r in ctx.rules]
     if has_profiles:
         links.append(("profiles", "Profiling windows", False))
+    if has_tensors:
+        links.append(("tensors", "Tensors", False))
     items = "".join(
         f'<a href="#{esc(a)}"{" class=sub" if sub else ""}>{esc(t)}</a>' for a, t, sub in links
     )
     return f'<nav class="toc">{items}</nav>'
 
 
-def _body(ctx: Context, progress: Progress) -> str:
+def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
     progress("summary", 0.05)
     summary = summary_section(ctx) + faults_section(ctx)
 
@@ -65,21 +57,31 @@ def _body(ctx: Context, progress: Progress) -> str:
     steps = steps_section(ctx)
     progress("rules", 0.75)
     rules = rules_section(ctx)
-    profiles = profiles_section(ctx)
-    toc = _toc(ctx, 'id="faults"' in summary, bool(profiles))
-    return f"{toc}<main>{summary}{system}{steps}{rules}{profiles}</main>"
+    progress("profiling windows", 0.8)
+    profiles = profiles_section(ctx, out_dir)
+    progress("tensors", 0.85)
+    tensors = tensors_section(ctx)
+    toc = _toc(ctx, 'id="faults"' in summary, bool(profiles), bool(tensors))
+    return f"{toc}<main>{summary}{system}{steps}{rules}{profiles}{tensors}</main>"
 
 
-def render_report(job: Job, progress: Progress | None = None, now: float | None = None) -> str:
+def render_report(
+    job: Job,
+    progress: Progress | None = None,
+    now: float | None = None,
+    out_dir: str | None = None,
+) -> str:
     """The job's profiling report: one self-contained HTML page (no network request).
 
     ``progress(stage, fraction)`` is called as the sections are built. ``now``
-    (unix seconds) stands in for the clock for a job that still runs.
+    (unix seconds) stands in for the clock for a job that still runs. ``out_dir``
+    is the local folder the page will be saved in (None: the job folder): links
+    to the job's profiling files are made relative to it.
     """
     progress = progress or no_progress
     progress("reading", 0.0)
     ctx = Context.load(job, now)
-    body = _body(ctx, progress)
+    body = _body(ctx, progress, out_dir)
     progress("encoding", 0.9)
     data = script_json({"charts": ctx.charts.specs})
     name = str(ctx.meta.get("name") or "job")
@@ -111,13 +113,14 @@ def write_report(job: Job, out_path: str | None = None, progress: Progress | Non
     ``out_path`` (a local path) it is written there, atomically too.
     """
     progress = progress or no_progress
-    data = render_report(job, progress).encode("utf-8")
+    path = None if out_path is None else os.path.abspath(os.path.expanduser(out_path))
+    out_dir = None if path is None else os.path.dirname(path)
+    data = render_report(job, progress, out_dir=out_dir).encode("utf-8")
     progress("writing", 0.95)
-    if out_path is None:
+    if path is None:
         job.store.write_bytes(REPORT_NAME, data)
         path = job.store.local_path(REPORT_NAME) or f"{job.store.url.rstrip('/')}/{REPORT_NAME}"
     else:
-        path = os.path.abspath(os.path.expanduser(out_path))
         _write_local(path, data)
     progress("done", 1.0)
     return path

@@ -19,9 +19,10 @@ import pandas as pd
 from ._base import Part
 from ._input import RuleInput
 from ._params import Param, patience, window
+from ._reduce import Groups
 from ._system_rules import SystemRule, lasted
 from ._types import Finding, RuleResult
-from ._windows import Hit, gpu_indices, runs, severity, window_index, window_spans
+from ._windows import Hit, node_gpus, runs, severity, window_index
 
 RANKS = "_rank_medians"
 STEP_COLUMNS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")
@@ -56,23 +57,20 @@ class LoadBalancing(SystemRule):
     needs_gpu = False
 
     def check(self, data: RuleInput) -> Part:
-        enough = len(gpu_indices(data.system)) > 1
+        enough = len(node_gpus(data)) > 1
         part = super().check(data) if enough else Part(na_reason="fewer than 2 GPUs")
         part.details[RANKS] = self._rank_medians(data)
         return part
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        means = framed.groupby("win")[[f"gpu{g}_util" for g in gpus]].mean()
-        spans, hits = window_spans(framed), []
+        # One groupby for all GPUs (pandas' compensated means), then numpy per pair.
+        means = framed.groupby("win")[[f"gpu{g}_util" for g in gpus]].mean().to_numpy()
+        w, hits = self.windows_of(framed), []
         for i, j in combinations(range(len(gpus)), 2):
-            a, b = means.iloc[:, i].to_numpy(), means.iloc[:, j].to_numpy()
+            a, b = means[:, i], means[:, j]
             high, low = np.maximum(a, b), np.minimum(a, b)
             value = np.where(high > 0, (high - low) / np.where(high > 0, high, 1.0), 0.0)
-            for win, v in zip(means.index, value, strict=True):
-                if v > self.p("threshold"):
-                    key = f"gpu{gpus[i]}-gpu{gpus[j]}"
-                    start, end = float(spans.at[win, "start"]), float(spans.at[win, "end"])
-                    hits.append(Hit(key, int(win), start, end, float(v)))
+            hits += w.hits(f"gpu{gpus[i]}-gpu{gpus[j]}", value, value > self.p("threshold"))
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
@@ -93,19 +91,21 @@ class LoadBalancing(SystemRule):
     def _rank_medians(self, data: RuleInput) -> pd.DataFrame:
         """Per (window, rank): median of ``rank_metric`` over training steps."""
         steps, metric = data.steps, self.p("rank_metric")
+        if len(steps):
+            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("patience"))]
         if not len(steps):
             return pd.DataFrame(columns=["win", "rank", "value", "start", "end", "node"])
-        steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("patience"))]
         width = self.p("window") * data.interval_s()
-        frame = steps.assign(win=window_index(steps["start"], data.start(), width))
-        grouped = frame.groupby(["win", "rank"])
-        out = grouped.agg(
-            value=(metric, "median"),
-            start=("start", "min"),
-            end=("end", "max"),
-            node=("node", "first"),
-        )
-        return out.reset_index()
+        g = Groups(window_index(steps["start"], data.start(), width), steps["rank"].to_numpy())
+        frame = {
+            "win": g.keys[0],
+            "rank": g.keys[1],
+            "value": g.median(steps[metric].to_numpy()),
+            "start": g.min(steps["start"].to_numpy()),
+            "end": g.max(steps["end"].to_numpy()),
+            "node": g.first(steps["node"].to_numpy()),
+        }
+        return pd.DataFrame(frame)
 
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
         medians = [p.details.pop(RANKS) for p in parts if RANKS in p.details]

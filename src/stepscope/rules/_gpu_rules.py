@@ -8,20 +8,31 @@ import pandas as pd
 from ._base import Part
 from ._input import RuleInput
 from ._params import Param, patience, window
+from ._reduce import Windows
 from ._system_rules import SystemRule, lasted, pct
 from ._types import Finding
-from ._windows import Hit, Windows, gpu_indices, hits_from, no_gpu_reason, severity, worst_of
+from ._windows import (
+    GPU_UTIL,
+    Hit,
+    gpu_indices,
+    no_gpu_reason,
+    node_gpus,
+    severity,
+    worst_of,
+)
 
 
-def mem_percent(framed: pd.DataFrame, g: int) -> pd.Series:
-    """GPU ``g``'s memory used, % of its total (``gpu<g>_mem_util``, else used/total)."""
+def mem_percent(w: Windows, framed: pd.DataFrame, g: int) -> np.ndarray:
+    """GPU ``g``'s memory used, % of its total (``gpu<g>_mem_util``, else used/total),
+    in window order."""
     col = f"gpu{g}_mem_util"
-    if col in framed and framed[col].notna().any():
-        return framed[col].astype(np.float64)
-    used, total = framed.get(f"gpu{g}_mem_used"), framed.get(f"gpu{g}_mem_total")
-    if used is None or total is None:
-        return pd.Series(np.nan, index=framed.index)
-    return used.astype(np.float64) / total.astype(np.float64) * 100.0
+    if w.has_values(framed, col):
+        return w.columns(framed, [col])[:, 0]
+    used, total = f"gpu{g}_mem_used", f"gpu{g}_mem_total"
+    if used not in framed or total not in framed:
+        return np.full(len(framed), np.nan)
+    x = w.columns(framed, [used, total])
+    return x[:, 0] / x[:, 1] * 100.0
 
 
 def fitted_rise(w: Windows, t: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -74,17 +85,16 @@ class GPUMemoryIncrease(SystemRule):
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w, hits = self.windows_of(framed), []
-        mem = np.column_stack([mem_percent(framed, g).to_numpy(np.float64) for g in gpus])
-        mem = mem if w.order is None else mem[w.order]
+        mem = np.column_stack([mem_percent(w, framed, g) for g in gpus])
         means = w.mean(mem)
         # A rise over the lowest recent window catches a jump and a slow climb alike;
         # the fitted line inside a window catches a climb in a short job.
         rise = np.nan_to_num(means - floor_before(means, self.p("lookback")))
         inside = fitted_rise(w, w.columns(framed, ["time"])[:, 0], mem)
         value = np.maximum(rise, inside)
+        fired = value > self.p("increase")
         for i, g in enumerate(gpus):
-            table = w.table(value[:, i])
-            hits += hits_from(table, w.spans, f"gpu{g}", lambda r: r["value"] > self.p("increase"))
+            hits += w.hits(f"gpu{g}", value[:, i], fired[:, i])
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
@@ -119,12 +129,22 @@ class GPUIdleBetweenSteps(SystemRule):
     )
 
     def check(self, data: RuleInput) -> Part:
-        if not gpu_indices(data.system):
+        gpus = node_gpus(data)
+        if not gpus:
             return Part(na_reason=no_gpu_reason(data))
         train = data.steps[data.steps["phase"] == "train"] if len(data.steps) else data.steps
         if not len(train):
             return Part(na_reason="no training steps on this node: no training loop to judge")
-        loop = data.system["time"].between(train["start"].min(), train["end"].max())
+        low, high = train["start"].min(), train["end"].max()
+        loop = data.system["time"].between(low, high)
+        if bool(loop.all()):
+            return super().check(data)
+        if self._same_framing(data, loop, gpus):
+            # The samples of the loop framed as the other rules framed them all.
+            framed = self.framed(data, gpus)
+            framed = framed[framed["time"].between(low, high)]
+            self._windows = (framed, Windows(framed) if len(framed) else None)
+            return self.judge(framed, gpus, int(loop.sum()))
         return super().check(
             RuleInput(
                 system=data.system[loop],
@@ -136,13 +156,20 @@ class GPUIdleBetweenSteps(SystemRule):
             )
         )
 
+    @staticmethod
+    def _same_framing(data: RuleInput, loop: pd.Series, gpus: list[int]) -> bool:
+        """Whether the loop's samples alone have the same GPUs and sampling interval."""
+        util = [c for c in data.system.columns if GPU_UTIL.match(str(c))]
+        known = bool(data.nodes) and all(i.get("interval_ms") for i in data.nodes.values())
+        return known and gpu_indices(data.system.loc[loop, util]) == gpus
+
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w, hits = self.windows_of(framed), []
         util = w.columns(framed, [f"gpu{g}_util" for g in gpus])
         share = w.share(util < self.p("idle_threshold"))
+        fired = share > self.p("threshold")
         for i, g in enumerate(gpus):
-            table = w.table(share[:, i])
-            hits += hits_from(table, w.spans, f"gpu{g}", lambda r: r["value"] > self.p("threshold"))
+            hits += w.hits(f"gpu{g}", share[:, i], fired[:, i])
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:

@@ -2,29 +2,36 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
 
 DEFAULT_INTERVAL_S = 0.5
 
 
+@functools.cache
+def _empty(schema: pa.Schema) -> pd.DataFrame:
+    return schema.empty_table().to_pandas()  # ms each: a live scan builds many inputs
+
+
 def empty_steps() -> pd.DataFrame:
     """A steps frame without rows, with the columns of docs/format.md."""
-    return STEPS_SCHEMA.empty_table().to_pandas()
+    return _empty(STEPS_SCHEMA).copy()
 
 
 def empty_events() -> pd.DataFrame:
     """An events frame without rows."""
-    return EVENTS_SCHEMA.empty_table().to_pandas()
+    return _empty(EVENTS_SCHEMA).copy()
 
 
 def empty_system() -> pd.DataFrame:
     """A (wide) system frame without rows."""
-    return SYSTEM_BASE_SCHEMA.empty_table().to_pandas()
+    return _empty(SYSTEM_BASE_SCHEMA).copy()
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class RuleInput:
     meta: dict[str, Any] = field(default_factory=dict)
     # The job's output tensors (stepscope.tensors.Tensors) for the debugging rules.
     tensors: Any = None
+    # Rank -> start of its first step, when ``steps`` holds only recent steps (live).
+    first_steps: dict[int, float] = field(default_factory=dict)
     # Work shared by the rules judging this same input (e.g. one node's windows);
     # entries hold the frame they were computed from, checked by identity.
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -1,17 +1,17 @@
-"""Live evaluation: read only new rows, judge a bounded recent buffer, keep totals.
+"""Live reading: only the rows that are new since the last scan; running totals.
 
 Each stream (``system/<node>``, ``steps/rank-<r>``, ``events/rank-<r>``) has a
 watermark: the newest segment seen and the newest row time. A scan re-reads
 only segments at or after the newest seen (the current one is rewritten by its
 writer every flush) and keeps rows newer than the watermark, so its cost does
-not grow with the job's age. Rules judge a buffer of at most two chunks
-(``chunk_s``, aligned to the job's start); when the older chunk is dropped, its
-verdicts are evaluated once more and committed to running totals.
+not grow with the job's age. The buffer the rules judge is ``_buffer.LiveState``.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import duckdb
@@ -19,9 +19,7 @@ import pandas as pd
 
 from ..store import Store
 from ._base import NodeRule, Rule
-from ._data import read_segments, stream_prefixes
-from ._evaluate import evaluate_input
-from ._input import RuleInput
+from ._data import RULE_SYSTEM_COLUMNS, list_names, read_segments
 from ._types import Finding, RuleResult, Status
 
 TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
@@ -39,6 +37,8 @@ class StreamReader:
     rows_read: int = 0
     files_read: int = 0
     con: duckdb.DuckDBPyConnection = field(default_factory=duckdb.connect)
+    streams: set[str] = field(default_factory=set)  # folders known to be streams
+    columns: str = "*"  # the columns read (a DuckDB select list)
 
     def read_new(self) -> pd.DataFrame | None:
         """New rows of every stream of this kind, read in one query."""
@@ -48,7 +48,14 @@ class StreamReader:
         col = TIME_COLUMNS[self.kind]
         low = min(self.watermark.get(p, -math.inf) for p in set(owner.values()))
         frame = read_segments(
-            self.store, keys, f'"{col}" > ?', [low], ORDER[self.kind], self.con, filename=True
+            self.store,
+            keys,
+            f'"{col}" > ?',
+            [low],
+            ORDER[self.kind],
+            self.con,
+            filename=True,
+            columns=self.columns,
         )
         self.files_read += len(keys)
         if frame is None or not len(frame):
@@ -62,14 +69,22 @@ class StreamReader:
         self.rows_read += len(frame)
         return frame if len(frame) else None
 
+    def prefixes(self) -> list[str]:
+        """The streams of this kind: one folder each (each new name checked once)."""
+        found = [f"{self.kind}/{name}" for name in list_names(self.store, self.kind)]
+        self.streams.update(p for p in found if p not in self.streams and self.store.isdir(p))
+        return [p for p in found if p in self.streams]
+
     def _new_keys(self) -> tuple[list[str], dict[str, str]]:
         """Segments at or after the newest seen, per stream; full path -> stream."""
         keys, owner = [], {}
-        for prefix in stream_prefixes(self.store, self.kind):
-            last = self.last_key.get(prefix, "")
-            # One flat listing of names (no stat per file): segments are direct children.
-            keys_now = (f"{prefix}/{n}" for n in self.store.listdir(prefix))
-            new = [k for k in keys_now if k.endswith(".parquet") and k >= last]
+        for prefix in self.prefixes():
+            last = self.last_key.get(prefix, "").rpartition("/")[2]
+            # One flat listing of names (no stat per file): segments are direct children,
+            # sorted, so the new ones are a tail of the listing.
+            names = list_names(self.store, prefix)
+            tail = names[bisect.bisect_left(names, last) :]
+            new = [f"{prefix}/{n}" for n in tail if n.endswith(".parquet")]
             if new:
                 self.last_key[prefix] = new[-1]
             owner.update({self.store.path(k): prefix for k in new})
@@ -77,17 +92,12 @@ class StreamReader:
         return keys, owner
 
 
-def _concat(old: pd.DataFrame, new: pd.DataFrame | None) -> pd.DataFrame:
-    if new is None or not len(new):
-        return old
-    return new if not len(old) else pd.concat([old, new], ignore_index=True)
-
-
-def _split(frame: pd.DataFrame, col: str, cut: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    if not len(frame):
-        return frame, frame
-    before = frame[col] < cut
-    return frame[before], frame[~before]
+def readers(store: Store, rules: Sequence[Rule]) -> dict[str, StreamReader]:
+    """A reader per kind of stream. As offline, the per-core, disk and network columns
+    (a third of a wide sample) are left out unless a whole-job rule reads samples."""
+    wide = any("system" in r.frames for r in rules if not isinstance(r, NodeRule))
+    columns = {"system": "*" if wide else RULE_SYSTEM_COLUMNS}
+    return {k: StreamReader(store, k, columns=columns.get(k, "*")) for k in TIME_COLUMNS}
 
 
 def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> RuleResult:
@@ -119,50 +129,6 @@ def _status(triggers: int, tolerated: int, datapoints: int, *results: RuleResult
     if datapoints or any(r.status is Status.NO_ISSUES_FOUND for r in results):
         return Status.NO_ISSUES_FOUND
     return Status.NOT_APPLICABLE
-
-
-@dataclass
-class LiveState:
-    """The recent buffer of a running job and the rules' committed totals."""
-
-    rules: list[Rule]
-    base: RuleInput
-    chunk_s: float
-    steps: pd.DataFrame = field(default_factory=pd.DataFrame)
-    system: pd.DataFrame = field(default_factory=pd.DataFrame)
-    events: pd.DataFrame = field(default_factory=pd.DataFrame)
-    committed: dict[str, RuleResult] = field(default_factory=dict)
-
-    def add(self, kind: str, frame: pd.DataFrame | None) -> None:
-        setattr(self, kind, _concat(getattr(self, kind), frame))
-
-    def _input(self, steps: pd.DataFrame, system: pd.DataFrame, now: float) -> RuleInput:
-        events = self.events if len(self.events) else self.base.events
-        steps = steps if len(steps) else self.base.steps
-        system = system if len(system) else self.base.system
-        return replace(self.base, steps=steps, system=system, events=events, now=now, cache={})
-
-    def trim(self, now: float) -> None:
-        """Commit and drop the chunks older than the previous one."""
-        origin = self.base.start()
-        cut = origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
-        old_steps, self.steps = _split(self.steps, "start", cut)
-        old_system, self.system = _split(self.system, "time", cut)
-        if not len(old_steps) and not len(old_system):
-            return
-        data = self._input(old_steps, old_system, now)
-        for rule, res in zip(self.rules, evaluate_input(self.rules, data), strict=True):
-            self.committed[rule.rule_name] = merge(rule, self.committed.get(rule.rule_name), res)
-
-    def evaluate(self, now: float) -> list[RuleResult]:
-        """Every rule's running verdict (status ``InProgress``, ``verdict`` provisional)."""
-        self.trim(now)
-        current = evaluate_input(self.rules, self._input(self.steps, self.system, now))
-        out = []
-        for rule, res in zip(self.rules, current, strict=True):
-            total = merge(rule, self.committed.get(rule.rule_name), res)
-            out.append(replace(total, status=Status.IN_PROGRESS, verdict=total.status))
-        return out
 
 
 def worst(result: RuleResult) -> Finding | None:

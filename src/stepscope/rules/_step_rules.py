@@ -12,6 +12,7 @@ import pandas as pd
 from ._base import NodeRule, Part
 from ._input import RuleInput
 from ._params import Param, window
+from ._reduce import Groups
 from ._types import Finding
 from ._windows import Hit, runs, severity
 
@@ -85,15 +86,22 @@ class StepOutlier(NodeRule):
             ]
         if not len(steps):
             return Part(na_reason=f"no {self.p('mode')} steps after the first skipped ones")
-        win = steps["step"] // self.p("window")
         findings = []
-        for _, group in steps.groupby([steps["rank"], steps["phase"], win]):
-            d = group["duration"].to_numpy(np.float64)
+        for rows in self._groups(steps):
+            d = steps["duration"].to_numpy(np.float64)[rows]
             found = outliers(d, float(self.p("stddev")), float(self.p("min_excess_s")))
             typical = np.delete(d, found)
             for i in found:
-                findings.append(self._finding(group.iloc[i], float(d[i]), typical))
+                findings.append(self._finding(steps.iloc[rows[i]], float(d[i]), typical))
         return Part(findings, len(findings), len(steps))
+
+    def _groups(self, steps: pd.DataFrame) -> list[np.ndarray]:
+        """The positions of the steps of each (rank, phase, window), in groupby order."""
+        phase, _ = pd.factorize(steps["phase"], sort=True)
+        rows = np.flatnonzero(phase >= 0)  # groupby leaves out a missing phase
+        win = steps["step"].to_numpy()[rows] // self.p("window")
+        g = Groups(steps["rank"].to_numpy()[rows], phase[rows], win)
+        return np.split(rows[g.order], g.offsets[1:])
 
     def _finding(self, row: pd.Series, d: float, typical: np.ndarray) -> Finding:
         mean, std = float(typical.mean()), float(typical.std())
@@ -137,29 +145,42 @@ class DataLoading(NodeRule):
             steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))]
         if not len(steps):
             return Part(na_reason="no training steps after the first skipped ones")
-        win = steps["step"] // self.p("window")
-        grouped = steps.groupby([steps["rank"], win])
-        table = grouped.agg(
-            wait=("data_wait", "sum"),
-            total=("duration", "sum"),
-            n=("step", "size"),
-            start=("start", "min"),
-            end=("end", "max"),
-            first=("step", "min"),
-            last=("step", "max"),
-            node=("node", "first"),
-        )
-        table = table[table["n"] >= self.p("min_steps")]
-        if not len(table):
+        table = self._windows(steps)
+        n = table["n"].to_numpy()
+        judged = n >= self.p("min_steps")
+        if not judged.any():
             return Part(na_reason=f"fewer than {self.p('min_steps')} training steps to judge")
-        share = table["wait"] / table["total"].where(table["total"] > 0) * 100.0
-        table = table.assign(share=share.fillna(0.0))
-        fired = table[table["share"] > self.p("threshold")]
-        hits = [Hit(str(r), int(w), 0.0, 0.0, 0.0) for r, w in fired.index]
+        wait, total = table["wait"].to_numpy()[judged], table["total"].to_numpy()[judged]
+        share = wait / np.where(total > 0, total, np.nan) * 100.0  # in the sums' dtype
+        share = np.where(np.isnan(share), 0.0, share)
+        fired = share > self.p("threshold")
+        if not fired.any():  # the usual case: no DataFrame work
+            return Part([], 0, int(n[judged].sum()))
+        rows = table[judged][fired].assign(share=share[fired])
+        hits = [Hit(str(r), int(w), 0.0, 0.0, 0.0) for r, w in rows.index]
         findings = [
-            self._finding(fired.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)
+            self._finding(rows.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)
         ]
-        return Part(findings, len(fired), int(table["n"].sum()))
+        return Part(findings, len(rows), int(n[judged].sum()))
+
+    def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:
+        """Per (rank, window): data wait and step time, steps, span and node."""
+        win = steps["step"] // self.p("window")
+        # pandas' float32 sums (compensated), as ever; the rest with numpy (cheaper).
+        sums = steps.groupby([steps["rank"], win])[["data_wait", "duration"]].sum()
+        g = Groups(steps["rank"].to_numpy(), win.to_numpy())
+        step = steps["step"].to_numpy()
+        columns = {
+            "wait": sums["data_wait"].to_numpy(),
+            "total": sums["duration"].to_numpy(),
+            "n": g.counts,
+            "start": g.min(steps["start"].to_numpy()),
+            "end": g.max(steps["end"].to_numpy()),
+            "first": g.min(step),
+            "last": g.max(step),
+            "node": g.first(steps["node"].to_numpy()),
+        }
+        return pd.DataFrame(columns, index=sums.index)
 
     def _finding(self, rows: pd.DataFrame) -> Finding:
         share, threshold = float(rows["share"].max()), float(self.p("threshold"))
@@ -195,12 +216,13 @@ class MaxInitializationTime(NodeRule):
         if not len(starts):
             return Part(na_reason="no process_start event: the start of the processes is unknown")
         end = data.meta.get("end_time") or data.now
-        first = data.steps.groupby("rank")["start"].min() if len(data.steps) else pd.Series()
+        steps = data.steps.groupby("rank")["start"].min() if len(data.steps) else pd.Series()
+        first = {int(r): float(t) for r, t in steps.items()}
+        for rank, t in data.first_steps.items():  # live: the first steps left the buffer
+            first[rank] = min(first.get(rank, t), t)
         findings = []
         for _, row in starts.iterrows():
-            rank = int(row["rank"])
-            began = float(first[rank]) if rank in first.index else None
-            finding = self._judge(row, began, min(float(end), data.now))
+            finding = self._judge(row, first.get(int(row["rank"])), min(float(end), data.now))
             if finding is not None:
                 findings.append(finding)
         return Part(findings, len(findings), len(starts))

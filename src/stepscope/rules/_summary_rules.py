@@ -33,17 +33,17 @@ class OverallSystemUsage(NodeRule):
             return Part(na_reason="no system samples")
         node = str(system["node"].iloc[0])
         cols = [c for c in system.columns if SUMMARY_METRICS.match(str(c))]
-        values = system[cols].astype(np.float64)
-        q = values.quantile(list(QUANTILES))
+        values = system[cols].to_numpy(np.float64)
+        seen = ~np.isnan(values).all(axis=0)
+        # numpy over the columns with values: the numbers of DataFrame.quantile and max.
+        q = np.percentile(values[:, seen], [100 * x for x in QUANTILES], axis=0)
+        if np.isnan(q).any():
+            q = np.nanpercentile(values[:, seen], [100 * x for x in QUANTILES], axis=0)
+        top = np.nanmax(values[:, seen], axis=0)
+        names = [c for c, ok in zip(cols, seen, strict=True) if ok]
         stats = {
-            c: {
-                "p50": q.at[0.5, c],
-                "p95": q.at[0.95, c],
-                "p99": q.at[0.99, c],
-                "max": values[c].max(),
-            }
-            for c in cols
-            if values[c].notna().any()
+            c: {"p50": q[0, i], "p95": q[1, i], "p99": q[2, i], "max": top[i]}
+            for i, c in enumerate(names)
         }
         return Part(datapoints=len(system), details={node: _clean(stats)})
 

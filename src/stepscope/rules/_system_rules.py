@@ -12,17 +12,17 @@ import pandas as pd
 from ._base import NodeRule, Part
 from ._input import RuleInput
 from ._params import Param, patience, window
+from ._reduce import Windows
 from ._types import Finding
 from ._windows import (
     Hit,
-    Windows,
-    after_patience,
-    gpu_indices,
-    hits_from,
     no_gpu_reason,
+    node_gpus,
+    patience_begin,
     patience_reason,
     runs,
     severity,
+    shared,
     with_windows,
     worst_of,
 )
@@ -43,12 +43,15 @@ class SystemRule(NodeRule):
     needs_gpu = True
 
     def check(self, data: RuleInput) -> Part:
-        gpus = gpu_indices(data.system)
+        gpus = node_gpus(data)
         if self.needs_gpu and not gpus:
             return Part(na_reason=no_gpu_reason(data))
-        framed = self.framed(data, gpus)
+        return self.judge(self.framed(data, gpus), gpus, len(data.system))
+
+    def judge(self, framed: pd.DataFrame, gpus: list[int], total: int) -> Part:
+        """Judge ``framed`` (of :meth:`framed`; ``total`` samples before patience)."""
         if not len(framed):
-            return Part(na_reason=patience_reason(self.p("patience"), len(data.system)))
+            return Part(na_reason=patience_reason(self.p("patience"), total))
         node = str(framed["node"].iloc[0])
         found = runs(self.hits(framed, gpus))
         findings = [self.finding(node, run) for run in found]
@@ -57,18 +60,24 @@ class SystemRule(NodeRule):
     def framed(self, data: RuleInput, gpus: list[int]) -> pd.DataFrame:
         """The samples after patience with their window (``win``), and their
         :class:`Windows` (:meth:`windows_of`); shared by the rules of the same
-        ``patience``, ``window`` and columns that judge the same input."""
+        ``window`` and columns that judge the same input, and by those of any
+        ``patience`` once every sample is past it (a live buffer, soon)."""
         # Only the columns the rule reads: a day of a node's samples is ~100 wide columns.
         wanted = [c for c in self.columns(gpus) if c in data.system]
-        key = ("framed", self.p("patience"), self.p("window"), tuple(wanted))
-        hit = data.cache.get(key)
-        if hit is None or hit[0] is not data.system:
-            judged = after_patience(data, data.system[wanted], self.p("patience"))
-            framed = with_windows(data, judged, self.p("window"))
-            hit = (data.system, framed, Windows(framed) if len(framed) else None)
-            data.cache[key] = hit
-        self._windows = (hit[1], hit[2])
-        return hit[1]
+        begin = patience_begin(data, self.p("patience"))
+        key = ("framed", begin, self.p("window"), tuple(wanted))
+        framed, w = shared(data, key, data.system, lambda: self._frame(data, wanted, begin))
+        self._windows = (framed, w)
+        return framed
+
+    def _frame(
+        self, data: RuleInput, wanted: list[str], begin: float | None
+    ) -> tuple[pd.DataFrame, Windows | None]:
+        judged = data.system[wanted]
+        if begin is not None:
+            judged = judged[judged["time"] >= begin]
+        framed = with_windows(data, judged, self.p("window"))
+        return framed, Windows(framed) if len(framed) else None
 
     def windows_of(self, framed: pd.DataFrame) -> Windows:
         """The :class:`Windows` of ``framed`` (computed once per input)."""
@@ -111,8 +120,8 @@ class _ShareRule(SystemRule):
         total = np.nansum(util, axis=1)
         gpu_mean = np.divide(total, n, out=np.full_like(total, np.nan), where=n > 0)
         host = w.columns(framed, [self.host_column])[:, 0]
-        table = w.table(w.share(self.bottlenecked(host, gpu_mean)))
-        return hits_from(table, w.spans, "", lambda r: r["value"] > self.p("threshold"))
+        share = w.share(self.bottlenecked(host, gpu_mean))
+        return w.hits("", share, share > self.p("threshold"))
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value = worst_of(run)
@@ -189,17 +198,16 @@ class BatchSize(SystemRule):
         w, hits = self.windows_of(framed), []
         cols = ["cpu", *(f"gpu{g}_{m}" for g in gpus for m in ("util", "mem_util"))]
         p95 = w.quantiles(w.columns(framed, cols), [0.95])[:, 0, :]
+        cpu_low = p95[:, 0] < self.p("cpu_threshold_p95")
         for i, g in enumerate(gpus):
-            table = w.table(p95[:, 1 + 2 * i]).assign(mem=p95[:, 2 + 2 * i], cpu=p95[:, 0])
-            hits += hits_from(table, w.spans, f"gpu{g}", self._low)
+            util, mem = p95[:, 1 + 2 * i], p95[:, 2 + 2 * i]
+            low = (
+                cpu_low
+                & (util < self.p("gpu_threshold_p95"))
+                & (mem < self.p("gpu_memory_threshold_p95"))
+            )
+            hits += w.hits(f"gpu{g}", util, low)
         return hits
-
-    def _low(self, table: pd.DataFrame) -> pd.Series:
-        return (
-            (table["cpu"] < self.p("cpu_threshold_p95"))
-            & (table["value"] < self.p("gpu_threshold_p95"))
-            & (table["mem"] < self.p("gpu_memory_threshold_p95"))
-        )
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run, higher_is_worse=False), self.p("gpu_threshold_p95")
@@ -236,12 +244,9 @@ class LowGPUUtilization(SystemRule):
         q = w.quantiles(w.columns(framed, [f"gpu{g}_util" for g in gpus]), [0.05, 0.95])
         for i, g in enumerate(gpus):
             p5, p95 = q[:, 0, i], q[:, 1, i]
-            low = w.table(p95)
-            hits += hits_from(low, w.spans, f"gpu{g}:low", lambda r: r["value"] < self._p95)
-            swing = w.table(np.where(p95 >= self._p95, p5, np.nan))
-            hits += hits_from(
-                swing, w.spans, f"gpu{g}:fluctuating", lambda r: r["value"] < self._p5
-            )
+            hits += w.hits(f"gpu{g}:low", p95, p95 < self._p95)
+            swing = np.where(p95 >= self._p95, p5, np.nan)
+            hits += w.hits(f"gpu{g}:fluctuating", swing, swing < self._p5)
         return hits
 
     @property

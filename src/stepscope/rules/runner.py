@@ -27,8 +27,9 @@ from .. import control
 from ..job import Job
 from ..store import Store, open_store
 from ._base import Rule
+from ._buffer import LiveState
 from ._evaluate import evaluate_rules, job_input, job_rules
-from ._live import LiveState, StreamReader, worst
+from ._live import readers, worst
 from ._registry import RuleSpec
 from ._types import RuleResult, Status
 
@@ -53,7 +54,7 @@ class Runner:
         self.rules = [s.rule for s in specs]
         base = job_input(job, clock())
         self.state = LiveState(self.rules, base, chunk_seconds(self.rules, base.interval_s()))
-        self.readers = {k: StreamReader(job.store, k) for k in ("system", "steps", "events")}
+        self.readers = readers(job.store, self.rules)
         self.stopped: set[str] = set()
         self.scans = 0
         self._meta_due = 0.0  # job.json is read at most every store.min_interval_s

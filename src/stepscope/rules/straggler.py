@@ -7,37 +7,47 @@ median of its peers' medians; a rank that is worse by ``threshold`` times (and
 by ``min_excess_s``) in ``patience`` consecutive windows is a straggler.
 
 Under DDP, ranks wait for each other inside ``backward`` (the gradient
-all-reduce): the fast ranks show the straggler's delay as backward time. So
-``backward`` and ``duration`` name the waiting ranks rather than the slow one;
-the default columns are those where a rank's own slowness shows (data wait,
-forward, optimizer, the rest), plus ``duration`` for jobs whose ranks do not
-wait for each other. docs/distributed.md.
+all-reduce): the fast ranks show the straggler's delay as backward time, and
+``duration`` is the same for all. The agent measures that wait (the step's
+``collective`` column), so ``busy`` (``duration - collective``: the step time
+a rank spends on its own work) is where a slow rank shows whatever part of
+the step it is slow in, while its peers show the wait as ``collective``.
+``busy`` is the catch-all: a rank already named by a specific column (data
+wait, forward, optimizer, the rest) is not named again for it. In jobs whose
+ranks do not wait for each other, or written before ``collective`` existed,
+``busy`` is ``duration``. ``backward`` still names the waiting ranks and is
+not compared by default. docs/distributed.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ._base import Rule
 from ._input import RuleInput
 from ._params import Param, RuleConfigError, window
+from ._reduce import peer_medians
 from ._types import Finding, RuleResult, Status
 from ._windows import Hit, runs, severity
 
-METRICS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")
-DEFAULT_METRICS = "data_wait,forward,optimizer,other,duration"
+METRICS = ("duration", "data_wait", "forward", "backward", "optimizer", "other", "busy")
+DEFAULT_METRICS = "data_wait,forward,optimizer,other,busy"
+CATCH_ALL = ("busy", "duration")  # named only for ranks no specific column names
+LABEL = {"busy": "busy time (step time outside collectives)"}
 MIN_STEPS = 3  # a rank's window with fewer steps is not judged
-ADVICE = {
-    "data_wait": "its data loading is slower: look at its data shard (size, storage it "
-    "is read from) and its DataLoader workers",
-    "duration": "its steps are slower: look at its device and node",
-}
 ADVICE_COMPUTE = (
     "its compute is slower: look at its GPU (clocks, temperature, another process on it), "
     "CPU contention on its node, or work done only on that rank (logging, evaluation)"
 )
+ADVICE = {
+    "data_wait": "its data loading is slower: look at its data shard (size, storage it "
+    "is read from) and its DataLoader workers",
+    "duration": "its steps are slower: look at its device and node",
+    "busy": f"its peers wait for it at every collective; {ADVICE_COMPUTE}",
+}
 
 
 class Straggler(Rule):
@@ -86,7 +96,7 @@ class Straggler(Rule):
             )
         medians = self._medians(steps)
         hits = [h for m in self.metrics() for h in self._hits(medians, m)]
-        found = [run for run in runs(hits) if len(run) >= self.p("patience")]
+        found = _specific_first([run for run in runs(hits) if len(run) >= self.p("patience")])
         findings = [self._finding(run, medians) for run in found]
         status = Status.ISSUES_FOUND if findings else Status.NO_ISSUES_FOUND
         triggers = sum(len(run) for run in found)
@@ -111,12 +121,15 @@ class Straggler(Rule):
         if not len(steps):
             return steps
         keep = (steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))
-        return steps[keep & ~steps["profiled"].fillna(False).astype(bool)]
+        steps = steps[keep & ~steps["profiled"].fillna(False).astype(bool)]
+        # Jobs written before the agent measured collectives have no such column.
+        waited = steps["collective"].fillna(0.0) if "collective" in steps else 0.0
+        return steps.assign(collective=waited, busy=steps["duration"] - waited)
 
     def _medians(self, steps: pd.DataFrame) -> pd.DataFrame:
         """Per (window, rank): step count, span, node and the median of every metric."""
         frame = steps.assign(win=steps["step"] // self.p("window"))
-        aggs: dict[str, Any] = {m: (m, "median") for m in METRICS}
+        aggs: dict[str, Any] = {m: (m, "median") for m in (*METRICS, "collective")}
         grouped = frame.groupby(["win", "rank"])
         out = grouped.agg(
             n=("step", "size"),
@@ -131,17 +144,17 @@ class Straggler(Rule):
 
     def _hits(self, medians: pd.DataFrame, metric: str) -> list[Hit]:
         table = medians[metric].unstack("rank")
-        hits = []
-        for rank in table.columns:
-            mine, peers = table[rank], table.drop(columns=rank).median(axis=1)
+        mine = table.to_numpy()  # in the medians' dtype: the same numbers as pandas
+        peers = peer_medians(mine)  # every rank's peers at once: ranks x ranks pandas was slow
+        with np.errstate(invalid="ignore"):
             worse = (mine > self.p("threshold") * peers) & (mine - peers > self.p("min_excess_s"))
-            for win in worse[worse.fillna(False)].index:
-                row = medians.loc[(win, rank)]
-                ratio = float(mine[win] / peers[win]) if peers[win] > 0 else float("inf")
-                hit = Hit(
-                    f"{rank}|{metric}", int(win), float(row["start"]), float(row["end"]), ratio
-                )
-                hits.append(hit)
+        hits = []
+        for i, j in zip(*np.nonzero(worse), strict=True):
+            win, rank = table.index[i], table.columns[j]
+            row = medians.loc[(win, rank)]
+            ratio = float(mine[i, j] / peers[i, j]) if peers[i, j] > 0 else float("inf")
+            hit = Hit(f"{rank}|{metric}", int(win), float(row["start"]), float(row["end"]), ratio)
+            hits.append(hit)
         return hits
 
     def _finding(self, run: list[Hit], medians: pd.DataFrame) -> Finding:
@@ -154,11 +167,18 @@ class Straggler(Rule):
         node = str(mine["node"].iloc[0])
         ratio = min(h.value for h in run)  # held in every window of the run
         threshold = float(self.p("threshold"))
+        waits = ""
+        if metric == "busy":
+            theirs = others[others.index.get_level_values("win").isin(wins)]["collective"]
+            waits = (
+                f" (at collectives its peers waited a median {theirs.median():.3f} s per "
+                f"step, it {mine['collective'].median():.3f} s)"
+            )
         return Finding(
-            f"{metric} of rank {rank} on node {node} makes it a straggler: median "
-            f"{mine[metric].median():.3f} s against {peers:.3f} s for its peers (at least "
-            f"{ratio:.1f}x, > {threshold:g}x) in "
-            f"{len(run)} consecutive windows of {self.p('window')} steps; "
+            f"{LABEL.get(metric, metric)} of rank {rank} on node {node} makes it a straggler: "
+            f"median {mine[metric].median():.3f} s against {peers:.3f} s for its peers (at "
+            f"least {ratio:.1f}x, > {threshold:g}x) in "
+            f"{len(run)} consecutive windows of {self.p('window')} steps{waits}; "
             f"{ADVICE.get(metric, ADVICE_COMPUTE)}",
             self.recommendation,
             severity(ratio, threshold, 4 * threshold),
@@ -170,3 +190,14 @@ class Straggler(Rule):
             value=ratio,
             threshold=threshold,
         )
+
+
+def _specific_first(found: list[list[Hit]]) -> list[list[Hit]]:
+    """Drop catch-all findings (busy, duration) of ranks that a specific column names."""
+    keys = [run[0].key.split("|") for run in found]
+    named = {rank for rank, metric in keys if metric not in CATCH_ALL}
+    return [
+        run
+        for run, (rank, metric) in zip(found, keys, strict=True)
+        if metric not in CATCH_ALL or rank not in named
+    ]

@@ -32,6 +32,10 @@ STEPS_SCHEMA = pa.schema(
     ]
 )
 
+# Optional step columns: written by the agent, absent in older jobs and in steps written
+# by other tools, so no reader may require them (docs/format.md).
+AGENT_STEPS_SCHEMA = pa.schema([*STEPS_SCHEMA, pa.field("collective", pa.float32())])
+
 EVENTS_SCHEMA = pa.schema(
     [
         pa.field("time", pa.float64()),

@@ -4,13 +4,14 @@ The agent's hook on ``_BaseDataLoaderIter.__next__`` already times every batch
 (``StepRecorder.on_data``); during a window the recorder also hands each batch
 to :meth:`DataloaderProfiler.on_batch`. With ``num_workers=0`` the training
 thread fetches the batch itself, so the wait *is* the fetch time; with workers
-the wait is what the workers did not hide, and the workers' own activity is
-measured as the CPU time of the process's multiprocessing children (the
-DataLoader workers) over the window.
+the wait is what the workers did not hide; each worker's fetch of each batch is
+timed inside the worker (``_workers.py``), and the workers' CPU time over the
+window is measured from the process's multiprocessing children.
 
 Metric names, filtered by ``metrics_regex`` (``re.search``):
-``DataLoader.wait`` (one row per batch) and ``DataLoaderWorker.cpu`` (one row
-per worker process).
+``DataLoader.wait`` (one row per batch), ``DataLoaderWorker.fetch`` (one row
+per batch fetched by a worker) and ``DataLoaderWorker.cpu`` (one row per
+worker process).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from ...config import ProfilingWindow
 from ._sink import ArtifactSink
+from ._workers import FETCH_METRIC
 
 Finish = Callable[[ArtifactSink, str], dict[str, Any]]
 BATCH_METRIC = "DataLoader.wait"
@@ -75,16 +77,40 @@ class DataloaderProfiler:
         if self.regex.search(WORKER_METRIC):
             self._workers0 = _children_cpu()
         self.recorder.on_batch = self.on_batch
+        self._fetch_timer(True)
 
     def stop(self) -> Finish:
         import time
 
         self.recorder.on_batch = None
-        seconds = time.perf_counter() - self._t0
+        self._fetch_timer(False)
+        t1 = time.perf_counter()
+        seconds = t1 - self._t0
         workers1 = _children_cpu() if self.regex.search(WORKER_METRIC) else {}
         workers = _worker_rows(self._workers0, workers1, seconds)
-        batches = self._batch_rows()
+        batches = self._batch_rows() + self._fetch_rows(t1)
         return lambda sink, base: _export(sink, base, batches, workers, seconds)
+
+    def _fetch_timer(self, on: bool) -> None:
+        timer = getattr(self.recorder, "worker_fetch", None)
+        if timer is not None and self.regex.search(FETCH_METRIC):
+            timer.switch(on)
+
+    def _fetch_rows(self, t1: float) -> list[dict[str, Any]]:
+        timer = getattr(self.recorder, "worker_fetch", None)
+        if timer is None or not self.regex.search(FETCH_METRIC):
+            return []
+        return [
+            {
+                "metric": FETCH_METRIC,
+                "pid": pid,
+                "worker": wid,
+                "start": self.wall(start),
+                "end": self.wall(end),
+                "fetch_s": end - start,
+            }
+            for pid, wid, start, end in timer.collect(self._t0, t1)
+        ]
 
     def _batch_rows(self) -> list[dict[str, Any]]:
         if not self.regex.search(BATCH_METRIC):
@@ -117,8 +143,15 @@ def _worker_rows(
         cpu0 = first[0] if first is not None and first[1] == created else 0.0
         busy = max(cpu1 - cpu0, 0.0)
         percent = 100.0 * busy / seconds if seconds > 0 else None
-        rows.append({"metric": WORKER_METRIC, "pid": pid, "name": name,
-                     "cpu_s": busy, "cpu_percent": percent})
+        rows.append(
+            {
+                "metric": WORKER_METRIC,
+                "pid": pid,
+                "name": name,
+                "cpu_s": busy,
+                "cpu_percent": percent,
+            }
+        )
     return rows
 
 
@@ -129,9 +162,13 @@ def _export(
     workers: list[dict[str, Any]],
     seconds: float,
 ) -> dict[str, Any]:
-    waits = sorted(b["wait_s"] for b in batches)
+    waits = sorted(b["wait_s"] for b in batches if b["metric"] == BATCH_METRIC)
+    fetches = sorted(b["fetch_s"] for b in batches if b["metric"] == FETCH_METRIC)
     summary = {
-        "batches": len(batches),
+        "batches": len(waits),
+        "worker_fetches": len(fetches),
+        "fetch_p50_s": fetches[len(fetches) // 2] if fetches else None,
+        "fetch_max_s": fetches[-1] if fetches else None,
         "wait_total_s": sum(waits),
         "wait_p50_s": waits[len(waits) // 2] if waits else None,
         "wait_max_s": waits[-1] if waits else None,

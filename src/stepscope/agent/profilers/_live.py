@@ -91,13 +91,17 @@ def _window(raw: Any, name: str, now: float) -> Planned:
 
 def _check_regex(regex: Any) -> None:
     if not isinstance(regex, str) or len(regex) > MAX_REGEX:
-        raise RequestError(f"metrics_regex must be a regular expression of at most {MAX_REGEX} "
-                           "characters, e.g. '.*'")
+        raise RequestError(
+            f"metrics_regex must be a regular expression of at most {MAX_REGEX} "
+            "characters, e.g. '.*'"
+        )
     try:
         re.compile(regex)
     except re.error as exc:
-        raise RequestError(f"metrics_regex {regex!r} does not compile ({exc}); escape special "
-                           "characters with a backslash") from None
+        raise RequestError(
+            f"metrics_regex {regex!r} does not compile ({exc}); escape special "
+            "characters with a backslash"
+        ) from None
 
 
 def _has_pyinstrument() -> bool:
@@ -110,8 +114,9 @@ def parse_request(name: str, body: Any, now: float | None = None) -> LiveRequest
         raise RequestError("the request is not a JSON object")
     unknown = sorted(set(body) - {*ENVELOPE, "windows", "off"})
     if unknown:
-        raise RequestError(f"unknown key(s) {', '.join(map(repr, unknown))}; "
-                           "valid keys: 'windows', 'off'")
+        raise RequestError(
+            f"unknown key(s) {', '.join(map(repr, unknown))}; valid keys: 'windows', 'off'"
+        )
     windows, off = body.get("windows") or [], body.get("off") or []
     if not isinstance(windows, list) or not isinstance(off, list):
         raise RequestError("'windows' and 'off' must be lists")
@@ -130,8 +135,9 @@ def parse_request(name: str, body: Any, now: float | None = None) -> LiveRequest
 class Background:
     """The agent's profiling thread: exports finished windows, polls control ~1/s."""
 
-    def __init__(self, poll: Callable[[], None], guard: Callable[[Exception], None],
-                 poll_s: float = 1.0) -> None:
+    def __init__(
+        self, poll: Callable[[], None], guard: Callable[[Exception], None], poll_s: float = 1.0
+    ) -> None:
         self.poll, self.guard, self.poll_s = poll, guard, poll_s
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="stepscope-profiling", daemon=True)

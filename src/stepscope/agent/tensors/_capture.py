@@ -34,8 +34,13 @@ Plan = tuple[Collection, ...]
 class TensorCapture:
     """One per agent; ``install(hooks)`` once torch is imported, ``remove()`` at exit."""
 
-    def __init__(self, collections: list[Collection], writer: TensorWriter,
-                 rec: StepRecorder, faults: FaultBoundary) -> None:
+    def __init__(
+        self,
+        collections: list[Collection],
+        writer: TensorWriter,
+        rec: StepRecorder,
+        faults: FaultBoundary,
+    ) -> None:
         self.collections, self.writer, self.rec, self.faults = collections, writer, rec, faults
         self.pending = Pending()
         self.taps = ModuleTaps(collections, self._take_module)
@@ -114,8 +119,9 @@ class TensorCapture:
             found = self._plans[key] = tuple(c for c in self.collections if c.saves(phase, step))
         return found
 
-    def _take(self, plan: Plan, kind: str, key: tuple[str, int, str], t: Any,
-              alias: str = "") -> None:
+    def _take(
+        self, plan: Plan, kind: str, key: tuple[str, int, str], t: Any, alias: str = ""
+    ) -> None:
         chosen = [c for c in plan if c.selects(kind, key[2], alias)]
         if not chosen:
             return
@@ -233,8 +239,9 @@ class TensorCapture:
     def _on_boundary(self, _phase: str, _step: int, _t: float) -> None:
         self.flush()
         if self.taps.collections:
-            want = self.taps.wanted(self.plan("train", self.rec.train_steps)) or \
-                self.taps.wanted(self.plan("eval", self.rec.eval_steps))
+            want = self.taps.wanted(self.plan("train", self.rec.train_steps)) or self.taps.wanted(
+                self.plan("eval", self.rec.eval_steps)
+            )
             self.taps.update(want, self._roots())
 
     def flush(self) -> None:
@@ -242,4 +249,3 @@ class TensorCapture:
         if self.pending:
             pending, self.pending = self.pending, Pending()
             self.writer.put(pending.batch())
-

@@ -45,16 +45,21 @@ RULE_COLLECTIONS: dict[str, tuple[CollectionConfig, ...]] = {
     "DeadRelu": (CollectionConfig("relu_output", {"include_regex": ".*relu_output"}),),
     "PoorWeightInitialization": (
         CollectionConfig("relu_input", {"include_regex": ".*relu_input"}),
-        CollectionConfig("gradients"), CollectionConfig("losses")),
+        CollectionConfig("gradients"),
+        CollectionConfig("losses"),
+    ),
     "SaturatedActivation": (
         CollectionConfig("tanh_input", {"include_regex": ".*tanh_input"}),
-        CollectionConfig("sigmoid_input", {"include_regex": ".*sigmoid_input"})),
+        CollectionConfig("sigmoid_input", {"include_regex": ".*sigmoid_input"}),
+    ),
     "WeightUpdateRatio": (CollectionConfig("weights"),),
     "AllZero": (CollectionConfig("weights"), CollectionConfig("gradients")),
     "UnchangedTensor": (CollectionConfig("weights"), CollectionConfig("gradients")),
     "TensorVariance": (CollectionConfig("weights"), CollectionConfig("gradients")),
-    "ClassImbalance": (CollectionConfig("labels", {"include_regex": ".*loss_input_1"}),
-                       CollectionConfig("predictions", {"include_regex": ".*loss_input_0"})),
+    "ClassImbalance": (
+        CollectionConfig("labels", {"include_regex": ".*loss_input_1"}),
+        CollectionConfig("predictions", {"include_regex": ".*loss_input_0"}),
+    ),
     "StalledTrainingRule": (),
 }
 
@@ -80,8 +85,10 @@ class Collection:
         key = (kind, name)
         hit = self._memo.get(key)
         if hit is None:
-            hit = kind in self.kinds and (self.regex is None or bool(
-                self.regex.match(name) or (alias and self.regex.match(alias))))
+            hit = kind in self.kinds and (
+                self.regex is None
+                or bool(self.regex.match(name) or (alias and self.regex.match(alias)))
+            )
             self._memo[key] = hit
         return hit
 
@@ -94,17 +101,23 @@ def from_config(config: CollectionConfig) -> Collection:
         kinds = frozenset(KINDS) if regex is not None else frozenset()
     reductions = config.reductions
     raw = config.parameters.get("save_raw_tensor")
-    return Collection(name=config.name, kinds=kinds, regex=regex,
-                      schedules={p: config.schedule(p) for p in PHASES},
-                      reductions=reductions,
-                      save_raw=bool(raw) if raw is not None else not reductions)
+    return Collection(
+        name=config.name,
+        kinds=kinds,
+        regex=regex,
+        schedules={p: config.schedule(p) for p in PHASES},
+        reductions=reductions,
+        save_raw=bool(raw) if raw is not None else not reductions,
+    )
 
 
 # Rule parameters that choose what a rule's collection selects.
-_REGEX_PARAMS = {("DeadRelu", "tensor_regex"): "relu_output",
-                 ("PoorWeightInitialization", "activation_inputs_regex"): "relu_input",
-                 ("ClassImbalance", "labels_regex"): "labels",
-                 ("ClassImbalance", "predictions_regex"): "predictions"}
+_REGEX_PARAMS = {
+    ("DeadRelu", "tensor_regex"): "relu_output",
+    ("PoorWeightInitialization", "activation_inputs_regex"): "relu_input",
+    ("ClassImbalance", "labels_regex"): "labels",
+    ("ClassImbalance", "predictions_regex"): "predictions",
+}
 
 
 def rule_collections(entry: Any) -> list[CollectionConfig]:
@@ -115,8 +128,14 @@ def rule_collections(entry: Any) -> list[CollectionConfig]:
     params = dict(entry.get("parameters") or entry.get("rule_parameters") or {})
     out = []
     for c in RULE_COLLECTIONS.get(name, ()):
-        regex = next((params[p] for (r, p), coll in _REGEX_PARAMS.items()
-                      if r == name and coll == c.name and params.get(p)), None)
+        regex = next(
+            (
+                params[p]
+                for (r, p), coll in _REGEX_PARAMS.items()
+                if r == name and coll == c.name and params.get(p)
+            ),
+            None,
+        )
         out.append(CollectionConfig(c.name, {"include_regex": regex}) if regex else c)
     names = [n.strip() for n in str(params.get("collection_names") or "").split(",")]
     out += [CollectionConfig(n) for n in names if n in BUILTIN_COLLECTIONS]

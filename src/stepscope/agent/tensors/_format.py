@@ -16,28 +16,32 @@ import pyarrow as pa
 TENSORS = "tensors"
 VALUE_KEY = "value"  # the key of a scalar's own value (a loss, a recorded scalar)
 
-SCALARS_SCHEMA = pa.schema([
-    pa.field("time", pa.float64()),
-    pa.field("rank", pa.int32()),
-    pa.field("phase", pa.string()),
-    pa.field("step", pa.int64()),
-    pa.field("name", pa.string()),
-    pa.field("key", pa.string()),
-    pa.field("value", pa.float64()),
-])
+SCALARS_SCHEMA = pa.schema(
+    [
+        pa.field("time", pa.float64()),
+        pa.field("rank", pa.int32()),
+        pa.field("phase", pa.string()),
+        pa.field("step", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("key", pa.string()),
+        pa.field("value", pa.float64()),
+    ]
+)
 
-INDEX_SCHEMA = pa.schema([
-    pa.field("time", pa.float64()),
-    pa.field("rank", pa.int32()),
-    pa.field("phase", pa.string()),
-    pa.field("step", pa.int64()),
-    pa.field("name", pa.string()),
-    pa.field("dtype", pa.string()),
-    pa.field("shape", pa.list_(pa.int64())),
-    pa.field("blob", pa.string()),
-    pa.field("offset", pa.int64()),
-    pa.field("nbytes", pa.int64()),
-])
+INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("time", pa.float64()),
+        pa.field("rank", pa.int32()),
+        pa.field("phase", pa.string()),
+        pa.field("step", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("dtype", pa.string()),
+        pa.field("shape", pa.list_(pa.int64())),
+        pa.field("blob", pa.string()),
+        pa.field("offset", pa.int64()),
+        pa.field("nbytes", pa.int64()),
+    ]
+)
 
 
 def rank_prefix(rank: int) -> str:

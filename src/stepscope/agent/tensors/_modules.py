@@ -76,8 +76,10 @@ class ModuleTaps:
             self.remove()
 
     def _selected(self, path: str, alias: str) -> tuple[bool, bool]:
-        found = {k: any(c.selects(k, f"{path}_{k}_0", f"{alias}_{k}_0")
-                        for c in self.collections) for k in MODULE_KINDS}
+        found = {
+            k: any(c.selects(k, f"{path}_{k}_0", f"{alias}_{k}_0") for c in self.collections)
+            for k in MODULE_KINDS
+        }
         return found["input"], found["output"]
 
     def _install(self, roots: list[Any]) -> None:
@@ -87,8 +89,9 @@ class ModuleTaps:
                 alias = type(module).__name__
                 inputs, outputs = self._selected(path, alias)
                 if inputs or outputs:
-                    self._handles.append(module.register_forward_hook(
-                        self._hook(path, alias, inputs, outputs)))
+                    self._handles.append(
+                        module.register_forward_hook(self._hook(path, alias, inputs, outputs))
+                    )
 
     def _hook(self, path: str, alias: str, inputs: bool, outputs: bool) -> Any:
         def hook(module: Any, args: Any, out: Any) -> None:

@@ -14,9 +14,15 @@ from ._reduce import reduce, scalar, stack_to_host, to_host
 from ._writer import StepBatch
 
 Key = tuple[str, int, str]  # phase, step, name
-KIND_COLLECTION = {"loss": "losses", "weight": "weights", "bias": "biases",
-                   "gradient": "gradients", "input": "inputs", "output": "outputs",
-                   "optimizer": "optimizer_variables"}
+KIND_COLLECTION = {
+    "loss": "losses",
+    "weight": "weights",
+    "bias": "biases",
+    "gradient": "gradients",
+    "input": "inputs",
+    "output": "outputs",
+    "optimizer": "optimizer_variables",
+}
 
 
 class Pending:
@@ -65,10 +71,17 @@ class Pending:
         import torch
 
         for key, (how, items) in self.accum.items():
-            stacked = torch.stack([t.to(torch.float64) if t.device.type != "mps" else t
-                                   for t in items])
+            stacked = torch.stack(
+                [t.to(torch.float64) if t.device.type != "mps" else t for t in items]
+            )
             self.values.append(stacked.sum() if how == "sum" else stacked.mean())
             self.keys.append((*key, VALUE_KEY))
         values = stack_to_host(self.values)
-        return StepBatch(time=time.time(), keys=self.keys, values=values, raws=self.raws,
-                         floats=self.floats, members=self.members)
+        return StepBatch(
+            time=time.time(),
+            keys=self.keys,
+            values=values,
+            raws=self.raws,
+            floats=self.floats,
+            members=self.members,
+        )

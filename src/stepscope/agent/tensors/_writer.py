@@ -51,8 +51,9 @@ def _raw_bytes(t: Any) -> tuple[str, bytes]:
 class TensorWriter:
     """Owns the rank's tensor streams and the thread that flushes them."""
 
-    def __init__(self, store: Store, rank: int, faults: FaultBoundary,
-                 flush_s: float = 2.0) -> None:
+    def __init__(
+        self, store: Store, rank: int, faults: FaultBoundary, flush_s: float = 2.0
+    ) -> None:
         self.store, self.rank, self.faults, self.flush_s = store, rank, faults, flush_s
         self.prefix = rank_prefix(rank)
         self.queue: deque[StepBatch] = deque()
@@ -105,8 +106,20 @@ class TensorWriter:
             scalars += self._scalar_rows(b)
             for phase, step, name, t in b.raws:
                 dtype, data = _raw_bytes(t)
-                index.append((b.time, self.rank, phase, step, name, dtype, list(t.shape),
-                              blob, offset, len(data)))
+                index.append(
+                    (
+                        b.time,
+                        self.rank,
+                        phase,
+                        step,
+                        name,
+                        dtype,
+                        list(t.shape),
+                        blob,
+                        offset,
+                        len(data),
+                    )
+                )
                 chunks.append(data)
                 offset += len(data)
             self._merge_members(b.members)
@@ -124,8 +137,10 @@ class TensorWriter:
         rows = [(b.time, self.rank, p, s, n, VALUE_KEY, float(v)) for p, s, n, v in b.floats]
         if b.values is not None and b.keys:
             values = np.asarray(b.values.read(), dtype=np.float64)
-            rows += [(b.time, self.rank, p, s, n, k, float(v))
-                     for (p, s, n, k), v in zip(b.keys, values, strict=True)]
+            rows += [
+                (b.time, self.rank, p, s, n, k, float(v))
+                for (p, s, n, k), v in zip(b.keys, values, strict=True)
+            ]
         elif b.values is not None:
             b.values.wait()  # raw copies of this batch are behind the same event
         return rows

@@ -15,8 +15,11 @@
     const gen = S.gen;
     const tick = async () => {
       if (gen !== S.gen) return;
+      const began = Date.now();
       if ($("live").checked || !S.detail) await fn();
-      if (gen === S.gen) S.timers.push(setTimeout(tick, running() ? ms : ms * 5));
+      // A fixed rate, not a fixed pause: a slow answer must not delay the next poll too.
+      const wait = Math.max(0, (running() ? ms : ms * 5) - (Date.now() - began));
+      if (gen === S.gen) S.timers.push(setTimeout(tick, wait));
     };
     tick();
   }

@@ -106,11 +106,14 @@
     hooks.draw.push(() => markDrawn(el, spec));
     for (const k in extraHooks || {}) hooks[k] = (hooks[k] || []).concat(extraHooks[k]);
     const y = spec.yRange ? {range: spec.yRange} : {auto: true};
+    // x is time, except for histograms (values) and charts over training steps
+    const timeX = spec.kind !== "histogram" && spec.xAxis !== "step";
+    const stepLabels = (u, vals) => vals.map((v) => (Number.isInteger(v) ? String(v) : ""));
     return {
       title: spec.title, width: widthOf(el), height: spec.height || HEIGHT, tzDate: utc, hooks,
-      scales: {x: {time: spec.kind !== "histogram"}, y}, series,
-      axes: [{label: spec.xLabel || (spec.kind === "histogram" ? "" : "UTC"), size: 50,
-              values: spec.kind === "histogram" ? undefined : timeLabels},
+      scales: {x: {time: timeX}, y}, series,
+      axes: [{label: spec.xLabel || (timeX ? "UTC" : ""), size: 50,
+              values: timeX ? timeLabels : spec.xAxis === "step" ? stepLabels : undefined},
              {size: 70, values: (u, vals) => vals.map((v) => human(v, spec.unit))}],
       legend: {live: true}, cursor: {drag: {x: true, y: false}},
     };
@@ -118,7 +121,8 @@
 
   function timeseries(el, spec) {
     const xs = decodeX(spec);
-    const data = [xs], series = [{label: "time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}"}];
+    const data = [xs], series = [spec.xAxis === "step" ? {label: "step"}
+      : {label: "time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}"}];
     spec.series.forEach((s, i) => {
       data.push(s.values);
       const c = color(s, i);

@@ -1,0 +1,180 @@
+"""Time at collectives: how long a rank's steps spend in ``torch.distributed``.
+
+Two sources, both host wall time, both summed into the step's ``collective``
+column (docs/format.md, docs/distributed.md):
+
+* **Collectives called from Python** (``dist.all_reduce``, ``broadcast``,
+  ``barrier``, ``all_gather``..., point-to-point ``send``/``recv``, DDP's buffer
+  broadcast ``_broadcast_coalesced``, and ``Work.wait()`` of async ones): each
+  function is wrapped while the agent runs and restored when it stops. Only the
+  outermost call counts (``all_gather_object`` calls ``all_gather`` inside).
+* **DDP's gradient all-reduce** runs in C++ inside ``backward()``, where Python
+  cannot wrap it. At the start of every ``backward()`` of a process group
+  member, a one-shot pre-hook on the root's ``grad_fn`` queues an autograd
+  final callback; final callbacks run in queue order once the gradients are
+  computed, so ours runs before DDP's ``finalize_backward``, which waits for
+  every bucket's all-reduce. From our callback to the return of ``backward()``
+  is the time the rank waited for its peers' gradients (the all-reduce that did
+  not overlap with compute).
+
+Not measured: collectives issued from C++ other than DDP's (c10d functional
+collectives inside compiled graphs), and, on NCCL, the device side: a CUDA
+collective returns to the host once enqueued, so its wait shows on the device
+(``gpu_backward``) and at the next host synchronisation, not here. On gloo (CPU)
+every wait blocks the host and is all counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+from ._faults import FaultBoundary
+from ._recorder import StepRecorder
+
+COLLECTIVES = (
+    "all_reduce",
+    "all_reduce_coalesced",
+    "broadcast",
+    "barrier",
+    "monitored_barrier",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_gather_coalesced",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "gather",
+    "gather_object",
+    "scatter",
+    "scatter_object_list",
+    "broadcast_object_list",
+    "all_to_all",
+    "all_to_all_single",
+    "send",
+    "recv",
+    "batch_isend_irecv",
+    "_broadcast_coalesced",
+)
+
+
+class CollectiveTimer:
+    """Wraps the collectives and ``backward()``; reports each interval to the recorder."""
+
+    def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
+        self.rec, self.faults = rec, faults
+        self._patches: list[tuple[Any, str, Any]] = []
+        self._local = threading.local()  # depth of wrapped calls, per thread
+        self._in_backward = 0
+        self._handle: Any = None  # the armed pre-hook of the current backward
+        self._graph_done: float | None = None  # when our final callback ran
+        self._compiling: Callable[[], bool] = lambda: False
+        self._dist_on: Callable[[], bool] = lambda: False
+        self.installed = False
+
+    def install(self) -> None:
+        """Wrap every collective present in this torch build (needs torch imported)."""
+        import torch
+        import torch.distributed as dist
+
+        if not dist.is_available():
+            return
+        from torch._C._distributed_c10d import Work
+        from torch.distributed import distributed_c10d as c10d
+
+        self._compiling = torch.compiler.is_compiling
+        self._dist_on = dist.is_initialized
+        for name in COLLECTIVES:
+            for owner in (dist, c10d):
+                if callable(getattr(owner, name, None)):
+                    self._patch(owner, name, self._timed)
+        self._patch(Work, "wait", self._timed)
+        self._patch(torch.autograd, "backward", self._wrap_backward)
+        self.installed = True
+
+    def remove(self) -> None:
+        """Restore every wrapped function (in reverse order: wrappers of wrappers)."""
+        for owner, name, original in reversed(self._patches):
+            setattr(owner, name, original)
+        self._patches = []
+        self.installed = False
+
+    def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+        original = getattr(owner, name)
+        self._patches.append((owner, name, original))
+        setattr(owner, name, functools.wraps(original)(wrap(original)))
+
+    def _timed(self, original: Any) -> Any:
+        local = self._local
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            # Nested calls are inside the outer one's time; under torch.compile the
+            # original is traced as it is, without our clock (no graph break).
+            if self._compiling() or local.__dict__.get("depth", 0):
+                return original(*args, **kwargs)
+            local.depth, t0 = 1, perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                local.depth = 0
+                self._record(t0, perf_counter())
+
+        return timed
+
+    def _record(self, t0: float, t1: float) -> None:
+        if self._graph_done is not None:
+            return  # inside backward's final callbacks: the tail measures all of it
+        try:
+            self.rec.on_collective(t0, t1, self._in_backward > 0)
+        except Exception as exc:
+            self.faults.record("collectives", exc)
+
+    # -- DDP's all-reduce, at the end of backward --------------------------------------
+    def _wrap_backward(self, original: Any) -> Any:
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if self._in_backward or not self._dist_on():
+                return original(*args, **kwargs)
+            self._arm(args[0] if args else kwargs.get("tensors"))
+            self._in_backward += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._in_backward -= 1
+                self._disarm(perf_counter())
+
+        return backward
+
+    def _arm(self, tensors: Any) -> None:
+        """Hook the root of the graph: its pre-hook runs first in the backward pass."""
+        try:
+            roots = tensors if isinstance(tensors, (list, tuple)) else [tensors]
+            fn = next((t.grad_fn for t in roots if getattr(t, "grad_fn", None)), None)
+            if fn is not None:
+                self._handle = fn.register_prehook(self._queue_callback)
+        except Exception as exc:
+            self.faults.record("collectives", exc)
+
+    def _queue_callback(self, _grad_outputs: Any) -> None:
+        try:
+            from torch.autograd import Variable
+
+            Variable._execution_engine.queue_callback(self._gradients_done)
+        except Exception as exc:
+            self.faults.record("collectives", exc)
+
+    def _gradients_done(self) -> None:
+        self._graph_done = perf_counter()
+
+    def _disarm(self, t1: float) -> None:
+        try:
+            if self._handle is not None:
+                self._handle.remove()
+            done, self._handle, self._graph_done = self._graph_done, None, None
+            if done is not None:
+                self.rec.on_collective(done, t1, True)
+        except Exception as exc:
+            self.faults.record("collectives", exc)

@@ -1,0 +1,110 @@
+"""Per-batch fetch times inside DataLoader worker processes.
+
+The training process sees only how long it *waited* for a batch; with
+``num_workers > 0`` the fetch itself happens in a worker. The agent wraps the
+dataset fetchers (``_MapDatasetFetcher.fetch``, ``_IterableDatasetFetcher.fetch``)
+at start, so that workers forked later inherit the wrapper. A worker times a
+fetch only while a one-byte flag in an anonymous shared mapping is set (a
+data-loader window is open): outside windows the cost is one byte read per
+batch. Timings go to one append-only file per worker process in a private
+temporary folder (no locks, no shared ring to corrupt); the training process
+reads them when the window closes. ``perf_counter`` is CLOCK_MONOTONIC on Linux,
+the same clock in every process, so worker and training times compare.
+
+Workers started with the ``spawn`` or ``forkserver`` context do not inherit the
+wrapper: their fetch times are not recorded (docs/profiling.md says so).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+RECORD = struct.Struct("<idd")  # worker id, fetch start, fetch end (perf_counter s)
+FETCH_METRIC = "DataLoaderWorker.fetch"
+MAX_ROWS = 100_000
+
+
+class WorkerFetchTimer:
+    """Installs the fetch wrappers; switched on and off by data-loader windows."""
+
+    def __init__(self) -> None:
+        self._flag: mmap.mmap | None = None
+        self._dir = ""
+        self._patches: list[tuple[Any, Any]] = []
+
+    def install(self) -> None:
+        from torch.utils.data._utils import fetch
+
+        self._flag = mmap.mmap(-1, 1)  # MAP_SHARED: forked workers see every change
+        self._dir = tempfile.mkdtemp(prefix="stepscope-dlw-")
+        fetchers: tuple[Any, ...] = (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher)
+        for cls in fetchers:
+            original = cls.fetch
+            self._patches.append((cls, original))
+            cls.fetch = _timed(original, self._flag, self._dir)
+
+    def remove(self) -> None:
+        for cls, original in reversed(self._patches):
+            cls.fetch = original
+        self._patches = []
+        if self._flag is not None:
+            self._flag.close()
+            self._flag = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def switch(self, on: bool) -> None:
+        """Workers time their fetches from now on (``on``) or stop doing so."""
+        if self._flag is not None and not self._flag.closed:
+            self._flag[0] = 1 if on else 0
+
+    def collect(self, t0: float, t1: float) -> list[tuple[int, int, float, float]]:
+        """``(pid, worker_id, start, end)`` of the fetches that started in ``[t0, t1]``."""
+        rows: list[tuple[int, int, float, float]] = []
+        for name in sorted(os.listdir(self._dir)) if os.path.isdir(self._dir) else []:
+            pid = int(name.split(".")[0])
+            with open(os.path.join(self._dir, name), "rb") as f:
+                data = f.read()
+            usable = len(data) - len(data) % RECORD.size  # a worker may be mid-write
+            for wid, start, end in RECORD.iter_unpack(data[:usable]):
+                if t0 <= start <= t1 and len(rows) < MAX_ROWS:
+                    rows.append((pid, wid, start, end))
+            os.unlink(os.path.join(self._dir, name))  # each window reads its own
+        return sorted(rows, key=lambda r: r[2])
+
+
+def _timed(original: Callable[..., Any], flag: mmap.mmap, folder: str) -> Callable[..., Any]:
+    state: dict[str, Any] = {"pid": None, "fd": -1}
+
+    def fetch(fetcher: Any, index: Any) -> Any:
+        if flag.closed or not flag[0]:
+            return original(fetcher, index)
+        t0 = perf_counter()
+        batch = original(fetcher, index)
+        _write(state, folder, t0, perf_counter())
+        return batch
+
+    return fetch
+
+
+def _write(state: dict[str, Any], folder: str, t0: float, t1: float) -> None:
+    """One record, unbuffered: a worker may end with ``os._exit`` (no flush)."""
+    try:
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        if info is None:  # num_workers=0: the training thread's wait is the fetch
+            return
+        if state["pid"] != os.getpid():  # first fetch in this (forked) process
+            path = os.path.join(folder, f"{os.getpid()}.bin")
+            state["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            state["pid"] = os.getpid()
+        os.write(state["fd"], RECORD.pack(info.id, t0, t1))
+    except Exception:  # a worker has no fault boundary: never break a batch
+        return

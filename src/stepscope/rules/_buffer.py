@@ -1,0 +1,154 @@
+"""The live buffer: each node's recent rows, judged node by node, and running totals.
+
+Rules judge a buffer of at most two chunks (``chunk_s``, aligned to the job's
+start); when the older chunk is dropped, its verdicts are evaluated once more
+and committed to running totals (``_live.merge``). The buffer is kept per node,
+as the offline evaluation reads it: a scan hands each node its own frames with
+no filtering of a job-wide frame, and builds job-wide frames only for the
+whole-job rules, with only the frames they declare (``Rule.frames``).
+
+Events are not chunked: they are few, and a rank's start is judged against its
+first step ever (``RuleInput.first_steps``), so they are judged with the current
+buffer only, never committed (which counted each start once per chunk).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from ._base import NodeRule, Rule
+from ._evaluate import _Evaluation
+from ._input import RuleInput, empty_events, empty_steps, empty_system
+from ._live import merge
+from ._types import RuleResult, Status
+
+Frames = dict[str | None, pd.DataFrame]  # node (None: rows without one) -> its rows
+EMPTY = {"steps": empty_steps, "system": empty_system, "events": empty_events}
+
+
+def by_node(frame: pd.DataFrame) -> Iterator[tuple[str | None, pd.DataFrame]]:
+    """The rows of ``frame`` per node, in their order."""
+    if "node" not in frame:
+        yield None, frame
+        return
+    for node, rows in frame.groupby("node", sort=False, dropna=False):
+        yield (None if pd.isna(node) else str(node)), rows
+
+
+def _concat(old: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    return new if old is None or not len(old) else pd.concat([old, new], ignore_index=True)
+
+
+def _split(frames: Frames, col: str, cut: float) -> tuple[Frames, Frames]:
+    """Each node's rows before ``cut`` and from ``cut`` on."""
+    old, new = {}, {}
+    for node, frame in frames.items():
+        before = (frame[col] < cut).to_numpy()
+        if before.any():
+            old[node] = frame[before]
+        new[node] = frame[~before] if before.any() else frame
+    return old, new
+
+
+def _whole(frames: Frames) -> pd.DataFrame | None:
+    nodes = sorted(frames, key=lambda n: (n is None, n or ""))
+    parts = [frames[n] for n in nodes if len(frames[n])]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+@dataclass
+class LiveState:
+    """The recent buffer of a running job and the rules' committed totals."""
+
+    rules: list[Rule]
+    base: RuleInput
+    chunk_s: float
+    steps: Frames = field(default_factory=dict)
+    system: Frames = field(default_factory=dict)
+    events: pd.DataFrame = field(default_factory=empty_events)
+    first_steps: dict[int, float] = field(default_factory=dict)
+    committed: dict[str, RuleResult] = field(default_factory=dict)
+
+    def add(self, kind: str, frame: pd.DataFrame | None) -> None:
+        """Append new rows of ``kind`` (``steps``, ``system``, ``events``) to the buffer."""
+        if frame is None or not len(frame):
+            return
+        if kind == "events":
+            self.events = _concat(self.events, frame)
+            return
+        if kind == "steps":
+            for rank, start in frame.groupby("rank")["start"].min().items():
+                seen = self.first_steps.get(int(rank), math.inf)
+                self.first_steps[int(rank)] = min(seen, float(start))
+        frames: Frames = getattr(self, kind)
+        for node, rows in by_node(frame):
+            frames[node] = _concat(frames.get(node), rows)
+
+    def trim(self, now: float) -> None:
+        """Commit and drop the chunks older than the previous one."""
+        origin = self.base.start()
+        cut = origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
+        old_steps, self.steps = _split(self.steps, "start", cut)
+        old_system, self.system = _split(self.system, "time", cut)
+        if not old_steps and not old_system:
+            return
+        results = self._evaluate(old_steps, old_system, empty_events(), now)
+        for rule, res in zip(self.rules, results, strict=True):
+            self.committed[rule.rule_name] = merge(rule, self.committed.get(rule.rule_name), res)
+
+    def evaluate(self, now: float) -> list[RuleResult]:
+        """Every rule's running verdict (status ``InProgress``, ``verdict`` provisional)."""
+        self.trim(now)
+        events = self.events if len(self.events) else self.base.events
+        current = self._evaluate(self.steps, self.system, events, now)
+        out = []
+        for rule, res in zip(self.rules, current, strict=True):
+            total = merge(rule, self.committed.get(rule.rule_name), res)
+            out.append(replace(total, status=Status.IN_PROGRESS, verdict=total.status))
+        return out
+
+    def _evaluate(
+        self, steps: Frames, system: Frames, events: pd.DataFrame, now: float
+    ) -> list[RuleResult]:
+        """The rules over these frames: node by node, then the whole-job rules."""
+        base = replace(self.base, now=now, first_steps=self.first_steps, cache={})
+        ev = _Evaluation(self.rules, now)
+        for node in _node_names(base, steps, system, events):
+            ev.check_node(self._node_input(base, node, steps, system, events))
+        wanted = {f for r in self.rules if not isinstance(r, NodeRule) for f in r.frames}
+
+        def whole() -> RuleInput:
+            """Job-wide frames, only those the whole-job rules read (``Rule.frames``)."""
+            frames = {"steps": _whole(steps), "system": _whole(system), "events": events}
+            loaded = {k: frames[k] if k in wanted else None for k in EMPTY}
+            ready = {k: EMPTY[k]() if v is None or not len(v) else v for k, v in loaded.items()}
+            return replace(base, **ready, cache={})
+
+        return ev.results(whole, base)
+
+    @staticmethod
+    def _node_input(
+        base: RuleInput, node: str, steps: Frames, system: Frames, events: pd.DataFrame
+    ) -> RuleInput:
+        mine = events[events["node"] == node] if len(events) else events
+        return replace(
+            base,
+            steps=steps[node] if len(steps.get(node, ())) else empty_steps(),
+            system=system[node] if len(system.get(node, ())) else empty_system(),
+            events=mine,
+            nodes={node: base.nodes[node]} if node in base.nodes else {},
+            cache={},
+        )
+
+
+def _node_names(base: RuleInput, steps: Frames, system: Frames, events: pd.DataFrame) -> list[str]:
+    """Every node with node facts, samples, steps or events (as ``RuleInput.node_names``)."""
+    names = set(base.nodes)
+    names.update(n for frames in (steps, system) for n, f in frames.items() if n and len(f))
+    if len(events) and "node" in events:
+        names.update(str(n) for n in events["node"].dropna().unique())
+    return sorted(names)
