@@ -31,14 +31,15 @@ def bare(steps: int) -> float:
     return _loop([sys.executable, LOOP, "--steps", str(steps)])["loop_s"]
 
 
-def watched(steps: int, out: str, i: int, extra: list[str]) -> float:
+def watched(steps: int, out: str, job: int | str, extra: list[str]) -> float:
+    """Training-loop seconds under `stepscope run` (job `bench-<job>`, or `<job>` if a name)."""
     cmd = [
         STEPSCOPE,
         "run",
         "-o",
         out,
         "--job",
-        f"bench-{i}",
+        job if isinstance(job, str) else f"bench-{job}",
         *extra,
         "--",
         sys.executable,

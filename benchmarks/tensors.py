@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).parent
-LOOP = str(HERE / "_mlp_loop.py")
-STEPSCOPE = str(Path(sys.executable).parent / "stepscope")
+sys.path.insert(0, str(Path(__file__).parent))
+from overhead import watched
 
 CONFIGS = {
     "none": '[[debugger.collections]]\nname = "losses"\nstart_step = 1000000000\n',
@@ -45,24 +42,7 @@ CONFIGS = {
 def run(out: str, name: str, i: int, steps: int) -> float:
     config = Path(out) / f"{name}.toml"
     config.write_text(CONFIGS[name])
-    cmd = [
-        STEPSCOPE,
-        "run",
-        "-o",
-        out,
-        "--job",
-        f"{name}-{i}",
-        "--no-rules",
-        "--config",
-        str(config),
-        "--",
-        sys.executable,
-        LOOP,
-        "--steps",
-        str(steps),
-    ]
-    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return float(json.loads(p.stdout.strip().splitlines()[-1])["loop_s"])
+    return watched(steps, out, f"{name}-{i}", ["--no-rules", "--config", str(config)])
 
 
 def main() -> None:

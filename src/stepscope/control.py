@@ -76,6 +76,21 @@ def acknowledgement(store: Store, name: str) -> dict[str, Any] | None:
 # stop:    {"reason": "..."} (optionally "rule" and "finding" when a rule asks).
 
 
+def check_windows(windows: list[dict[str, Any]]) -> None:
+    """Validate live window requests as the agent will (``ConfigError`` if one is bad).
+
+    A blank start means the job's current step, so a window without a start time
+    is checked as if it started at step 0; the agent resolves the real step.
+    """
+    from .config import ProfilingWindow
+
+    for window in windows:
+        probe = {k: v for k, v in window.items() if v is not None}
+        if "start_unix_time" not in probe:
+            probe.setdefault("start_step", 0)
+        ProfilingWindow.from_dict(probe)
+
+
 def request_profile(
     store: Store, windows: list[dict[str, Any]], by: str, off: list[str] | None = None
 ) -> str:

@@ -53,7 +53,8 @@ def _range(args: argparse.Namespace) -> dict[str, Any]:
 
 def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The windows the options ask for, as ``control.request_profile`` bodies."""
-    from .config import ConfigError, ProfilingWindow
+    from . import control
+    from .config import ConfigError
 
     span, windows = _range(args), []
     if args.detailed:
@@ -73,14 +74,10 @@ def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
         )
     if args.dataloader:
         windows.append({"kind": "dataloader", **span, "metrics_regex": args.metrics_regex})
-    for window in windows:  # the agent checks again; this catches mistakes early
-        probe = {k: v for k, v in window.items() if v is not None}
-        if "start_unix_time" not in probe:
-            probe.setdefault("start_step", 0)  # blank: the agent picks the next step
-        try:
-            ProfilingWindow.from_dict(probe)
-        except ConfigError as exc:
-            raise _usage(str(exc)) from None
+    try:  # the agent checks again; this catches mistakes early
+        control.check_windows(windows)
+    except ConfigError as exc:
+        raise _usage(str(exc)) from None
     return windows
 
 

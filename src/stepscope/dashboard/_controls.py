@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from .. import control
-from ..config import SYSTEM_MONITOR_INTERVALS, ConfigError, ProfilingWindow
+from ..config import SYSTEM_MONITOR_INTERVALS, ConfigError
 from ..store import Store
 
 BY = "dashboard"
@@ -103,14 +103,10 @@ def profile_windows(body: Any) -> list[dict[str, Any]]:
         windows.append({"kind": "dataloader", **span})
     if not windows:
         raise BadRequest("Nothing to profile: set detailed, python or dataloader.")
-    for w in windows:
-        probe = {k: v for k, v in w.items() if v is not None}
-        if "start_unix_time" not in probe:
-            probe.setdefault("start_step", 0)  # blank: the agent picks the current step
-        try:
-            ProfilingWindow.from_dict(probe)
-        except ConfigError as exc:
-            raise BadRequest(str(exc)) from None
+    try:
+        control.check_windows(windows)
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from None
     return windows
 
 
