@@ -15,16 +15,11 @@ from typing import Any
 
 from ._clocksync import Offset, TimeServer, measure, skewed_clock
 from .launch_torchrun import Plan
+from .launcher import node_status, say
 from .store import HEARTBEAT_STALE_S, Store
 
 CLOCK_WAIT_S = 120.0
 REFERENCE = "clock/reference.json"
-
-
-def say(msg: str) -> None:
-    import sys
-
-    print(f"stepscope: {msg}", file=sys.stderr, flush=True)
 
 
 def _read_all(store: Store, prefix: str) -> list[dict[str, Any]]:
@@ -35,14 +30,6 @@ def _read_all(store: Store, prefix: str) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue  # a file being replaced: the next read sees it
     return out
-
-
-def node_status(code: int, stop_reason: str | None) -> tuple[str, str | None]:
-    if stop_reason is not None:
-        return "Stopped", stop_reason
-    if code == 0:
-        return "Completed", None
-    return "Failed", f"torchrun exited with code {code}"
 
 
 def culprit(ranks: list[dict[str, Any]]) -> str | None:
@@ -186,19 +173,21 @@ class NodeLauncher:
 
     def finish(self, code: int, stop_reason: str | None) -> dict[str, Any]:
         """Record this node's end; rewrite job.json with every node's and rank's status."""
-        status, reason = node_status(code, stop_reason)
+        status, reason = node_status(code, stop_reason, "torchrun")
         self.record |= {"status": status, "reason": reason, "exit_code": code}
         self.record["end_time"] = time.time()
         self.store.write_json(self.key, self.record)
         meta: dict[str, Any] = {}
+        nodes = _read_all(self.store, "launchers")
         for _ in range(3):  # another node may end at the same moment: settle on both
-            nodes = _read_all(self.store, "launchers")
             meta = self.store.read_json("job.json")
             ranks, beats = _read_all(self.store, "ranks"), self._beats()
             meta.update(aggregate(nodes, ranks, beats, time.time()))
             self.store.write_json("job.json", meta)
-            if _read_all(self.store, "launchers") == nodes:
+            again = _read_all(self.store, "launchers")
+            if again == nodes:
                 break
+            nodes = again
         if meta["status"] == "Running":  # what this launcher prints: its own end
             waiting = f"{status} here, other nodes still running"
             return meta | {"status": waiting, "end_time": self.record["end_time"]}

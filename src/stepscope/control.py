@@ -77,18 +77,19 @@ def acknowledgement(store: Store, name: str) -> dict[str, Any] | None:
 
 
 def check_windows(windows: list[dict[str, Any]]) -> None:
-    """Validate live window requests as the agent will (``ConfigError`` if one is bad).
+    """Validate live window requests exactly as the agent will (``ConfigError`` if bad).
 
-    A blank start means the job's current step, so a window without a start time
-    is checked as if it started at step 0; the agent resolves the real step.
+    The agent's own parser decides (a blank start is the current step, a lone
+    duration a time window from now), so the CLI and the dashboard never accept
+    what the job would reject, nor reject what it would take.
     """
-    from .config import ProfilingWindow
+    from .agent.profilers._live import RequestError, parse_request
+    from .config import ConfigError
 
-    for window in windows:
-        probe = {k: v for k, v in window.items() if v is not None}
-        if "start_unix_time" not in probe:
-            probe.setdefault("start_step", 0)
-        ProfilingWindow.from_dict(probe)
+    try:
+        parse_request("check", {"windows": windows}, time.time())
+    except RequestError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def request_profile(

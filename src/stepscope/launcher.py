@@ -189,14 +189,20 @@ def _terminal_sent_it() -> bool:
         return False
 
 
+def node_status(
+    code: int, stop_reason: str | None, what: str = "the command"
+) -> tuple[str, str | None]:
+    """Status and reason of a job (or a torchrun node) whose ``what`` exited with ``code``."""
+    if stop_reason is not None:
+        return "Stopped", stop_reason
+    if code == 0:
+        return "Completed", None
+    return "Failed", f"{what} exited with code {code}"
+
+
 def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = store.read_json("job.json")
-    if stop_reason is not None:
-        status, reason = "Stopped", stop_reason
-    elif code == 0:
-        status, reason = "Completed", None
-    else:
-        status, reason = "Failed", f"the command exited with code {code}"
+    status, reason = node_status(code, stop_reason)
     meta.update(status=status, reason=reason, exit_code=code, end_time=time.time())
     store.write_json("job.json", meta)
     return meta
@@ -230,15 +236,17 @@ def run(spec: RunSpec) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    if spec.dist is None:
-        try:
+    try:
+        if spec.dist is None:
             meta = _finish(store, spec, code, sup.stop_reason)
-        except OSError as exc:  # the store is failing: the exit code is still the command's
-            say(f"could not record the end of the job ({exc})")
-            meta = {"status": "unrecorded", "end_time": time.time(), "start_time": started}
-    else:
-        meta = spec.dist.finish(code, sup.stop_reason)
-        spec.dist.close()
+        else:
+            meta = spec.dist.finish(code, sup.stop_reason)
+    except OSError as exc:  # the store is failing: the exit code is still the command's
+        say(f"could not record the end of the job ({exc})")
+        meta = {"status": "unrecorded", "end_time": time.time(), "start_time": started}
+    finally:
+        if spec.dist is not None:
+            spec.dist.close()
     _stop_helpers(helpers)
     took = meta["end_time"] - meta["start_time"]
     say(

@@ -123,8 +123,9 @@ class LiveState:
 
         def whole() -> RuleInput:
             """Job-wide frames, only those the whole-job rules read (``Rule.frames``)."""
-            frames = {"steps": _whole(steps), "system": _whole(system), "events": events}
-            loaded = {k: frames[k] if k in wanted else None for k in EMPTY}
+            build = {"steps": lambda: _whole(steps), "system": lambda: _whole(system),
+                     "events": lambda: events}  # fmt: skip
+            loaded = {k: build[k]() if k in wanted else None for k in EMPTY}  # only those read
             ready = {k: EMPTY[k]() if v is None or not len(v) else v for k, v in loaded.items()}
             return replace(base, **ready, cache={})
 

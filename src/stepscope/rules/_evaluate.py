@@ -56,13 +56,21 @@ class _Evaluation:
                     self.parts[id(rule)].append(part)
 
     def results(self, whole: Callable[[], RuleInput], data: RuleInput) -> list[RuleResult]:
+        """Combine the node rules' parts; judge the whole-job rules on ``whole()``, built once."""
+        memo: list[RuleInput] = []
+
+        def once() -> RuleInput:
+            if not memo:
+                memo.append(whole())
+            return memo[0]
+
         out = []
         for rule in self.rules:
             if isinstance(rule, NodeRule):
                 parts = self.parts[id(rule)]
                 res = self.guarded(rule, lambda r=rule, p=parts: r.combine(p, data))  # type: ignore[misc]
             else:
-                res = self.guarded(rule, lambda r=rule: r.evaluate(whole()))  # type: ignore[misc]
+                res = self.guarded(rule, lambda r=rule: r.evaluate(once()))  # type: ignore[misc]
             out.append(self.errors.get(id(rule)) or res)
         return [r for r in out if r is not None]
 
@@ -133,15 +141,12 @@ def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) ->
         ev.check_node(data)
 
     wanted = {f for r in rules if not isinstance(r, NodeRule) for f in r.frames}
-    loaded: list[RuleInput] = []
 
     def whole() -> RuleInput:
-        """The whole job, loaded once, with only the frames the whole-job rules read."""
-        if not loaded:
-            steps = job.steps() if "steps" in wanted else empty_steps()
-            system = job.system() if "system" in wanted else empty_system()
-            loaded.append(replace(base, steps=steps, system=system, cache={}))
-        return loaded[0]
+        """The whole job, with only the frames the whole-job rules read."""
+        steps = job.steps() if "steps" in wanted else empty_steps()
+        system = job.system() if "system" in wanted else empty_system()
+        return replace(base, steps=steps, system=system, cache={})
 
     return ev.results(whole, base)
 

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._store import StoreError
 
@@ -63,6 +62,8 @@ class Backoff:
 def _row_times(batch: pa.RecordBatch) -> tuple[float | None, float | None]:
     for name in TIME_COLUMNS:
         if name in batch.schema.names:
+            import pyarrow.compute as pc  # only when rows are dropped: keep start-up light
+
             bounds = pc.min_max(batch.column(name))
             return bounds["min"].as_py(), bounds["max"].as_py()
     return None, None

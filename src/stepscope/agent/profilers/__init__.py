@@ -15,9 +15,7 @@ from ...config import ProfilingWindow
 from ._dataloader import DataloaderProfiler
 from ._detailed import DetailedProfiler
 from ._python import ProfileHookBusy, python_profiler
-from ._sink import ArtifactSink, FileBounds
-
-Finish = Callable[[ArtifactSink, str], dict[str, Any]]
+from ._sink import ArtifactSink, FileBounds, Finish
 
 
 class WindowProfiler(Protocol):

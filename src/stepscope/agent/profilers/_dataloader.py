@@ -21,10 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...config import ProfilingWindow
-from ._sink import ArtifactSink
+from ._sink import ArtifactSink, Finish
 from ._workers import FETCH_METRIC
 
-Finish = Callable[[ArtifactSink, str], dict[str, Any]]
 BATCH_METRIC = "DataLoader.wait"
 WORKER_METRIC = "DataLoaderWorker.cpu"
 MAX_BATCHES = 100_000  # a bound on the rows one window keeps

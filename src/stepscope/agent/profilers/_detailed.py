@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from typing import Any
 
 from ...config import ProfilingWindow
-from ._sink import ArtifactSink
+from ._sink import ArtifactSink, Finish
 from ._trace import bound_trace
 
-Finish = Callable[[ArtifactSink, str], dict[str, Any]]
 TOP_OPERATORS = 50
 
 

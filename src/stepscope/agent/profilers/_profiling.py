@@ -44,6 +44,7 @@ class AgentProfiling:
         plan, bounds = plan_from_config(agent.settings.config)
         self.sink = ArtifactSink(self.store, self.rank, bounds, self.faults)
         clock = agent.clock
+        self.now = clock.now  # live time windows start on the job's clock, as they are judged
         self.scheduler = WindowScheduler(
             plan, agent.recorder, self.sink, self.event, clock.now, clock.wall, self.faults
         )
@@ -76,7 +77,7 @@ class AgentProfiling:
         """Background thread: take new ``profile`` requests (validated here, applied later)."""
         for name, body in control.pending(self.store, "profile", self._seen):
             try:
-                request = parse_request(name, body)
+                request = parse_request(name, body, self.now())
             except RequestError as exc:
                 self.event("profiling_request", request=name, accepted=False, detail=str(exc))
                 if self.rank == 0:

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...config import ProfilingWindow, PythonProfiler, cProfileTimer
-from ._sink import ArtifactSink
+from ._sink import ArtifactSink, Finish
 
-Finish = Callable[[ArtifactSink, str], dict[str, Any]]
 TOP_FUNCTIONS = 50
 PYINSTRUMENT_INTERVAL_S = 0.001
 

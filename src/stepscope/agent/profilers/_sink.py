@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,11 @@ from ...store import Store
 from .._faults import FaultBoundary
 
 PREFIX = "profiling"
+
+
+# What a profiler's ``stop()`` returns: the rest of its work, run by the background
+# thread with the sink and the window's base name; returns the window record's fields.
+Finish = Callable[["ArtifactSink", str], dict[str, Any]]
 
 
 @dataclass(frozen=True)
