@@ -168,7 +168,7 @@ def _scheduler(tmp_path: Path, *windows: ProfilingWindow):
         lambda t: t,
         faults,
     )
-    rec.on_boundary = sched.on_boundary
+    rec.listeners.append(sched.on_boundary)
     return sched, rec, events, clock, store
 
 

@@ -93,3 +93,20 @@ def test_rules_enable_their_collections_with_their_regex():
     assert set(by_name) == {"default", "relu_output", "weights", "gradients", "biases"}
     assert by_name["relu_output"].selects("output", "block.act_output_0")
     assert not by_name["relu_output"].selects("output", "block.relu_output_0")
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        SaveConfig(),
+        SaveConfig(7, (), 3, 40),
+        SaveConfig(1),
+        SaveConfig(5, (2, 9, 30), 4, 31),
+        SaveConfig(3, (), 0, 2),
+    ],
+)
+def test_next_save_is_the_first_step_saves_accepts(cfg):
+    # The capture arms its hooks from next_save: it must agree with saves() everywhere.
+    for step in range(600):
+        want = next((k for k in range(step, 2000) if cfg.saves(k)), None)
+        assert cfg.next_save(step) == want, step

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, control
+from ._exitwatch import pidfd, wait_child
 from .store import FORMAT_VERSION, Store, open_store
 
 BOOTSTRAP_DIR = str(Path(__file__).parent / "_bootstrap")
@@ -137,20 +138,19 @@ class _Supervisor:
 
     def wait(self) -> int:
         last_beat = 0.0
-        while (code := self._poll(0.25)) is None:
-            now = time.time()
-            if now - last_beat >= self.beat_s:
-                last_beat = now
-                self._guarded(self._beat)
-                self._guarded(self._take_stop_requests)
-            self._escalate(now)
-        return code
-
-    def _poll(self, timeout: float) -> int | None:
+        fd = pidfd(self.child.pid)  # sleep until the command ends, without polling it
         try:
-            return self.child.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
+            while (code := wait_child(self.child, fd, 0.25)) is None:
+                now = time.time()
+                if now - last_beat >= self.beat_s:
+                    last_beat = now
+                    self._guarded(self._beat)
+                    self._guarded(self._take_stop_requests)
+                self._escalate(now)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return code
 
     def _guarded(self, fn: Any) -> None:
         try:

@@ -61,6 +61,18 @@ class SaveConfig:
             return step in self.save_steps
         return (step - self.start_step) % self.save_interval == 0
 
+    def next_save(self, step: int) -> int | None:
+        """The first saved step at or after ``step``; ``None`` if none is left."""
+        step = max(step, self.start_step)
+        if self.save_steps:
+            nxt = next((s for s in self.save_steps if s >= step), None)
+        else:
+            behind = step - self.start_step  # round up to the next multiple of the interval
+            nxt = self.start_step + -(-behind // self.save_interval) * self.save_interval
+        if nxt is None or (self.end_step is not None and nxt >= self.end_step):
+            return None
+        return nxt
+
 
 def _steps(value: Any, name: str) -> tuple[int, ...]:
     """``"0,5, 9"``, ``[0, 5]`` or ``7`` as a sorted tuple of step numbers."""

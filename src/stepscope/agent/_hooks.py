@@ -41,6 +41,9 @@ class TorchHooks:
         self.on_backward_root: Callable[[Any], None] | None = None
         # Fetch times inside DataLoader workers, for data-loader windows.
         self.worker_fetch = WorkerFetchTimer()
+        # torch's own predicates, looked up once: the hooks run on every step.
+        self._grad_enabled: Callable[[], bool] = lambda: True
+        self._cuda_initialized: Callable[[], bool] = lambda: False
         self.installed = False
 
     # -- install / remove -------------------------------------------------------
@@ -49,6 +52,8 @@ class TorchHooks:
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim
 
+        self._grad_enabled = torch.is_grad_enabled
+        self._cuda_initialized = torch.cuda.is_initialized
         self._handles += [
             optim.register_optimizer_step_pre_hook(self._opt_pre),
             optim.register_optimizer_step_post_hook(self._opt_post),
@@ -118,7 +123,8 @@ class TorchHooks:
         try:
             if not self._stack and self._owns_params(module):
                 self._roots[id(module)] = module
-                self._watch_cuda()
+                if self.rec.device is None:
+                    self._watch_cuda()
                 self.rec.on_forward_start(perf_counter())
             self._stack.append(id(module))
         except Exception as exc:
@@ -129,7 +135,8 @@ class TorchHooks:
             if self._stack and self._stack[-1] == id(module):
                 self._stack.pop()
                 if not self._stack and id(module) in self._roots:
-                    self.rec.on_forward_end(perf_counter(), self._training(module))
+                    training = module.training and self._grad_enabled()
+                    self.rec.on_forward_end(perf_counter(), training)
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
@@ -144,7 +151,8 @@ class TorchHooks:
     def _root_pre(self, module: Any, _args: Any) -> None:
         try:
             if not self._stack:
-                self._watch_cuda()
+                if self.rec.device is None:
+                    self._watch_cuda()
                 self.rec.on_forward_start(perf_counter())
             self._stack.append(id(module))
         except Exception as exc:
@@ -155,29 +163,18 @@ class TorchHooks:
             if self._stack:
                 self._stack.pop()
                 if not self._stack:
-                    self.rec.on_forward_end(perf_counter(), self._training(module))
+                    training = module.training and self._grad_enabled()
+                    self.rec.on_forward_end(perf_counter(), training)
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
     def _watch_cuda(self) -> None:
         """Start timing device work once the process has initialised CUDA itself."""
-        if self.rec.device is None and self._cuda_ready():
+        # Never initialise CUDA ourselves: only follow a process that already did.
+        if self.rec.device is None and self._cuda_initialized():
             import torch
 
             self.rec.device = DeviceTimer(torch.cuda)
-
-    @staticmethod
-    def _cuda_ready() -> bool:
-        # Never initialise CUDA ourselves: only follow a process that already did.
-        import torch
-
-        return bool(torch.cuda.is_initialized())
-
-    @staticmethod
-    def _training(module: Any) -> bool:
-        import torch
-
-        return bool(module.training and torch.is_grad_enabled())
 
     # -- backward and data ----------------------------------------------------------------
     def _wrap_backward(self, original: Any) -> Any:
@@ -190,7 +187,10 @@ class TorchHooks:
             try:
                 return original(*args, **kwargs)
             finally:
-                self._timed("on_backward", t0)
+                try:
+                    self.rec.on_backward(t0, perf_counter())
+                except Exception as exc:
+                    self.faults.record("step-hooks", exc)
 
         return backward
 
@@ -200,12 +200,9 @@ class TorchHooks:
             try:
                 return original(it)
             finally:
-                self._timed("on_data", t0)
+                try:
+                    self.rec.on_data(t0, perf_counter())
+                except Exception as exc:
+                    self.faults.record("step-hooks", exc)
 
         return __next__
-
-    def _timed(self, method: str, t0: float) -> None:
-        try:
-            getattr(self.rec, method)(t0, perf_counter())
-        except Exception as exc:
-            self.faults.record("step-hooks", exc)

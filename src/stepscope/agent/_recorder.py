@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._cuda import DeviceTimer, Mark
@@ -37,9 +37,10 @@ class StepRecorder:
     train_steps: int = 0
     eval_steps: int = 0
     profiled: bool = False
-    # Called after every step with (phase, step number just ended, perf time); the
-    # profiling-window controller uses it to open and close windows at step boundaries.
-    on_boundary: Callable[[str, int, float], None] | None = None
+    # Called after every step, in order, with (phase, step number just ended, perf
+    # time): the window scheduler opens and closes windows there, the tensor capture
+    # hands over its batch. Each listener guards itself.
+    listeners: list[Callable[[str, int, float], None]] = field(default_factory=list)
     # Set only while a data-loader profiling window is open: gets every batch's times.
     on_batch: Callable[[float, float], None] | None = None
     # Run once at the next data fetch or forward: starting or stopping the PyTorch
@@ -54,12 +55,11 @@ class StepRecorder:
     _fwd_start: float = 0.0
     _in_forward: bool = False
 
-    def _touch(self, t: float) -> None:
-        if self.boundary is None:
-            self.boundary = t
-
+    # The callbacks below run several times per step on the training thread: they
+    # are kept flat (no helper calls) because every call is paid on every step.
     def on_data(self, t0: float, t1: float) -> None:
-        self._touch(t0)
+        if self.boundary is None:
+            self.boundary = t0
         self.data += t1 - t0
         if self.on_batch is not None:
             self.on_batch(t0, t1)
@@ -74,7 +74,8 @@ class StepRecorder:
     def on_forward_start(self, t: float) -> None:
         if self.deferred is not None:
             self._run_deferred()
-        self._touch(t)
+        if self.boundary is None:
+            self.boundary = t
         self._fwd_start = t
         self._in_forward = True
         if self.device is not None:
@@ -94,7 +95,8 @@ class StepRecorder:
             self.device.start("backward")
 
     def on_backward(self, t0: float, t1: float) -> None:
-        self._touch(t0)
+        if self.boundary is None:
+            self.boundary = t0
         self.backward += t1 - t0
         if self.device is not None:
             self.device.end("backward")
@@ -102,7 +104,8 @@ class StepRecorder:
     def on_optimizer_start(self, t: float) -> None:
         self._opt_depth += 1
         if self._opt_depth == 1:
-            self._touch(t)
+            if self.boundary is None:
+                self.boundary = t
             self._opt_start = t
             if self.device is not None:
                 self.device.start("optimizer")
@@ -125,7 +128,6 @@ class StepRecorder:
 
     def end_train_step(self, t: float) -> None:
         """Close the current training step at ``t`` (also the explicit ``stepscope.step()``)."""
-        self._touch(t)
         self._emit("train", self.train_steps, t)
         self.train_steps += 1
 
@@ -149,5 +151,5 @@ class StepRecorder:
         self.boundary = t
         self.data = self.forward = self.backward = self.optimizer = 0.0
         self.collective = self.collective_outside = 0.0
-        if self.on_boundary is not None:
-            self.on_boundary(phase, step, t)
+        for listener in self.listeners:
+            listener(phase, step, t)

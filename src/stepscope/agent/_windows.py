@@ -1,6 +1,6 @@
 """Profiling windows: open and close the profilers at step boundaries.
 
-The scheduler runs on the training thread, called by ``StepRecorder.on_boundary``
+The scheduler runs on the training thread, called by the ``StepRecorder``'s listeners
 after every step (and once when the agent attaches to torch, before the first
 step). Outside windows it returns at its first line. A window opens at the
 boundary before its first step and closes at the boundary after its last one;

@@ -39,10 +39,11 @@ from typing import Any
 
 import psutil
 
+from .._exitwatch import ExitWatch
 from ..store import SegmentWriter, Store, StoreError, StoreUnavailable, open_store
 from ._nvml import Gpus, Row
 from ._sampler_control import IntervalRequests
-from .sampler import SystemProbe, is_alive, process, rows_to_batches, validate_interval_ms
+from .sampler import SystemProbe, rows_to_batches, validate_interval_ms
 
 FLUSH_S = 2.0
 MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
@@ -111,8 +112,10 @@ class Sampler:
         self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
         self.interval_ms = validate_interval_ms(interval_ms)
         self.probe = probe or SystemProbe(watch_pid, Gpus.open())
-        self._watching, self._parent_pid = watch_pid is not None, parent_pid
-        self._parent = process(parent_pid) if parent_pid is not None else None
+        # The watched process and the launcher: their pidfds wake the sampler's sleep.
+        self._exits = ExitWatch(
+            {"watched process exited": watch_pid, "parent process exited": parent_pid}
+        )
         self._writer = SegmentWriter(store, f"system/{node}")
         self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
         self.faults = Faults(store, node)
@@ -172,6 +175,7 @@ class Sampler:
                 self.probe.gpus.close()
             os.close(self._wake_r)
             os.close(self._wake_w)
+            self._exits.close()
 
     def _guard(self, action: Callable[[], None]) -> None:
         """The fault boundary: nothing raised while sampling or storing stops the sampler."""
@@ -226,21 +230,18 @@ class Sampler:
     def _end_reason(self) -> str | None:
         if self._stopped:
             return "stopped"
-        if self._watching and not self.probe.processes.alive():
-            return "watched process exited"
-        if self._parent_pid is not None and (self._parent is None or not is_alive(self._parent)):
-            return "parent process exited"
-        return None
+        return self._exits.ended()
 
     def _wait(self, timeout: float) -> bool:
-        """Sleep up to ``timeout``; True if woken by stop() or set_interval()."""
+        """Sleep up to ``timeout`` (less if a watched process ends); True if woken by
+        stop() or set_interval()."""
         # A pipe, not a threading.Event: Event.set() from a signal handler can deadlock
         # on the Event's own lock, while os.write is safe anywhere.
-        ready, _, _ = select.select([self._wake_r], [], [], timeout)
-        if ready:
+        ready, _, _ = select.select([self._wake_r, *self._exits.fds], [], [], timeout)
+        if self._wake_r in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_r, 4096)
-        return bool(ready)
+        return self._wake_r in ready
 
     def _wake(self) -> None:
         if not self._closed:

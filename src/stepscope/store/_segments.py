@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -33,9 +33,19 @@ def segment_name(start: float, seq: int, pid: int | None = None) -> str:
     return f"part-{int(start * 1000):013d}-{pid or os.getpid()}-{seq:05d}.parquet"
 
 
-def encode_parquet(table: pa.Table) -> bytes:
+def encode_parquet(table: pa.Table, dictionary: Sequence[str] | None = None) -> bytes:
+    """One Parquet file, zstd; dictionary encoding on ``dictionary`` (None: every column).
+
+    Dictionary encoding pays for columns of few distinct values (identities, phases,
+    rounded metrics) and costs for unique ones: a per-row float or a step number
+    is dictionary-encoded, found too diverse and written again plainly, which is
+    most of the encoding time of a steps segment (docs/format.md).
+    """
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", row_group_size=max(table.num_rows, 1))
+    use: bool | list[str] = True if dictionary is None else list(dictionary)
+    pq.write_table(
+        table, buf, compression="zstd", row_group_size=max(table.num_rows, 1), use_dictionary=use
+    )
     return buf.getvalue()
 
 
@@ -76,8 +86,10 @@ class SegmentWriter:
         clock: Callable[[], float] = time.time,
         max_buffered_rows: int = MAX_BUFFERED_ROWS,
         backoff: Backoff | None = None,
+        dictionary: Sequence[str] | None = None,
     ) -> None:
         self.store, self.prefix = store, prefix.rstrip("/")
+        self.dictionary = dictionary  # columns worth dictionary encoding (None: all)
         self.segment_rows, self.segment_seconds = segment_rows, segment_seconds
         self.max_buffered_rows = max_buffered_rows
         self._clock = clock
@@ -146,7 +158,7 @@ class SegmentWriter:
             self.health.dirty = False
 
     def _write(self, seg: _Segment) -> None:
-        data = encode_parquet(pa.Table.from_batches(seg.batches))
+        data = encode_parquet(pa.Table.from_batches(seg.batches), self.dictionary)
         key = f"{self.prefix}/{segment_name(seg.started, seg.seq, self._pid)}"
         self.store.write_bytes(key, data)
         seg.stored = len(seg.batches)

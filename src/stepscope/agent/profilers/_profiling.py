@@ -53,7 +53,7 @@ class AgentProfiling:
         if self.rank == 0:
             self.scheduler.ack = self._acknowledge
         self._seen: set[str] = set()
-        agent.recorder.on_boundary = self.scheduler.on_boundary
+        agent.recorder.listeners.append(self.scheduler.on_boundary)
 
     def start(self) -> None:
         self.background.start()

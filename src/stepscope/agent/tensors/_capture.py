@@ -10,13 +10,16 @@
   the model from its root modules), named as in the model;
 * module inputs and outputs: forward hooks that exist only on saving steps.
 
-Whether a step saves anything is decided from its number first; a step that
-saves nothing costs a dictionary lookup per hook call. Every callback runs
-behind the fault boundary.
+Whether a step saves anything is decided at step boundaries, from the next
+saving step of each phase: the per-step callbacks (the loss and optimizer hooks,
+the loss handed over by ``backward()``) are armed only for steps that save, so
+that a step that saves nothing costs one integer comparison at its boundary and
+one attribute test per loss call. Every callback runs behind the fault boundary.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -51,25 +54,28 @@ class TensorCapture:
         self._done: tuple[int, set[int]] = (-1, set())
         self._undo: list[Callable[[], None]] = []
         self._hooks: Any = None
+        # Armed: some collection saves the current step (train or eval); the step
+        # numbers at which the boundary must look again when disarmed.
+        self.armed = False
+        self._wake = (0, 0)
+        self._opt_handle: Any = None
+        self._on_backward_guarded = self._guarded(self._on_backward)
+        self._on_optimizer_guarded = self._guarded(self._on_optimizer)
 
     # -- install / remove -------------------------------------------------------------
     def install(self, hooks: Any) -> None:
         """Attach to the step hooks, the optimizers, loss modules and step boundaries."""
         import torch
         from torch.nn.modules.loss import _Loss
-        from torch.optim import optimizer as optim
 
         self._hooks = hooks
-        handle = optim.register_optimizer_step_pre_hook(self._guarded(self._on_optimizer))
-        self._undo.append(handle.remove)
-        hooks.on_backward_root = self._guarded(self._on_backward)
-        self._undo.append(lambda: setattr(hooks, "on_backward_root", None))
         if "__call__" not in _Loss.__dict__:
             setattr(_Loss, "__call__", self._wrap_loss_call(torch.nn.Module.__call__))  # noqa: B010
             self._undo.append(lambda: delattr(_Loss, "__call__"))
-        previous = self.rec.on_boundary
-        self.rec.on_boundary = self._chain(previous)
-        self._undo.append(lambda: setattr(self.rec, "on_boundary", previous))
+        self.rec.listeners.append(self._on_boundary)
+        self._undo.append(lambda: self.rec.listeners.remove(self._on_boundary))
+        self._undo.append(lambda: self._arm(False, False))
+        self._rearm(self.rec.train_steps, self.rec.eval_steps)
 
     def remove(self) -> None:
         """Remove every hook and hand over what is still pending."""
@@ -88,22 +94,13 @@ class TensorCapture:
 
         return guarded
 
-    def _chain(self, previous: Callable[[str, int, float], None] | None) -> Any:
-        boundary = self._guarded(self._on_boundary)
-
-        def on_boundary(phase: str, step: int, t: float) -> None:
-            if previous is not None:
-                previous(phase, step, t)
-            boundary(phase, step, t)
-
-        return on_boundary
-
     def _wrap_loss_call(self, original: Any) -> Any:
         on_loss = self._guarded(self._on_loss_module)
 
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             out = original(module, *args, **kwargs)
-            on_loss(module, args, out)
+            if self.armed:
+                on_loss(module, args, out)
             return out
 
         return __call__
@@ -236,13 +233,60 @@ class TensorCapture:
             self.pending.add_float((phase, step, name), float(value))
 
     # -- boundaries -----------------------------------------------------------------------
-    def _on_boundary(self, _phase: str, _step: int, _t: float) -> None:
-        self.flush()
-        if self.taps.collections:
-            want = self.taps.wanted(self.plan("train", self.rec.train_steps)) or self.taps.wanted(
-                self.plan("eval", self.rec.eval_steps)
-            )
+    def _on_boundary(self, phase: str, step: int, _t: float) -> None:
+        """After every step: hand over the batch; re-plan only when a save is near.
+
+        The recorder counts the step that just ended after its listeners: the
+        coming step of ``phase`` is ``step + 1``.
+        """
+        try:
+            if self.pending:
+                self.flush()
+            rec = self.rec
+            train = step + 1 if phase == "train" else rec.train_steps
+            evals = step + 1 if phase == "eval" else rec.eval_steps
+            if self.armed or train >= self._wake[0] or evals >= self._wake[1]:
+                self._rearm(train, evals, phase == "eval")
+        except Exception as exc:
+            self.faults.record("tensors", exc)
+
+    def _rearm(self, train_step: int, eval_step: int, after_eval: bool = False) -> None:
+        """Arm the callbacks if the coming steps save; else note when to look again.
+
+        An evaluation step ends when its forward returns, before its loss is
+        computed: right after an evaluation boundary, the step that just ended
+        counts. Module taps must be in before an evaluation step's forward.
+        """
+        train = self.plan("train", train_step)
+        ended = self.plan("eval", eval_step - 1) if after_eval else ()
+        self._arm(bool(train or ended), any(c.kinds & PARAM_KINDS for c in train))
+        taps = bool(self.taps.collections)
+        if taps:
+            want = self.taps.wanted(train) or self.taps.wanted(self.plan("eval", eval_step))
             self.taps.update(want, self._roots())
+        evals = self._next("eval", eval_step)
+        self._wake = (
+            self._next("train", train_step),
+            evals if taps and evals > eval_step else evals + 1,
+        )
+
+    def _next(self, phase: str, step: int) -> int:
+        """The first step at or after ``step`` that some collection saves."""
+        found = [c.schedules[phase].next_save(step) for c in self.collections]
+        return min((s for s in found if s is not None), default=sys.maxsize)
+
+    def _arm(self, on: bool, params: bool) -> None:
+        from torch.optim import optimizer as optim
+
+        self.armed = on
+        if self._hooks is not None:
+            self._hooks.on_backward_root = self._on_backward_guarded if on else None
+        if params and self._opt_handle is None:
+            guarded = self._on_optimizer_guarded
+            self._opt_handle = optim.register_optimizer_step_pre_hook(guarded)
+        elif not params and self._opt_handle is not None:
+            self._opt_handle.remove()
+            self._opt_handle = None
 
     def flush(self) -> None:
         """Hand what was captured to the writer as one batch."""
