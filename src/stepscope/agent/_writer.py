@@ -25,6 +25,8 @@ from ._recorder import StepRow
 
 EventRow = tuple[float, str, str]
 STEP_DICT = ("rank", "local_rank", "node", "pid", "phase", "profiled")
+_PARTS = ("data_wait", "forward", "backward", "optimizer")
+STEP_SEGMENT_ROWS = 20_000  # docs/format.md: a flush re-encodes its whole segment
 # At exit, how long the process waits for the writer's last flush: a store that
 # is down delays the exit by at most this, and never fails it.
 STOP_TIMEOUT_S = 15.0
@@ -95,9 +97,15 @@ class AgentWriter:
         self.flush_s, self.heartbeat = max(flush_s, store.min_interval_s), heartbeat
         self.steps: deque[StepRow] = deque()
         self.events: deque[EventRow] = deque()
-        # A segment is encoded again at every flush: only the columns of few values
-        # are dictionary-encoded (about 3x less encoding time, smaller files).
-        self._steps_w = SegmentWriter(store, f"steps/rank-{ident.rank}", dictionary=STEP_DICT)
+        # A segment is encoded again at every flush, on the training process: steps
+        # segments are cut shorter, and only the columns of few values are
+        # dictionary-encoded (about 3x less encoding time, smaller files).
+        self._steps_w = SegmentWriter(
+            store,
+            f"steps/rank-{ident.rank}",
+            segment_rows=STEP_SEGMENT_ROWS,
+            dictionary=STEP_DICT,
+        )
         self._events_w = SegmentWriter(store, f"events/rank-{ident.rank}")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stepscope-writer", daemon=True)
@@ -161,38 +169,41 @@ class AgentWriter:
         }
 
     def _steps_batch(self, rows: list[StepRow]) -> Any:
+        """One Arrow batch of steps, by columns (numpy: this thread holds the GIL)."""
+        import numpy as np
         import pyarrow as pa
 
-        phase, step, t0, t1, data, fwd, bwd, opt, coll, outside, prof, marks = (
-            list(c) for c in zip(*rows, strict=True)
+        phase, step, t0, t1, data, fwd, bwd, opt, coll, outside, prof, marks = zip(
+            *rows, strict=True
         )
-        device = [resolve(m) for m in marks]
-        start = [self.clock.wall(t) for t in t0]
-        end = [self.clock.wall(t) for t in t1]
-        dur = [b - a for a, b in zip(t0, t1, strict=True)]
-        other = [  # collectives outside the four parts are not "other" either
-            max(d - (a + b + c + e + x), 0.0)
-            for d, a, b, c, e, x in zip(dur, data, fwd, bwd, opt, outside, strict=True)
-        ]
-        cols = {
+        begin, finish = np.array(t0), np.array(t1)
+        parts = {k: np.array(v) for k, v in zip(_PARTS, (data, fwd, bwd, opt), strict=True)}
+        wall0, perf0 = self.clock.wall0, self.clock.perf0  # Clock.wall, on whole columns
+        dur = finish - begin
+        # Collectives outside the four parts are not "other" either.
+        busy = parts["data_wait"] + parts["forward"] + parts["backward"] + parts["optimizer"]
+        other = np.maximum(dur - (busy + np.array(outside)), 0.0)
+        cols: dict[str, Any] = {
             **self._identity_cols(len(rows)),
-            "phase": phase,
-            "step": step,
-            "start": start,
-            "end": end,
-            "duration": dur,
-            "data_wait": data,
-            "forward": fwd,
-            "backward": bwd,
-            "optimizer": opt,
-            "other": other,
-            "profiled": prof,
-            "gpu_forward": [d["forward"] for d in device],
-            "gpu_backward": [d["backward"] for d in device],
-            "gpu_optimizer": [d["optimizer"] for d in device],
-            "collective": coll,
+            "phase": list(phase),
+            "step": list(step),
+            "start": wall0 + (begin - perf0),
+            "end": wall0 + (finish - perf0),
+            "duration": dur.astype(np.float32),
+            **{k: v.astype(np.float32) for k, v in parts.items()},
+            "other": other.astype(np.float32),
+            "profiled": list(prof),
+            **self._device_cols(marks),
+            "collective": np.array(coll, dtype=np.float32),
         }
         return pa.RecordBatch.from_pydict(cols, schema=AGENT_STEPS_SCHEMA)
+
+    @staticmethod
+    def _device_cols(marks: tuple[Any, ...]) -> dict[str, list[float | None]]:
+        if not any(m for m in marks):  # no CUDA: no device timing
+            return {f"gpu_{p}": [None] * len(marks) for p in ("forward", "backward", "optimizer")}
+        device = [resolve(m) for m in marks]
+        return {f"gpu_{p}": [d[p] for d in device] for p in ("forward", "backward", "optimizer")}
 
     def _events_batch(self, rows: list[EventRow]) -> Any:
         import pyarrow as pa

@@ -7,9 +7,11 @@ job folder, writes each rule's running verdict to ``rules/<Rule>.json`` (status
 complete evaluation and writes the final statuses. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
 
-Cadence: a fresh job is scanned after 2 s, then at doubling intervals up to the
+Cadence: a fresh job is scanned after 10 s, then at doubling intervals up to the
 shortest ``scan_interval_us`` of the rules (60 s by default), so short jobs get
-early verdicts and long ones cost one cheap scan a minute.
+early verdicts and long ones cost one cheap scan a minute. A scan costs CPU the
+training may need (~0.1 s for a small job): nothing is judged before there is
+something to judge.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ._live import readers, worst
 from ._registry import RuleSpec
 from ._types import RuleResult, Status
 
-FIRST_SCAN_S = 2.0
+FIRST_SCAN_S = 10.0
 POLL_S = 0.5
 COMPONENT = "rules-runner"
 
