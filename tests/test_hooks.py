@@ -1,0 +1,77 @@
+"""The forward timing of the roots, in process: fast path kept, classes restored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import stepscope
+from stepscope.agent import bootstrap
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        self.fail = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fail:
+            raise RuntimeError("boom")
+        return self.body(x)
+
+
+def _step(model: nn.Module, opt: torch.optim.Optimizer) -> None:
+    opt.zero_grad()
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+
+
+def test_roots_are_timed_by_their_class_and_restored(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, other = Net(), Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with stepscope.init(output=str(tmp_path), job="hooks"):
+        rec = bootstrap.current().recorder  # type: ignore[union-attr]
+        _step(model, opt)  # the first step finds the root (global hooks)
+        assert "__call__" in Net.__dict__  # from now on: the class's __call__
+        for _ in range(3):
+            _step(model, opt)
+        # no module hook anywhere: torch's fast path for every call
+        assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+        before = rec.forward
+        other(torch.randn(3, 4))  # same class, not a root: not timed
+        assert rec.forward == before and not rec._in_forward
+        model.fail = True
+        with pytest.raises(RuntimeError, match="boom"):
+            model(torch.randn(3, 4))
+        assert not rec._in_forward and rec.forward > before  # closed all the same
+        model.fail = False
+        with torch.no_grad():
+            model.eval()
+            model(torch.randn(3, 4))  # an evaluation step ends with the root's forward
+            model.train()
+    assert "__call__" not in Net.__dict__ and Net.__call__ is nn.Module.__call__
+    steps = stepscope.open(str(tmp_path / "hooks")).steps()
+    train = steps[steps["phase"] == "train"]
+    assert list(train["step"]) == [0, 1, 2, 3]
+    assert (train["forward"] > 0).all() and (train["backward"] > 0).all()
+    assert list(steps[steps["phase"] == "eval"]["step"]) == [0]
+
+
+def test_a_class_that_defines_call_gets_its_own_back(tmp_path: Path) -> None:
+    class Custom(Net):
+        def __call__(self, *args: object, **kwargs: object) -> torch.Tensor:
+            return super().__call__(*args, **kwargs) * 1.0
+
+    own = Custom.__dict__["__call__"]
+    model = Custom()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with stepscope.init(output=str(tmp_path), job="own"):
+        for _ in range(3):
+            _step(model, opt)
+        assert Custom.__dict__["__call__"] is not own
+    assert Custom.__dict__["__call__"] is own
