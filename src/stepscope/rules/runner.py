@@ -109,7 +109,10 @@ class Runner:
         if self.clock() < self._meta_due:
             return False
         self._meta_due = self.clock() + self.job.store.min_interval_s
-        return str(self.job.meta.get("status")) != "Running"
+        if parent_pid is None:  # a dead launcher is seen by its stale heartbeats
+            return str(self.job.meta.get("status")) != "Running"
+        # job.json as written: Job.meta would also read every heartbeat, twice a second.
+        return str(self.job.store.read_json("job.json").get("status")) != "Running"
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely."""
