@@ -19,7 +19,6 @@ one attribute test per loss call. Every callback runs behind the fault boundary.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,10 +27,10 @@ from .._recorder import StepRecorder
 from ._collections import Collection
 from ._modules import MODULE_KINDS, ModuleTaps, param_names, tensors_of
 from ._pending import Pending
+from ._plans import Plan, SavePlanner
 from ._writer import TensorWriter
 
 PARAM_KINDS = frozenset({"weight", "bias", "gradient", "optimizer"})
-Plan = tuple[Collection, ...]
 
 
 class TensorCapture:
@@ -47,7 +46,8 @@ class TensorCapture:
         self.collections, self.writer, self.rec, self.faults = collections, writer, rec, faults
         self.pending = Pending()
         self.taps = ModuleTaps(collections, self._take_module)
-        self._plans: dict[tuple[str, int], Plan] = {}
+        self.planner = SavePlanner(collections)
+        self.plan = self.planner.plan
         self._names: dict[int, str] = {}
         self._named_roots = -1
         self._loss_names: dict[int, str] = {}
@@ -106,16 +106,6 @@ class TensorCapture:
         return __call__
 
     # -- planning -----------------------------------------------------------------------
-    def plan(self, phase: str, step: int) -> Plan:
-        """The collections that save step ``step`` of ``phase`` (memoised per step)."""
-        key = (phase, step)
-        found = self._plans.get(key)
-        if found is None:
-            if len(self._plans) > 16:
-                self._plans.clear()
-            found = self._plans[key] = tuple(c for c in self.collections if c.saves(phase, step))
-        return found
-
     def _take(
         self, plan: Plan, kind: str, key: tuple[str, int, str], t: Any, alias: str = ""
     ) -> None:
@@ -264,16 +254,7 @@ class TensorCapture:
         if taps:
             want = self.taps.wanted(train) or self.taps.wanted(self.plan("eval", eval_step))
             self.taps.update(want, self._roots())
-        evals = self._next("eval", eval_step)
-        self._wake = (
-            self._next("train", train_step),
-            evals if taps and evals > eval_step else evals + 1,
-        )
-
-    def _next(self, phase: str, step: int) -> int:
-        """The first step at or after ``step`` that some collection saves."""
-        found = [c.schedules[phase].next_save(step) for c in self.collections]
-        return min((s for s in found if s is not None), default=sys.maxsize)
+        self._wake = self.planner.wake(train_step, eval_step, taps)
 
     def _arm(self, on: bool, params: bool) -> None:
         from torch.optim import optimizer as optim
