@@ -105,7 +105,7 @@ class TorchHooks:
         try:
             self.rec.on_optimizer_end(perf_counter())
             if self._discovery:
-                self._switch_to_root_hooks()
+                self._time_roots_by_class()
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
@@ -147,7 +147,7 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _switch_to_root_hooks(self) -> None:
+    def _time_roots_by_class(self) -> None:
         for handle in self._discovery:
             handle.remove()
         self._discovery, self._stack = [], []

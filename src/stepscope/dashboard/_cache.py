@@ -27,29 +27,46 @@ class HasBytes(Protocol):
 S = TypeVar("S", bound=HasBytes)
 
 
-class Answers:
+_MISSING = object()
+
+
+class _Lru:
+    """The part both caches share: a lock, values in use order, hit counts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def _hit(self, key: Hashable) -> Any:
+        """The value of ``key`` made most recent, or ``_MISSING`` (hold the lock)."""
+        if key not in self._values:
+            return _MISSING
+        self.hits += 1
+        self._values.move_to_end(key)
+        return self._values[key]
+
+
+class Answers(_Lru):
     """A bounded LRU of computed answers with one computation per key at a time."""
 
     def __init__(self, max_entries: int = MAX_ANSWERS) -> None:
-        self._lock = threading.Lock()
-        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        super().__init__()
         self._busy: dict[Hashable, threading.Lock] = {}
         self.max_entries = max_entries
-        self.hits = self.misses = 0
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The cached answer for ``key``, computing it (once) when missing."""
         with self._lock:
-            if key in self._values:
-                self.hits += 1
-                self._values.move_to_end(key)
-                return self._values[key]
+            found = self._hit(key)
+            if found is not _MISSING:
+                return found
             busy = self._busy.setdefault(key, threading.Lock())
         with busy:
             with self._lock:
-                if key in self._values:
-                    self.hits += 1
-                    return self._values[key]
+                found = self._hit(key)
+                if found is not _MISSING:
+                    return found
             self.misses += 1
             value = compute()
             with self._lock:
@@ -60,23 +77,19 @@ class Answers:
         return value
 
 
-class Sized:
+class Sized(_Lru):
     """A LRU of values with an ``nbytes``, holding at most ``max_bytes`` of them."""
 
     def __init__(self, max_bytes: int = MAX_SUMMARY_BYTES) -> None:
-        self._lock = threading.Lock()
-        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        super().__init__()
         self.max_bytes, self.nbytes = max_bytes, 0
-        self.hits = self.misses = 0
 
     def get(self, key: Hashable, compute: Callable[[], S]) -> S:
         """The cached value of ``key``, else ``compute()`` (kept if it fits)."""
         with self._lock:
-            if key in self._values:
-                self.hits += 1
-                self._values.move_to_end(key)
-                value: S = self._values[key]
-                return value
+            found = self._hit(key)
+            if found is not _MISSING:
+                return found
             self.misses += 1
         value = compute()  # outside the lock: parts are summarized in parallel
         with self._lock:

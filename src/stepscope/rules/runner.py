@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import control
+from .._exitwatch import ExitWatch
 from ..job import Job
 from ..store import Store, open_store
 from ._base import Rule
@@ -103,13 +104,13 @@ class Runner:
         write_results(self.job.store, results)
         return results
 
-    def job_over(self, parent_pid: int | None) -> bool:
-        if parent_pid is not None and not _alive(parent_pid):
+    def job_over(self, parent: ExitWatch | None) -> bool:
+        if parent is not None and parent.ended():
             return True
         if self.clock() < self._meta_due:
             return False
         self._meta_due = self.clock() + self.job.store.min_interval_s
-        if parent_pid is None:  # a dead launcher is seen by its stale heartbeats
+        if parent is None:  # a dead launcher is seen by its stale heartbeats
             return str(self.job.meta.get("status")) != "Running"
         # job.json as written: Job.meta would also read every heartbeat, twice a second.
         return str(self.job.store.read_json("job.json").get("status")) != "Running"
@@ -117,12 +118,15 @@ class Runner:
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely."""
         wait, next_scan = FIRST_SCAN_S, self.clock() + FIRST_SCAN_S
-        while not self.job_over(parent_pid):
+        parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
+        while not self.job_over(parent):
             if self.clock() >= next_scan:
                 self.scan()
                 wait = min(wait * 2, max(self.scan_interval(), 0.1))
                 next_scan = self.clock() + wait
             time.sleep(POLL_S)
+        if parent is not None:
+            parent.close()
         return self.final()
 
 
@@ -130,16 +134,6 @@ def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
     """The live buffer's chunk: the longest window of the rules, at least 5 minutes."""
     windows = [int(r.parameters.get("window", 0)) for r in rules]
     return max(300.0, max(windows, default=0) * interval_s)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_fault(store: Store, exc: BaseException) -> None:

@@ -59,6 +59,7 @@ class TensorCapture:
         self.armed = False
         self._wake = (0, 0)
         self._opt_handle: Any = None
+        self._register_pre_hook: Callable[..., Any] | None = None  # torch's, once installed
         self._on_backward_guarded = self._guarded(self._on_backward)
         self._on_optimizer_guarded = self._guarded(self._on_optimizer)
 
@@ -67,8 +68,10 @@ class TensorCapture:
         """Attach to the step hooks, the optimizers, loss modules and step boundaries."""
         import torch
         from torch.nn.modules.loss import _Loss
+        from torch.optim import optimizer as optim
 
         self._hooks = hooks
+        self._register_pre_hook = optim.register_optimizer_step_pre_hook
         if "__call__" not in _Loss.__dict__:
             setattr(_Loss, "__call__", self._wrap_loss_call(torch.nn.Module.__call__))  # noqa: B010
             self._undo.append(lambda: delattr(_Loss, "__call__"))
@@ -257,14 +260,12 @@ class TensorCapture:
         self._wake = self.planner.wake(train_step, eval_step, taps)
 
     def _arm(self, on: bool, params: bool) -> None:
-        from torch.optim import optimizer as optim
-
         self.armed = on
         if self._hooks is not None:
             self._hooks.on_backward_root = self._on_backward_guarded if on else None
-        if params and self._opt_handle is None:
-            guarded = self._on_optimizer_guarded
-            self._opt_handle = optim.register_optimizer_step_pre_hook(guarded)
+        register = self._register_pre_hook
+        if params and self._opt_handle is None and register is not None:
+            self._opt_handle = register(self._on_optimizer_guarded)
         elif not params and self._opt_handle is not None:
             self._opt_handle.remove()
             self._opt_handle = None
