@@ -22,8 +22,11 @@ LOOP = str(HERE / "_mlp_loop.py")
 STEPSCOPE = str(Path(sys.executable).parent / "stepscope")
 
 
+THREADS = ["--threads", "1"]  # set by --threads in main()
+
+
 def _loop(cmd: list[str]) -> dict[str, float]:
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    out = subprocess.run([*cmd, *THREADS], capture_output=True, text=True, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -62,7 +65,11 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch threads of the loop (0: torch's default)"
+    )
     a = p.parse_args()
+    THREADS[1] = str(a.threads)
     steps, per_step = calibrate(a.seconds)
     print(f"loop: {steps} steps, {per_step * 1000:.2f} ms/step bare (calibration)")
     ratios = []

@@ -75,3 +75,50 @@ def test_a_class_that_defines_call_gets_its_own_back(tmp_path: Path) -> None:
             _step(model, opt)
         assert Custom.__dict__["__call__"] is not own
     assert Custom.__dict__["__call__"] is own
+
+
+def test_per_step_path_holds_only_what_timing_needs(tmp_path: Path) -> None:
+    """Off the step path until needed: loss wrapper, listeners, collectives' backward."""
+    import torch.distributed as dist
+    from torch.nn.modules.loss import _Loss
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    calls: list[int] = []
+    with stepscope.init(output=str(tmp_path), job="path"):
+        agent = bootstrap.current()
+        assert agent is not None
+        rec = agent.recorder
+        hooks_backward = torch.autograd.backward
+        # a listener that asks for step 5, then for nothing: not called in between
+        never = (1 << 62, 1 << 62)
+
+        def listener(phase: str, step: int, t: float) -> tuple[int, int]:
+            calls.append(step)
+            return (5, never[1]) if step < 4 else never
+
+        rec.listen(listener)
+        for _ in range(8):
+            _step(model, opt)
+        # losses are saved every 500 steps by default: step 0 only, then no loss wrapper
+        assert agent.tensors is not None and not agent.tensors.armed
+        assert "__call__" not in _Loss.__dict__
+        assert calls == [0, 4]  # the first boundary (listen() pokes), then step 5 is due
+        rec.poke = True  # e.g. a live profiling request, from another thread
+        _step(model, opt)
+        assert calls == [0, 4, 8]
+        # no process group: backward() is the step hooks' wrapper alone
+        assert torch.autograd.backward is hooks_backward
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+        try:
+            assert torch.autograd.backward is not hooks_backward  # collectives wrap it
+            _step(model, opt)
+        finally:
+            dist.destroy_process_group()
+        assert torch.autograd.backward is hooks_backward
+    assert "__call__" not in _Loss.__dict__
+    assert torch.autograd.backward is not hooks_backward  # torch's own, restored
+    train = stepscope.open(str(tmp_path / "path")).steps(phase="train")
+    assert list(train["step"]) == list(range(10))

@@ -211,8 +211,8 @@ def test_live_requests_resolve_blank_starts_and_refuse_the_past(tmp_path):
     acks: list[tuple[str, bool, str]] = []
     sched.ack = lambda *a: acks.append(a)
     _steps(rec, 4)
-    sched.inbox.append(parse_request("r1", {"windows": [{"kind": "dataloader", "num_steps": 2}]}))
-    sched.inbox.append(parse_request("r2", {"windows": [{"kind": "python", "start_step": 1}]}))
+    sched.request(parse_request("r1", {"windows": [{"kind": "dataloader", "num_steps": 2}]}))
+    sched.request(parse_request("r2", {"windows": [{"kind": "python", "start_step": 1}]}))
     _steps(rec, 4)
     assert acks[0] == ("r1", True, "planned dataloader steps 5-6")
     assert acks[1][:2] == ("r2", False) and "already over" in acks[1][2]
@@ -224,7 +224,7 @@ def test_off_closes_open_windows_and_drops_planned_ones(tmp_path):
     now = ProfilingWindow("dataloader", start_step=1, num_steps=100)
     sched, rec, events, _, _store = _scheduler(tmp_path, later, now)
     _steps(rec, 3)
-    sched.inbox.append(parse_request("r", {"off": ["dataloader", "python"]}))
+    sched.request(parse_request("r", {"off": ["dataloader", "python"]}))
     _steps(rec, 2)
     assert not sched.active and not sched.plan
     (record,) = [d for k, d in events if k == "profiling_window"]

@@ -74,6 +74,8 @@ class CollectiveTimer:
         self._graph_done: float | None = None  # when our final callback ran
         self._compiling: Callable[[], bool] = lambda: False
         self._dist_on: Callable[[], bool] = lambda: False
+        self._autograd: Any = None  # torch.autograd, once installed
+        self._backward: Any = None  # the backward() we wrapped, while wrapped
         self.installed = False
 
     def install(self) -> None:
@@ -93,15 +95,53 @@ class CollectiveTimer:
                 if callable(getattr(owner, name, None)):
                     self._patch(owner, name, self._timed)
         self._patch(Work, "wait", self._timed)
-        self._patch(torch.autograd, "backward", self._wrap_backward)
+        self._autograd = torch.autograd
+        if callable(getattr(c10d, "_update_default_pg", None)):
+            self._patch(c10d, "_update_default_pg", self._follow_default_pg)
+            self._sync_backward()
+        else:  # no hook on the default group here: wrap backward() for good
+            self._wrap_backward_on(True)
         self.installed = True
 
     def remove(self) -> None:
         """Restore every wrapped function (in reverse order: wrappers of wrappers)."""
+        self._wrap_backward_on(False)
         for owner, name, original in reversed(self._patches):
             setattr(owner, name, original)
         self._patches = []
         self.installed = False
+
+    # -- backward() is wrapped only while a default process group exists --------------
+    def _follow_default_pg(self, original: Any) -> Any:
+        def update(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._sync_backward()
+
+        return update
+
+    def _sync_backward(self) -> None:
+        """Wrap ``backward()`` once a default group exists, unwrap it when it is gone.
+
+        A non-distributed loop then pays nothing in its backward; ``init_process_group``
+        (also from ``init_device_mesh``) and ``destroy_process_group`` go through
+        ``_update_default_pg``.
+        """
+        try:
+            self._wrap_backward_on(self._dist_on())
+        except Exception as exc:
+            self.faults.record("collectives", exc)
+
+    def _wrap_backward_on(self, on: bool) -> None:
+        autograd = self._autograd
+        if autograd is None or on == (self._backward is not None):
+            return
+        if on:
+            self._backward = autograd.backward
+            autograd.backward = functools.wraps(self._backward)(self._wrap_backward(self._backward))
+        else:
+            autograd.backward, self._backward = self._backward, None
 
     def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
         original = getattr(owner, name)

@@ -37,7 +37,8 @@ class TorchHooks:
         self._handles: list[Any] = []
         self._discovery: list[Any] = []
         self._patches: list[tuple[Any, str, Any]] = []
-        self._stack: list[int] = []
+        self._stack: list[int] = []  # module ids, while global hooks find the roots
+        self._depth = 0  # nested root forwards, once roots are timed by class
         self._roots: dict[int, Any] = {}
         self._has_params: dict[int, bool] = {}
         # Called with the first argument of every ``torch.autograd.backward`` (the
@@ -103,9 +104,14 @@ class TorchHooks:
 
     def _opt_post(self, *_: Any) -> None:
         try:
-            self.rec.on_optimizer_end(perf_counter())
+            rec = self.rec
+            rec.on_optimizer_end(perf_counter())
             if self._discovery:
                 self._time_roots_by_class()
+            # A process that starts CUDA late (after its first steps) is looked at
+            # again every 256 steps, not at every forward: the check is a Python call.
+            if rec.device is None and rec.train_steps & 255 == 1:
+                self._watch_cuda()
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
@@ -159,39 +165,31 @@ class TorchHooks:
         if any(owner is cls and name == "__call__" for owner, name, _ in self._patches):
             return
         inherited = cls.__call__
-        roots, pre, post = self._roots, self._root_pre, self._root_post
+        roots, rec, faults, grad_enabled = self._roots, self.rec, self.faults, self._grad_enabled
+        hooks = self
 
+        # Flat on purpose: this runs on every forward of a root (docs/design.md).
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             if id(module) not in roots:
                 return inherited(module, *args, **kwargs)
-            pre(module, args)
+            hooks._depth += 1
+            if hooks._depth == 1:
+                try:
+                    rec.on_forward_start(perf_counter())
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
             try:
                 return inherited(module, *args, **kwargs)
             finally:  # also when the forward raises, as an always_call hook would
-                post(module, args, None)
+                hooks._depth -= 1
+                if not hooks._depth:
+                    try:
+                        rec.on_forward_end(perf_counter(), module.training and grad_enabled())
+                    except Exception as exc:
+                        faults.record("step-hooks", exc)
 
         self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
         setattr(cls, "__call__", __call__)  # noqa: B010
-
-    def _root_pre(self, module: Any, _args: Any) -> None:
-        try:
-            if not self._stack:
-                if self.rec.device is None:
-                    self._watch_cuda()
-                self.rec.on_forward_start(perf_counter())
-            self._stack.append(id(module))
-        except Exception as exc:
-            self.faults.record("step-hooks", exc)
-
-    def _root_post(self, module: Any, _args: Any, _out: Any) -> None:
-        try:
-            if self._stack:
-                self._stack.pop()
-                if not self._stack:
-                    training = module.training and self._grad_enabled()
-                    self.rec.on_forward_end(perf_counter(), training)
-        except Exception as exc:
-            self.faults.record("step-hooks", exc)
 
     def _watch_cuda(self) -> None:
         """Start timing device work once the process has initialised CUDA itself."""

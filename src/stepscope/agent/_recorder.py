@@ -15,6 +15,13 @@ from typing import Any
 
 from ._cuda import DeviceTimer, Mark
 
+# Called at a step boundary with (phase, step number just ended, perf time); returns
+# the (train, eval) step numbers from which it wants to be called again ((0, 0) or
+# None: at every boundary).
+Listener = Callable[[str, int, float], "tuple[int, int] | None"]
+EVERY_STEP = (0, 0)
+NEVER = (1 << 62, 1 << 62)  # until poked
+
 # (phase, step, start, end, data_wait, forward, backward, optimizer, collective,
 #  collective outside the four parts, profiled, device marks)
 StepRow = tuple[
@@ -37,10 +44,14 @@ class StepRecorder:
     train_steps: int = 0
     eval_steps: int = 0
     profiled: bool = False
-    # Called after every step, in order, with (phase, step number just ended, perf
-    # time): the window scheduler opens and closes windows there, the tensor capture
-    # hands over its batch. Each listener guards itself.
-    listeners: list[Callable[[str, int, float], None]] = field(default_factory=list)
+    # Called after a step, in order, when one of them asked for it (see Listener):
+    # the window scheduler opens and closes windows there, the tensor capture hands
+    # over its batch. Each listener guards itself. Most steps call none: a call is
+    # paid on every step of the training (docs/design.md).
+    listeners: list[Listener] = field(default_factory=list)
+    # Set from any thread to call every listener at the next boundary.
+    poke: bool = False
+    _due: tuple[int, int] = EVERY_STEP
     # Set only while a data-loader profiling window is open: gets every batch's times.
     on_batch: Callable[[float, float], None] | None = None
     # Run once at the next data fetch or forward: starting or stopping the PyTorch
@@ -111,12 +122,14 @@ class StepRecorder:
                 self.device.start("optimizer")
 
     def on_optimizer_end(self, t: float) -> None:
-        self._opt_depth = max(self._opt_depth - 1, 0)
-        if self._opt_depth == 0:
+        self._opt_depth -= 1
+        if self._opt_depth <= 0:
+            self._opt_depth = 0
             self.optimizer += t - self._opt_start
             if self.device is not None:
                 self.device.end("optimizer")
-            self.end_train_step(t)
+            self._emit("train", self.train_steps, t)
+            self.train_steps += 1
 
     def on_collective(self, t0: float, t1: float, in_backward: bool) -> None:
         """Time spent in a collective; before the first step, it belongs to no step."""
@@ -151,5 +164,23 @@ class StepRecorder:
         self.boundary = t
         self.data = self.forward = self.backward = self.optimizer = 0.0
         self.collective = self.collective_outside = 0.0
+        if self.poke or step + 1 >= self._due[0 if phase == "train" else 1]:
+            self._call_listeners(phase, step, t)
+
+    def _call_listeners(self, phase: str, step: int, t: float) -> None:
+        # Cleared before the calls: a poke set meanwhile is seen at the next boundary.
+        self.poke = False
+        train, evals = NEVER
         for listener in self.listeners:
-            listener(phase, step, t)
+            wake = listener(phase, step, t) or EVERY_STEP
+            train, evals = min(train, wake[0]), min(evals, wake[1])
+        self._due = (train, evals)
+
+    def listen(self, listener: Listener) -> None:
+        """Add ``listener``; it is called at the next boundary."""
+        self.listeners.append(listener)
+        self.poke = True
+
+    def unlisten(self, listener: Listener) -> None:
+        if listener in self.listeners:
+            self.listeners.remove(listener)

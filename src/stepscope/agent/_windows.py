@@ -23,6 +23,7 @@ from typing import Any
 
 from ..config import ProfilingWindow
 from ._faults import FaultBoundary
+from ._recorder import EVERY_STEP, NEVER
 from .profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
 from .profilers import make_profiler as _make_profiler
 from .profilers._live import LiveRequest, Planned, describe
@@ -67,12 +68,22 @@ class WindowScheduler:
         self._lock = threading.Lock()
 
     # -- called by the agent ------------------------------------------------------------
-    def on_boundary(self, phase: str, step: int, _t: float) -> None:
-        """After every step (training thread)."""
+    def on_boundary(self, phase: str, step: int, _t: float) -> tuple[int, int]:
+        """After a step (training thread); returns when the recorder calls again.
+
+        Idle (nothing planned, open or asked for), it asks for no boundary: a live
+        request pokes the recorder when it arrives (``AgentProfiling``).
+        """
         if not (self.plan or self.active or self.inbox or self._tail or self._exporting):
-            return
+            return NEVER
         train = phase == "train"
         self._guarded(lambda: self._advance(step + 1 if train else self.rec.train_steps, train))
+        return EVERY_STEP
+
+    def request(self, request: LiveRequest) -> None:
+        """A live request (any thread): applied at the next step boundary."""
+        self.inbox.append(request)
+        self.rec.poke = True  # after the append: the boundary that sees the poke sees it
 
     def attach(self) -> None:
         """Before the first step (torch was just imported): windows that start at once."""

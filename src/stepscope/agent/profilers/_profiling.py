@@ -53,7 +53,7 @@ class AgentProfiling:
         if self.rank == 0:
             self.scheduler.ack = self._acknowledge
         self._seen: set[str] = set()
-        agent.recorder.listeners.append(self.scheduler.on_boundary)
+        agent.recorder.listen(self.scheduler.on_boundary)
 
     def start(self) -> None:
         self.background.start()
@@ -83,4 +83,4 @@ class AgentProfiling:
                 if self.rank == 0:
                     self._acknowledge(name, False, str(exc))
                 continue
-            self.scheduler.inbox.append(request)
+            self.scheduler.request(request)

@@ -1,11 +1,14 @@
 """Per-batch fetch times inside DataLoader worker processes.
 
 The training process sees only how long it *waited* for a batch; with
-``num_workers > 0`` the fetch itself happens in a worker. The agent wraps the
-dataset fetchers (``_MapDatasetFetcher.fetch``, ``_IterableDatasetFetcher.fetch``)
-at start, so that workers forked later inherit the wrapper. A worker times a
-fetch only while a one-byte flag in an anonymous shared mapping is set (a
-data-loader window is open): outside windows the cost is one byte read per
+``num_workers > 0`` the fetch itself happens in a worker. The agent wraps
+torch's worker entry point (``_utils.worker._worker_loop``) at start; a worker
+forked later runs the wrapper, which wraps the dataset fetchers
+(``_MapDatasetFetcher.fetch``, ``_IterableDatasetFetcher.fetch``) in that worker
+only: the training process's own fetches (``num_workers=0``) pay nothing. A
+worker times a fetch only while a one-byte flag in an anonymous shared mapping
+is set (a data-loader window is open): outside windows the cost is one byte read
+per
 batch. Timings go to one append-only file per worker process in a private
 temporary folder (no locks, no shared ring to corrupt); the training process
 reads them when the window closes. ``perf_counter`` is CLOCK_MONOTONIC on Linux,
@@ -17,6 +20,7 @@ wrapper: their fetch times are not recorded (docs/profiling.md says so).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import shutil
@@ -31,29 +35,62 @@ FETCH_METRIC = "DataLoaderWorker.fetch"
 MAX_ROWS = 100_000
 
 
+# The running timer's flag and folder, read by ``worker_loop`` in a forked worker
+# (module state: a forked child inherits it; a spawned child starts without it).
+_ACTIVE: tuple[mmap.mmap, str, Callable[..., Any]] | None = None
+
+
+def worker_loop(*args: Any, **kwargs: Any) -> Any:
+    """torch's ``_worker_loop``, with the fetchers timed in this worker process.
+
+    A module-level function: a ``spawn`` context pickles it by name, and the
+    spawned worker (no ``_ACTIVE`` there) runs torch's loop untimed.
+    """
+    active = _ACTIVE
+    if active is None:
+        from torch.utils.data._utils import worker
+
+        return worker._worker_loop(*args, **kwargs)
+    flag, folder, original = active
+    with contextlib.suppress(Exception):  # a worker has no fault boundary
+        _time_fetchers(flag, folder)
+    return original(*args, **kwargs)
+
+
+def _time_fetchers(flag: mmap.mmap, folder: str) -> None:
+    from torch.utils.data._utils import fetch
+
+    fetchers: tuple[Any, ...] = (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher)
+    for cls in fetchers:
+        cls.fetch = _timed(cls.fetch, flag, folder)
+
+
 class WorkerFetchTimer:
-    """Installs the fetch wrappers; switched on and off by data-loader windows."""
+    """Installs the worker wrapper; switched on and off by data-loader windows."""
 
     def __init__(self) -> None:
         self._flag: mmap.mmap | None = None
         self._dir = ""
-        self._patches: list[tuple[Any, Any]] = []
+        self._original: Callable[..., Any] | None = None
 
     def install(self) -> None:
-        from torch.utils.data._utils import fetch
+        global _ACTIVE
+        from torch.utils.data._utils import worker
 
         self._flag = mmap.mmap(-1, 1)  # MAP_SHARED: forked workers see every change
         self._dir = tempfile.mkdtemp(prefix="stepscope-dlw-")
-        fetchers: tuple[Any, ...] = (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher)
-        for cls in fetchers:
-            original = cls.fetch
-            self._patches.append((cls, original))
-            cls.fetch = _timed(original, self._flag, self._dir)
+        self._original = worker._worker_loop
+        _ACTIVE = (self._flag, self._dir, self._original)
+        worker._worker_loop = worker_loop
 
     def remove(self) -> None:
-        for cls, original in reversed(self._patches):
-            cls.fetch = original
-        self._patches = []
+        global _ACTIVE
+        if self._original is not None:
+            from torch.utils.data._utils import worker
+
+            worker._worker_loop = self._original
+            self._original = None
+        _ACTIVE = None
         if self._flag is not None:
             self._flag.close()
             self._flag = None

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._faults import FaultBoundary
-from .._recorder import StepRecorder
+from .._recorder import EVERY_STEP, StepRecorder
 from ._collections import Collection
 from ._modules import MODULE_KINDS, ModuleTaps, param_names, tensors_of
 from ._pending import Pending
@@ -60,6 +60,7 @@ class TensorCapture:
         self._wake = (0, 0)
         self._opt_handle: Any = None
         self._register_pre_hook: Callable[..., Any] | None = None  # torch's, once installed
+        self._loss_call: tuple[type, Callable[..., Any]] | None = None  # _Loss, our wrapper
         self._on_backward_guarded = self._guarded(self._on_backward)
         self._on_optimizer_guarded = self._guarded(self._on_optimizer)
 
@@ -73,10 +74,9 @@ class TensorCapture:
         self._hooks = hooks
         self._register_pre_hook = optim.register_optimizer_step_pre_hook
         if "__call__" not in _Loss.__dict__:
-            setattr(_Loss, "__call__", self._wrap_loss_call(torch.nn.Module.__call__))  # noqa: B010
-            self._undo.append(lambda: delattr(_Loss, "__call__"))
-        self.rec.listeners.append(self._on_boundary)
-        self._undo.append(lambda: self.rec.listeners.remove(self._on_boundary))
+            self._loss_call = (_Loss, self._wrap_loss_call(torch.nn.Module.__call__))
+        self.rec.listen(self._on_boundary)
+        self._undo.append(lambda: self.rec.unlisten(self._on_boundary))
         self._undo.append(lambda: self._arm(False, False))
         self._rearm(self.rec.train_steps, self.rec.eval_steps)
 
@@ -115,6 +115,7 @@ class TensorCapture:
         chosen = [c for c in plan if c.selects(kind, key[2], alias)]
         if not chosen:
             return
+        self.rec.poke = True  # hand it over at the next boundary, armed or not
         self.pending.member(chosen, key[2], kind)
         reductions = tuple(dict.fromkeys(r for c in chosen for r in c.reductions))
         self.pending.add(key, t, reductions, any(c.save_raw for c in chosen))
@@ -214,6 +215,7 @@ class TensorCapture:
 
     def record_scalar(self, name: str, value: Any, step: int | None, phase: str) -> None:
         """A scalar the script wants kept (always saved, whatever the collections say)."""
+        self.rec.poke = True  # hand it over at the next boundary
         if step is None:
             rec = self.rec
             busy = rec.forward or rec.backward or rec.data
@@ -226,14 +228,15 @@ class TensorCapture:
             self.pending.add_float((phase, step, name), float(value))
 
     # -- boundaries -----------------------------------------------------------------------
-    def _on_boundary(self, phase: str, step: int, _t: float) -> None:
-        """After every step: hand over the batch; re-plan only when a save is near.
+    def _on_boundary(self, phase: str, step: int, _t: float) -> tuple[int, int]:
+        """After a step: hand over the batch; re-plan only when a save is near.
 
         The recorder counts the step that just ended after its listeners: the
-        coming step of ``phase`` is ``step + 1``.
+        coming step of ``phase`` is ``step + 1``. Returns the steps from which the
+        recorder calls again (every step while armed).
         """
         try:
-            if self.pending:
+            if self.pending.filled:
                 self.flush()
             rec = self.rec
             train = step + 1 if phase == "train" else rec.train_steps
@@ -242,6 +245,8 @@ class TensorCapture:
                 self._rearm(train, evals, phase == "eval")
         except Exception as exc:
             self.faults.record("tensors", exc)
+            return EVERY_STEP
+        return EVERY_STEP if self.armed else self._wake
 
     def _rearm(self, train_step: int, eval_step: int, after_eval: bool = False) -> None:
         """Arm the callbacks if the coming steps save; else note when to look again.
@@ -261,6 +266,7 @@ class TensorCapture:
 
     def _arm(self, on: bool, params: bool) -> None:
         self.armed = on
+        self._wrap_losses(on)
         if self._hooks is not None:
             self._hooks.on_backward_root = self._on_backward_guarded if on else None
         register = self._register_pre_hook
@@ -269,6 +275,16 @@ class TensorCapture:
         elif not params and self._opt_handle is not None:
             self._opt_handle.remove()
             self._opt_handle = None
+
+    def _wrap_losses(self, on: bool) -> None:
+        """Loss modules are wrapped only while armed: their calls cost nothing else."""
+        if self._loss_call is None:
+            return
+        cls, wrapper = self._loss_call
+        if on and "__call__" not in cls.__dict__:
+            setattr(cls, "__call__", wrapper)  # noqa: B010
+        elif not on and cls.__dict__.get("__call__") is wrapper:
+            delattr(cls, "__call__")
 
     def flush(self) -> None:
         """Hand what was captured to the writer as one batch."""

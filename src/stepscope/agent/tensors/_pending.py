@@ -35,9 +35,12 @@ class Pending:
         self.floats: list[tuple[str, int, str, float]] = []
         self.accum: dict[Key, tuple[str, list[Any]]] = {}
         self.members: dict[str, set[str]] = {}
+        # Set by every method that keeps a value: read at every step boundary, where
+        # an attribute costs less than ``__bool__``'s call.
+        self.filled = False
 
     def __bool__(self) -> bool:
-        return bool(self.values or self.raws or self.floats or self.accum)
+        return self.filled
 
     def member(self, collections: Any, name: str, kind: str | None = None) -> None:
         """Note ``name`` in ``collections`` and in the built-in collection of its kind."""
@@ -48,6 +51,7 @@ class Pending:
 
     def add(self, key: Key, t: Any, reductions: tuple[str, ...], raw: bool) -> None:
         """A tensor: its value if it is a scalar, else reductions and/or a host copy."""
+        self.filled = self.filled or t.dim() == 0 or bool(reductions) or raw
         if t.dim() == 0:
             self.values.append(scalar(t))
             self.keys.append((*key, VALUE_KEY))
@@ -62,9 +66,11 @@ class Pending:
         """A scalar seen several times in a step (``sum`` of backward roots, ``mean``
         of a loss module's outputs)."""
         self.accum.setdefault(key, (how, []))[1].append(scalar(t))
+        self.filled = True
 
     def add_float(self, key: Key, value: float) -> None:
         self.floats.append((*key, float(value)))
+        self.filled = True
 
     def batch(self) -> StepBatch:
         """Everything as one batch; the device values are stacked and copied once."""
