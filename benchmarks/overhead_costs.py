@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 HERE = Path(__file__).parent
 LOOP = str(HERE / "_mlp_loop.py")
 STEPSCOPE = str(Path(sys.executable).parent / "stepscope")
+THREADS = ["--threads", "1"]  # torch threads of the MLP loop (--threads)
 
 MICRO = r"""
 import json, sys, tempfile, time, torch
@@ -59,6 +62,35 @@ print(json.dumps({"bare_us": min(bare), "watched_us": min(watched)}))
 """
 
 
+INPROC = r"""
+import json, statistics, sys, tempfile
+sys.path.insert(0, sys.argv[1])
+from _mlp_loop import Loop
+import stepscope
+blocks, steps, threads = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+loop = Loop(threads=threads)
+loop.run(200)  # warm-up
+out = tempfile.mkdtemp()
+bare, watched = [loop.run(steps)], []
+for b in range(blocks):
+    with stepscope.init(output=out, job=f"block-{b}"):
+        loop.run(20)  # the agent finds the roots, its threads start
+        watched.append(loop.run(steps))
+    bare.append(loop.run(steps))
+ratios = [w / ((bare[i] + bare[i + 1]) / 2) for i, w in enumerate(watched)]
+print(json.dumps({"ratios": ratios, "step_ms": statistics.median(bare) / steps * 1e3}))
+"""
+
+
+def in_process(blocks: int, steps: int) -> dict[str, Any]:
+    """The MLP loop in blocks, bare and under ``stepscope.init()``, in one process."""
+    cmd = [sys.executable, "-c", INPROC, str(HERE), str(blocks), str(steps), THREADS[1]]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def micro(rounds: int) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", MICRO, str(rounds)], capture_output=True, text=True)
     if out.returncode:
@@ -81,7 +113,7 @@ def cpu_costs(seconds: float, steps_per_s: float) -> dict[str, float]:
     """CPU ms per second of training loop, per part (sampled at 0.5 s)."""
     steps = int(seconds * steps_per_s)
     out = tempfile.mkdtemp()
-    cmd = [STEPSCOPE, "run", "-o", out, "--job", "costs", "--", sys.executable, LOOP]
+    cmd = [STEPSCOPE, "run", "-o", out, "--job", "costs", "--", sys.executable, LOOP, *THREADS]
     proc = psutil.Popen([*cmd, "--steps", str(steps)], stdout=subprocess.PIPE, text=True)
     first: dict[tuple[str, int], float] = {}
     last: dict[tuple[str, int], float] = {}
@@ -124,15 +156,29 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--rounds", type=int, default=15, help="rounds of the in-process A/B")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of the MLP loop")
+    p.add_argument("--blocks", type=int, default=20, help="watched blocks of the in-process A/B")
+    p.add_argument("--block-steps", type=int, default=1500, help="steps per block")
     a = p.parse_args()
+    THREADS[1] = str(a.threads)
     m = micro(a.rounds)
     per_step = m["watched_us"] - m["bare_us"]
     print(
         f"in-process callbacks: {per_step:.1f} us/step "
         f"(tiny step {m['bare_us']:.1f} -> {m['watched_us']:.1f} us, best of {a.rounds})"
     )
+    ip = in_process(a.blocks, a.block_steps)
+    ratio = statistics.median(ip["ratios"])
+    print(
+        f"in process, MLP loop ({ip['step_ms']:.2f} ms/step): median ratio {ratio:.4f} "
+        f"= {(ratio - 1) * ip['step_ms'] * 1e3:+.1f} us/step over {a.blocks} blocks of "
+        f"{a.block_steps} steps (min {min(ip['ratios']):.4f}, max {max(ip['ratios']):.4f})",
+        flush=True,
+    )
     bare = json.loads(
-        subprocess.run([sys.executable, LOOP, "--steps", "500"], capture_output=True, text=True)
+        subprocess.run(
+            [sys.executable, LOOP, "--steps", "500", *THREADS], capture_output=True, text=True
+        )
         .stdout.strip()
         .splitlines()[-1]
     )

@@ -51,7 +51,7 @@ session = None
 if mode == "agent":
     import stepscope
     session = stepscope.init(output=tempfile.mkdtemp(), job="instructions")
-loop(30)  # warm-up: the interpreter specialises, the agent finds the roots
+loop(10)  # warm-up: the interpreter specialises, the agent finds the roots
 functools.reduce(lambda a, b: loop(steps), [0, 1])  # the counted region
 if session is not None:
     session.__exit__(None, None, None)
@@ -85,17 +85,18 @@ def count(mode: str, width: int, steps: int) -> int:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--loops", nargs="*", default=["tiny", "mlp"], choices=["tiny", "mlp"])
-    p.add_argument("--steps", type=int, default=100, help="counted steps (after 30 warm-up)")
+    p.add_argument("--steps", type=int, default=200, help="counted steps of the tiny loop")
+    p.add_argument("--mlp-steps", type=int, default=20, help="of the mlp loop (slow here)")
     a = p.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not found: apt-get install -y valgrind")
     widths = {"tiny": 8, "mlp": 512}
     for name in a.loops:
-        width = widths[name]
+        width, steps = widths[name], a.steps if name == "tiny" else a.mlp_steps
         with ThreadPoolExecutor(2) as pool:  # the two runs side by side
-            runs = [pool.submit(count, mode, width, a.steps) for mode in ("bare", "agent")]
+            runs = [pool.submit(count, mode, width, steps) for mode in ("bare", "agent")]
             bare, agent = (run.result() for run in runs)
-        per_bare, per_agent = bare / a.steps, agent / a.steps
+        per_bare, per_agent = bare / steps, agent / steps
         print(
             f"{name}: bare {per_bare:,.0f} instructions/step, agent {per_agent:,.0f}: "
             f"+{per_agent - per_bare:,.0f} (ratio {per_agent / per_bare:.4f})",

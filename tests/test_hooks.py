@@ -122,3 +122,32 @@ def test_per_step_path_holds_only_what_timing_needs(tmp_path: Path) -> None:
     assert torch.autograd.backward is not hooks_backward  # torch's own, restored
     train = stepscope.open(str(tmp_path / "path")).steps(phase="train")
     assert list(train["step"]) == list(range(10))
+
+
+def test_backward_wrapper_passes_arguments_through_on_either_path() -> None:
+    from collections import deque
+
+    from stepscope.agent._faults import FaultBoundary
+    from stepscope.agent._recorder import StepRecorder
+    from stepscope.agent._timers import BACKWARD_SIGNATURE, StepTimers, signature
+    from stepscope.store import open_store
+
+    # this torch has the signature the fast path is written for (no **kwargs per step)
+    assert signature(torch.autograd.backward) == BACKWARD_SIGNATURE
+    rec = StepRecorder(deque())
+    timers = StepTimers(rec, FaultBoundary(open_store("memory://timers"), {}))
+    seen: list[tuple[object, ...]] = []
+
+    def torch_like(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                   grad_variables=None, inputs=None):  # fmt: skip
+        seen.append((tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs))
+
+    def other(tensors, *, scale=1.0):  # type: ignore[no-untyped-def]
+        seen.append((tensors, scale))
+        return "done"
+
+    timers.wrap_backward(torch_like)("loss", inputs=["w"], retain_graph=True)
+    assert seen[-1] == ("loss", None, True, False, None, ["w"])
+    assert timers.wrap_backward(other)("loss", scale=2.0) == "done"  # the generic path
+    assert seen[-1] == ("loss", 2.0)
+    assert rec.backward > 0.0  # both timed

@@ -9,8 +9,8 @@
   root alone, sends its calls through torch's slow path (~2.5 us a forward and
   ~2-3 us more in the backward on this machine); the wrapper keeps the fast
   path, and other instances of a root's class pay one identity test.
-* ``backward()``: ``torch.autograd.backward``, which ``Tensor.backward`` calls.
-* data wait: ``_BaseDataLoaderIter.__next__``.
+* ``backward()``: ``torch.autograd.backward``, which ``Tensor.backward`` calls;
+  data wait: ``_BaseDataLoaderIter.__next__`` (both wrapped by ``_timers.py``).
 
 Every callback runs behind the fault boundary: a bug here never reaches training.
 """
@@ -24,6 +24,7 @@ from typing import Any
 from ._cuda import DeviceTimer
 from ._faults import FaultBoundary
 from ._recorder import StepRecorder
+from ._timers import StepTimers
 from .profilers._workers import WorkerFetchTimer
 
 _INHERITED = object()  # a patched attribute the class did not define itself
@@ -41,9 +42,7 @@ class TorchHooks:
         self._depth = 0  # nested root forwards, once roots are timed by class
         self._roots: dict[int, Any] = {}
         self._has_params: dict[int, bool] = {}
-        # Called with the first argument of every ``torch.autograd.backward`` (the
-        # loss, for tensor capture); set by the agent's TensorCapture.
-        self.on_backward_root: Callable[[Any], None] | None = None
+        self.timers = StepTimers(rec, faults)  # backward() and the data wait
         # Fetch times inside DataLoader workers, for data-loader windows.
         self.worker_fetch = WorkerFetchTimer()
         # torch's own predicates, looked up once: the hooks run on every step.
@@ -67,10 +66,10 @@ class TorchHooks:
             nn_module.register_module_forward_pre_hook(self._global_fwd_pre),
             nn_module.register_module_forward_hook(self._global_fwd_post, always_call=True),
         ]
-        self._patch(torch.autograd, "backward", self._wrap_backward)
+        self._patch(torch.autograd, "backward", self.timers.wrap_backward)
         from torch.utils.data import dataloader
 
-        self._patch(dataloader._BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(dataloader._BaseDataLoaderIter, "__next__", self.timers.wrap_next)
         self._patch(torch.amp.GradScaler, "step", self._wrap_scaler_step)
         self.worker_fetch.install()
         self.rec.worker_fetch = self.worker_fetch
@@ -96,13 +95,13 @@ class TorchHooks:
         setattr(owner, name, wrap(original))
 
     # -- optimizer ----------------------------------------------------------------
-    def _opt_pre(self, *_: Any) -> None:
+    def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
         try:
             self.rec.on_optimizer_start(perf_counter())
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _opt_post(self, *_: Any) -> None:
+    def _opt_post(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
         try:
             rec = self.rec
             rec.on_optimizer_end(perf_counter())
@@ -198,34 +197,3 @@ class TorchHooks:
             import torch
 
             self.rec.device = DeviceTimer(torch.cuda)
-
-    # -- backward and data ----------------------------------------------------------------
-    def _wrap_backward(self, original: Any) -> Any:
-        def backward(*args: Any, **kwargs: Any) -> Any:
-            if self.on_backward_root is not None:  # guarded by its owner
-                self.on_backward_root(args[0] if args else kwargs.get("tensors"))
-            if self.rec.device is not None:
-                self.rec.on_backward_start()
-            t0 = perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                try:
-                    self.rec.on_backward(t0, perf_counter())
-                except Exception as exc:
-                    self.faults.record("step-hooks", exc)
-
-        return backward
-
-    def _wrap_next(self, original: Any) -> Any:
-        def __next__(it: Any) -> Any:
-            t0 = perf_counter()
-            try:
-                return original(it)
-            finally:
-                try:
-                    self.rec.on_data(t0, perf_counter())
-                except Exception as exc:
-                    self.faults.record("step-hooks", exc)
-
-        return __next__

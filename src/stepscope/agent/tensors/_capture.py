@@ -268,7 +268,7 @@ class TensorCapture:
         self.armed = on
         self._wrap_losses(on)
         if self._hooks is not None:
-            self._hooks.on_backward_root = self._on_backward_guarded if on else None
+            self._hooks.timers.on_backward_root = self._on_backward_guarded if on else None
         register = self._register_pre_hook
         if params and self._opt_handle is None and register is not None:
             self._opt_handle = register(self._on_optimizer_guarded)

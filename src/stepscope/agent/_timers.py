@@ -1,0 +1,115 @@
+"""The wrappers that time ``backward()`` and the data wait, on every step.
+
+They run on the training thread at every step, so they are as cheap as Python
+allows (docs/design.md): ``torch.autograd.backward`` is wrapped with torch's own
+signature and its arguments passed on by position (``**kwargs`` would build a
+dict per call: ~5,000 instructions a step, counted by
+benchmarks/step_instructions.py), and each wrapper makes one recorder call.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+from ._faults import FaultBoundary
+from ._recorder import StepRecorder
+
+# torch.autograd.backward's parameters and defaults since torch 2.0
+BACKWARD_SIGNATURE = (
+    ("tensors", inspect.Parameter.empty),
+    ("grad_tensors", None),
+    ("retain_graph", None),
+    ("create_graph", False),
+    ("grad_variables", None),
+    ("inputs", None),
+)
+
+
+def signature(fn: Any) -> tuple[tuple[str, Any], ...]:
+    """``fn``'s parameters as (name, default) pairs; ``()`` if it has none to show."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple((p.name, p.default) for p in params)
+
+
+class StepTimers:
+    """Makes the ``backward()`` and ``__next__`` wrappers that feed the recorder."""
+
+    def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
+        self.rec, self.faults = rec, faults
+        # Called with the first argument of every ``torch.autograd.backward`` (the
+        # loss, for tensor capture); set by the agent's TensorCapture.
+        self.on_backward_root: Callable[[Any], None] | None = None
+
+    def wrap_backward(self, original: Any) -> Any:
+        """``torch.autograd.backward``, timed."""
+        if signature(original) != BACKWARD_SIGNATURE:  # another torch: pass all through
+            return self._wrap_backward_any(original)
+        rec, faults, starts = self.rec, self.faults, self._backward_starts
+
+        def backward(
+            tensors: Any,
+            grad_tensors: Any = None,
+            retain_graph: Any = None,
+            create_graph: bool = False,
+            grad_variables: Any = None,
+            inputs: Any = None,
+        ) -> Any:
+            if self.on_backward_root is not None or rec.device is not None:
+                starts(tensors)
+            t0 = perf_counter()
+            try:
+                return original(
+                    tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs
+                )
+            finally:
+                try:
+                    rec.on_backward(t0, perf_counter())
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
+
+        return backward
+
+    def _wrap_backward_any(self, original: Any) -> Any:
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            self._backward_starts(args[0] if args else kwargs.get("tensors"))
+            t0 = perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                try:
+                    self.rec.on_backward(t0, perf_counter())
+                except Exception as exc:
+                    self.faults.record("step-hooks", exc)
+
+        return backward
+
+    def _backward_starts(self, tensors: Any) -> None:
+        if self.on_backward_root is not None:  # guarded by its owner
+            self.on_backward_root(tensors)
+        try:
+            if self.rec.device is not None:
+                self.rec.on_backward_start()
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def wrap_next(self, original: Any) -> Any:
+        """``_BaseDataLoaderIter.__next__``, timed: the wait for a batch."""
+        rec, faults = self.rec, self.faults
+
+        def __next__(it: Any) -> Any:
+            t0 = perf_counter()
+            try:
+                return original(it)
+            finally:
+                try:
+                    rec.on_data(t0, perf_counter())
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
+
+        return __next__
