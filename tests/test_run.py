@@ -148,3 +148,37 @@ def test_default_job_name(command):
     from stepscope.run_cli import job_name as _job_name
 
     assert _job_name(command).startswith("train-")
+
+
+def test_helpers_yield_the_cores_to_the_training(tmp_path):
+    """The sampler and the live rule runner: lower priority, one numeric thread."""
+    import psutil
+
+    from stepscope._background import HELPER_NICE
+
+    script = "import time; time.sleep(6)"
+    cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "nice", "--"]
+    launcher = psutil.Popen([*cmd, sys.executable, "-c", script], env=env_for_tests())
+    try:
+        helpers: dict[str, psutil.Process] = {}
+        for _ in range(100):  # both are up within a few seconds
+            for child in launcher.children():
+                line = " ".join(child.cmdline())
+                for kind in ("sampler_main", "rules.runner"):
+                    if kind in line:
+                        helpers[kind] = child
+            if len(helpers) == 2 and all(h.nice() == HELPER_NICE for h in helpers.values()):
+                break
+            __import__("time").sleep(0.05)
+        assert set(helpers) == {"sampler_main", "rules.runner"}
+        training = next(c for c in launcher.children() if "time.sleep" in " ".join(c.cmdline()))
+        assert training.nice() == 0  # the training keeps its priority
+        for helper in helpers.values():
+            assert helper.nice() == HELPER_NICE
+            assert helper.environ()["OPENBLAS_NUM_THREADS"] == "1"
+            # threads started after the start inherit the priority (DuckDB's, pyarrow's)
+            assert all(psutil.Process(t.id).nice() == HELPER_NICE for t in helper.threads()), (
+                helper.cmdline()
+            )
+    finally:
+        assert launcher.wait(timeout=60) == 0

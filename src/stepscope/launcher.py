@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, control
+from ._background import HELPER_NICE, helper_env
 from ._exitwatch import pidfd, wait_child
 from .store import FORMAT_VERSION, Store, open_store
 
@@ -100,7 +101,10 @@ def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subproce
                 "--parent-pid",
                 me,
                 *(spec.dist.sampler_args() if spec.dist is not None else []),
+                "--nice",
+                str(HELPER_NICE),
             ),
+            env=helper_env(os.environ),
             start_new_session=True,  # a Ctrl-C at the terminal must not kill it before its flush
         )
     ]
@@ -108,8 +112,10 @@ def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subproce
         procs.append(
             subprocess.Popen(
                 _python_module(
-                    "stepscope.rules.runner", "--job-url", store.url, "--parent-pid", me
+                    "stepscope.rules.runner",
+                    *("--job-url", store.url, "--parent-pid", me, "--nice", str(HELPER_NICE)),
                 ),
+                env=helper_env(os.environ),
                 start_new_session=True,  # same: it must live to run its final scan
             )
         )

@@ -39,6 +39,7 @@ from typing import Any
 
 import psutil
 
+from .._background import add_nice_option, lower_priority
 from .._exitwatch import ExitWatch
 from ..store import SegmentWriter, Store, StoreError, StoreUnavailable, open_store
 from ._nvml import Gpus, Row
@@ -274,6 +275,7 @@ def _parser() -> argparse.ArgumentParser:
         "('none': not measured)",
     )
     p.add_argument("--clock-skew-s", type=float, default=0.0, help=argparse.SUPPRESS)  # tests
+    add_nice_option(p)
     return p
 
 
@@ -283,6 +285,7 @@ def _offset(value: str) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    lower_priority(args.nice)
     try:
         validate_interval_ms(args.interval_ms)
         store = open_store(args.job_url)

@@ -26,6 +26,10 @@ TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
 ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}
 
 
+def _one_thread_connection() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(config={"threads": 1})
+
+
 @dataclass
 class StreamReader:
     """Reads the rows of one kind of stream that are new since the last call."""
@@ -36,7 +40,8 @@ class StreamReader:
     watermark: dict[str, float] = field(default_factory=dict)
     rows_read: int = 0
     files_read: int = 0
-    con: duckdb.DuckDBPyConnection = field(default_factory=duckdb.connect)
+    # One thread: the live runner reads beside a training that owns the cores.
+    con: duckdb.DuckDBPyConnection = field(default_factory=_one_thread_connection)
     streams: set[str] = field(default_factory=set)  # folders known to be streams
     columns: str = "*"  # the columns read (a DuckDB select list)
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import control
+from .._background import add_nice_option, lower_priority
 from .._exitwatch import ExitWatch
 from ..job import Job
 from ..store import Store, open_store
@@ -165,7 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--job-url", required=True, help="the job folder (path or URL)")
     p.add_argument("--parent-pid", type=int, help="exit (after a final scan) when it is gone")
     p.add_argument("--once", action="store_true", help="one complete evaluation, then exit")
+    add_nice_option(p)
     args = p.parse_args(argv)
+    lower_priority(args.nice)  # before DuckDB starts its threads: they inherit it
     store = open_store(args.job_url)
     try:
         job = Job(store)

@@ -1,0 +1,49 @@
+"""How the launcher's helper processes stay out of the training's way.
+
+The node's sampler and the live rule runner run beside the training on the
+same cores. When a core is contended, the training must win: the launcher
+starts them with ``--nice`` (a lower CPU priority, taken at their start, before
+they create any thread) and with one thread for the numeric libraries (numpy's
+OpenBLAS pool otherwise keeps a thread per core spinning after each call; the
+live rule runner's DuckDB connections use one thread too). Measured in
+BENCHMARKS.md ("Agent overhead").
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Mapping
+
+HELPER_NICE = 10
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def helper_env(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` with the numeric libraries held to one thread."""
+    return {**base, **ONE_THREAD}
+
+
+def add_nice_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nice", type=int, default=0, help="lower this process's CPU priority by this much"
+    )
+
+
+def lower_priority(nice: int) -> None:
+    """Lower this process's CPU priority by ``nice``, every thread of it included.
+
+    ``os.nice`` sets the calling thread (and the threads it starts later); threads
+    a library started at import (pyarrow's) are set one by one: on Linux a thread
+    id is a ``PRIO_PROCESS`` id. Where the system refuses, we run as we are.
+    """
+    if not nice:
+        return
+    with contextlib.suppress(OSError):
+        os.nice(nice)
+    target = os.getpriority(os.PRIO_PROCESS, 0)
+    tasks = "/proc/self/task"
+    for tid in os.listdir(tasks) if os.path.isdir(tasks) else []:
+        with contextlib.suppress(OSError, ValueError):
+            os.setpriority(os.PRIO_PROCESS, int(tid), target)
