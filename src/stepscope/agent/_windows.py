@@ -7,39 +7,27 @@ boundary before its first step and closes at the boundary after its last one;
 time windows open and close at the first boundary past their start and end.
 Steps inside a window, the step after it (which pays for stopping the
 profiler) and the steps during which its export still runs on the background
-thread are marked ``profiled``.
-Live requests (profilers/_live.py) arrive in an inbox and are applied here, at
-the next boundary. See docs/profiling.md.
+thread are marked ``profiled``. Live requests (profilers/_live.py) arrive in an
+inbox and are applied here, at the next boundary. The rules of a window's timing
+are in :mod:`._window_state`. See docs/profiling.md.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from ..config import ProfilingWindow
+from . import _window_state as state
 from ._faults import FaultBoundary
 from ._recorder import EVERY_STEP, NEVER
+from ._window_state import Active
 from .profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
 from .profilers import make_profiler as _make_profiler
 from .profilers._live import LiveRequest, Planned, describe
 
 Ack = Callable[[str, bool, str], None]
-
-
-@dataclass
-class Active:
-    """An open window."""
-
-    planned: Planned
-    profiler: WindowProfiler
-    first_step: int
-    opened: float  # wall time
-    steps: int = 0  # training steps ended since it opened
 
 
 class WindowScheduler:
@@ -128,10 +116,11 @@ class WindowScheduler:
                 active.steps += 1
         closed = self._take_inbox(nxt)
         for active in list(self.active):
-            if self._ended(active, nxt, now):
+            if state.ended(active, nxt, now):
                 self._close(active, nxt)
                 closed = True
-                self._rotate(active, nxt, now)
+                if (chunk := state.next_chunk(active, now)) is not None:
+                    self.plan.append(chunk)
         for planned in list(self.plan):
             self._consider(planned, nxt, now)
         self._tail = closed
@@ -147,8 +136,8 @@ class WindowScheduler:
     def _apply(self, req: LiveRequest, nxt: int) -> bool:
         """Apply one live request; True if it closed an open window."""
         now = self.now()
-        windows = [self._resolve(p, nxt) for p in req.windows]
-        late = [p for p in windows if self._past(p.window, nxt, now)]
+        windows = [state.resolve(p, nxt) for p in req.windows]
+        late = [p for p in windows if state.past(p.window, nxt, now)]
         if late:
             self._acknowledge(
                 req.name,
@@ -168,54 +157,15 @@ class WindowScheduler:
         self._acknowledge(req.name, True, "; ".join(done))
         return bool(closing)
 
-    @staticmethod
-    def _resolve(p: Planned, nxt: int) -> Planned:
-        if not p.from_now:
-            return p
-        return dataclasses.replace(p, window=dataclasses.replace(p.window, start_step=nxt))
-
-    @staticmethod
-    def _past(w: ProfilingWindow, nxt: int, now: float) -> bool:
-        if not w.is_time_window:
-            return (w.end_step or 0) <= nxt
-        return w.duration is not None and (w.start_unix_time or now) + w.duration <= now
-
     def _acknowledge(self, name: str, accepted: bool, detail: str) -> None:
         self._emit("profiling_request", request=name, accepted=accepted, detail=detail)
         ack = self.ack
         if ack is not None:
             self.submit(lambda: ack(name, accepted, detail))
 
-    def _ended(self, a: Active, nxt: int, now: float) -> bool:
-        w = a.planned.window
-        if a.planned.rotate_s is not None and now - a.opened >= a.planned.rotate_s:
-            return True
-        if not w.is_time_window:
-            return nxt >= (w.end_step or 0)
-        if w.duration is None:
-            return a.steps >= 1
-        return now >= (w.start_unix_time or a.opened) + w.duration
-
-    def _rotate(self, a: Active, nxt: int, now: float) -> None:
-        """Deep profiling: the next chunk starts where the last one ended."""
-        p, w = a.planned, a.planned.window
-        if p.rotate_s is not None and w.duration is not None:
-            end = (w.start_unix_time or a.opened) + w.duration
-            if now < end:
-                start = w.start_unix_time or a.opened
-                self.plan.append(
-                    dataclasses.replace(p, window=dataclasses.replace(w, start_unix_time=start))
-                )
-
     def _consider(self, p: Planned, nxt: int, now: float) -> None:
         w = p.window
-        if w.is_time_window:
-            start = w.start_unix_time
-            missed = start is not None and w.duration is not None and now >= start + w.duration
-            due = start is None or now >= start
-        else:
-            lo = (w.start_step or 0) - (1 if w.include_prestep else 0)
-            missed, due = nxt >= (w.end_step or 0), nxt >= lo
+        missed, due = state.missed_or_due(w, nxt, now)
         if missed:
             self.plan.remove(p)
             self._emit(
@@ -230,7 +180,8 @@ class WindowScheduler:
             self._open(p, nxt, now)
 
     def _open(self, p: Planned, nxt: int, now: float) -> None:
-        reason, shown = self._conflict(p), p.window.to_dict()  # before the profiler starts
+        reason = state.conflict(p, self.active, self.sink.disabled)  # before the profiler starts
+        shown = p.window.to_dict()
         if reason is None:
             profiler = _make_profiler(p.window, self.rec, self.wall, self.sink)
             if p.window.kind == "detailed" and not self._safe:
@@ -264,31 +215,11 @@ class WindowScheduler:
         while self._deferred:
             self._guarded(self._deferred.popleft())
 
-    def _conflict(self, p: Planned) -> str | None:
-        if self.sink.disabled:
-            return "profiling is off: too many artifact writes failed (file_open_fail_threshold)"
-        kinds = {a.planned.window.kind for a in self.active}
-        if p.window.kind in kinds:
-            return f"a {p.window.kind} window is already open"
-        stack = any(a.planned.window.with_stack for a in self.active) or p.window.with_stack
-        if stack and {"python", "detailed"} <= kinds | {p.window.kind}:
-            return "with_stack tracing and Python profiling share the interpreter's profile hook"
-        return None
-
     def _close(self, a: Active, nxt: int) -> None:
         self.active.remove(a)
         last = max(nxt - 1, a.first_step)
         base = self.sink.base(a.planned.label, a.first_step, last)
-        record = {
-            "kind": a.planned.label,
-            "rank": self.sink.rank,
-            "start_step": a.first_step,
-            "end_step": last,
-            "start_time": a.opened,
-            "end_time": self.now(),
-            "window": a.planned.window.to_dict(),
-            "request": a.planned.request,
-        }
+        record = state.window_record(a, self.sink.rank, last, self.now())
         with self._lock:
             self._exporting += 1
         if a.planned.window.kind == "detailed" and not self._safe:

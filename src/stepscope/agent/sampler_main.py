@@ -13,8 +13,7 @@ It never imports torch, pandas or duckdb: start-up is pyarrow's import.
 
 Fault boundary: every exception of sampling or storing goes to :meth:`Sampler._guard`,
 which logs the first one to stderr, records all in ``faults/sampler-<node>-<pid>.json``
-and carries on. Unstored rows wait in a bounded buffer (one hour at 100 ms) and go
-out with the next flush that works; past the bound the oldest are dropped and counted.
+and carries on. Unstored rows wait in a bounded buffer (:mod:`._sampler_output`).
 
 Sample times are on the job's reference clock: ``--clock-offset-s`` is the node's
 measured offset (the one its ranks' agents add, docs/distributed.md), added to
@@ -29,25 +28,20 @@ import math
 import os
 import select
 import signal
-import socket
 import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict
-from typing import Any
-
-import psutil
 
 from .._background import add_nice_option, lower_priority
 from .._exitwatch import ExitWatch
-from ..store import SegmentWriter, Store, StoreError, StoreUnavailable, open_store
+from ..store import SegmentWriter, Store, StoreError, open_store
 from ._nvml import Gpus, Row
 from ._sampler_control import IntervalRequests
-from .sampler import SystemProbe, rows_to_batches, validate_interval_ms
+from ._sampler_output import MAX_BUFFER_ROWS, Faults, buffer_row, node_facts, store_rows
+from .sampler import SystemProbe, validate_interval_ms
 
 FLUSH_S = 2.0
-MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
 LIVENESS_CHECK_S = 1.0  # how often the watched and parent processes are checked at least
 MIN_FINAL_GAP_S = 0.05  # CPU time is counted in 10 ms ticks: no rates over less than this
 
@@ -56,40 +50,6 @@ def next_tick(tick: float, now: float, interval_s: float) -> float:
     """The first tick of the grid ``tick + k * interval_s`` after ``now``."""
     behind = max(now - tick, 0.0)
     return tick + interval_s * (math.floor(behind / interval_s) + 1)
-
-
-class Faults:
-    """What the fault boundary caught: first error on stderr, all in one JSON file."""
-
-    def __init__(self, store: Store, node: str) -> None:
-        self._store, self._key = store, f"faults/sampler-{node}-{os.getpid()}.json"
-        self.doc: dict[str, Any] = {"component": "sampler", "node": node, "pid": os.getpid()}
-        self.doc |= {"count": 0, "dropped_rows": 0}
-        self._changed = False
-
-    def record(self, exc: Exception) -> None:
-        now, error = time.time(), f"{type(exc).__name__}: {exc}"
-        if self.doc["count"] == 0:
-            print(f"stepscope: sampler: {error}", file=sys.stderr, flush=True)
-            self.doc["first_time"] = now
-        self.doc |= {"time": now, "error": error, "count": self.doc["count"] + 1}
-        self._changed = True
-        if self.doc["count"] == 1:
-            self.save()
-
-    def dropped(self, row_time: Any) -> None:
-        """A row left the full buffer unstored: the gap is ``dropped_first_time`` onwards."""
-        self.doc["dropped_rows"] += 1
-        self.doc.setdefault("dropped_first_time", row_time)
-        self.doc["dropped_last_time"] = row_time
-        self._changed = True
-
-    def save(self) -> None:
-        """Best effort, and only when something changed: the store may be what fails."""
-        if self._changed:
-            with contextlib.suppress(Exception):
-                self._store.write_json(self._key, self.doc)
-                self._changed = False
 
 
 class Sampler:
@@ -165,7 +125,7 @@ class Sampler:
         self._flushed = time.monotonic()
         if not self._node_written:
             self._guard(self._write_node)
-        self._guard(lambda: self._store_rows(final))
+        self._guard(lambda: store_rows(self._writer, self._pending, final))
         self.faults.save()
 
     def close(self) -> None:
@@ -180,12 +140,7 @@ class Sampler:
 
     def _guard(self, action: Callable[[], None]) -> None:
         """The fault boundary: nothing raised while sampling or storing stops the sampler."""
-        try:
-            action()
-        except StoreUnavailable:
-            pass  # the store failed recently and its retry is not due: rows wait
-        except Exception as exc:
-            self.faults.record(exc)
+        self.faults.guard(action)
 
     def sample(self) -> None:
         """Take one sample now into the buffer (:meth:`run` calls it on schedule)."""
@@ -193,18 +148,8 @@ class Sampler:
         row: Row = {"time": self._wall0 + (mono - self._mono0), "node": self.node}
         row["interval_ms"] = self.interval_ms
         row.update(self.probe.read(mono))
-        if len(self._pending) == self._pending.maxlen:
-            self.faults.dropped(self._pending[0]["time"])
-        self._pending.append(row)
+        buffer_row(self._pending, row, self.faults)
         self.samples += 1
-
-    def _store_rows(self, final: bool = False) -> None:
-        self._writer.flush(final)  # rows handed over before a failed write go first
-        for batch in rows_to_batches(list(self._pending)):
-            self._writer.append(batch)
-            for _ in range(batch.num_rows):
-                self._pending.popleft()
-        self._writer.flush(final)
 
     def _write_node(self) -> None:
         self.store.write_json(f"nodes/{self.node}.json", node_facts(self))
@@ -248,15 +193,6 @@ class Sampler:
         if not self._closed:
             with contextlib.suppress(BlockingIOError):  # full: a wake-up is pending anyway
                 os.write(self._wake_w, b"!")
-
-
-def node_facts(sampler: Sampler) -> dict[str, Any]:
-    """The content of ``nodes/<node>.json`` (docs/format.md)."""
-    gpus = sampler.probe.gpus.info if sampler.probe.gpus is not None else []
-    facts: dict[str, Any] = {"node": sampler.node, "hostname": socket.gethostname()}
-    facts |= {"cpu_count": psutil.cpu_count(), "mem_total": float(psutil.virtual_memory().total)}
-    facts |= {"gpus": [asdict(gpu) for gpu in gpus], "interval_ms": sampler.interval_ms}
-    return facts | {"clock_offset_s": sampler.clock_offset_s, "boot_time": psutil.boot_time()}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,108 @@
+"""Profiling windows: an open window and the rules of a window's timing.
+
+Pure decisions for the :class:`~._windows.WindowScheduler`, which applies them at
+the step boundaries: when a planned window is due or missed, when an open one has
+ended, where a deep-profiling chunk continues, what keeps a window from opening,
+and the record written when one closes. ``nxt`` is the step about to start,
+``now`` the monotonic time of the boundary. See docs/profiling.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ProfilingWindow
+from .profilers import WindowProfiler
+from .profilers._live import Planned
+
+
+@dataclass
+class Active:
+    """An open window."""
+
+    planned: Planned
+    profiler: WindowProfiler
+    first_step: int
+    opened: float  # wall time
+    steps: int = 0  # training steps ended since it opened
+
+
+def resolve(p: Planned, nxt: int) -> Planned:
+    """A window asked to start "now" starts at step ``nxt``."""
+    if not p.from_now:
+        return p
+    return dataclasses.replace(p, window=dataclasses.replace(p.window, start_step=nxt))
+
+
+def past(w: ProfilingWindow, nxt: int, now: float) -> bool:
+    """True if window ``w`` is already over at this boundary."""
+    if not w.is_time_window:
+        return (w.end_step or 0) <= nxt
+    return w.duration is not None and (w.start_unix_time or now) + w.duration <= now
+
+
+def missed_or_due(w: ProfilingWindow, nxt: int, now: float) -> tuple[bool, bool]:
+    """Whether a planned window has passed unopened, and whether it is due to open."""
+    if w.is_time_window:
+        start = w.start_unix_time
+        missed = start is not None and w.duration is not None and now >= start + w.duration
+        due = start is None or now >= start
+    else:
+        lo = (w.start_step or 0) - (1 if w.include_prestep else 0)
+        missed, due = nxt >= (w.end_step or 0), nxt >= lo
+    return missed, due
+
+
+def ended(a: Active, nxt: int, now: float) -> bool:
+    """True if the open window ``a`` closes at this boundary."""
+    w = a.planned.window
+    if a.planned.rotate_s is not None and now - a.opened >= a.planned.rotate_s:
+        return True
+    if not w.is_time_window:
+        return nxt >= (w.end_step or 0)
+    if w.duration is None:
+        return a.steps >= 1
+    return now >= (w.start_unix_time or a.opened) + w.duration
+
+
+def next_chunk(a: Active, now: float) -> Planned | None:
+    """Deep profiling: the next chunk starts where the last one ended (None: no more)."""
+    p, w = a.planned, a.planned.window
+    if p.rotate_s is not None and w.duration is not None:
+        end = (w.start_unix_time or a.opened) + w.duration
+        if now < end:
+            start = w.start_unix_time or a.opened
+            return dataclasses.replace(p, window=dataclasses.replace(w, start_unix_time=start))
+    return None
+
+
+def conflict(p: Planned, active: list[Active], disabled: bool) -> str | None:
+    """Why ``p`` may not open beside the ``active`` windows (None: it may).
+
+    ``disabled``: the artifact sink gave up after too many failed writes.
+    """
+    if disabled:
+        return "profiling is off: too many artifact writes failed (file_open_fail_threshold)"
+    kinds = {a.planned.window.kind for a in active}
+    if p.window.kind in kinds:
+        return f"a {p.window.kind} window is already open"
+    stack = any(a.planned.window.with_stack for a in active) or p.window.with_stack
+    if stack and {"python", "detailed"} <= kinds | {p.window.kind}:
+        return "with_stack tracing and Python profiling share the interpreter's profile hook"
+    return None
+
+
+def window_record(a: Active, rank: int, last: int, end_time: float) -> dict[str, Any]:
+    """The record of a closed window, before its export adds its files (docs/format.md)."""
+    return {
+        "kind": a.planned.label,
+        "rank": rank,
+        "start_step": a.first_step,
+        "end_step": last,
+        "start_time": a.opened,
+        "end_time": end_time,
+        "window": a.planned.window.to_dict(),
+        "request": a.planned.request,
+    }
