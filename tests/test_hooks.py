@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,74 @@ def test_backward_wrapper_passes_arguments_through_on_either_path() -> None:
     assert timers.wrap_backward(other)("loss", scale=2.0) == "done"  # the generic path
     assert seen[-1] == ("loss", 2.0)
     assert rec.backward > 0.0  # both timed
+
+
+class _Slow(nn.Module):
+    """Each part of a step sleeps a known time: data 2 ms, forward 4, backward 6."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.004)
+        return _SleepInBackward.apply(self.lin(x))
+
+
+class _SleepInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.006)
+        return grad
+
+
+class _SlowSGD(torch.optim.SGD):
+    def step(self, closure: object = None) -> None:  # type: ignore[override]
+        time.sleep(0.008)
+        super().step()
+
+
+class _SlowData(torch.utils.data.Dataset[torch.Tensor]):
+    def __len__(self) -> int:
+        return 1000
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        time.sleep(0.002)
+        return torch.ones(4)
+
+
+class _NoDevice:
+    """A device timer that records nothing: sends every hook down the recorder's methods."""
+
+    def start(self, part: str) -> None: ...
+    def end(self, part: str) -> None: ...
+    def take(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("path", ["inlined", "methods"])
+def test_inlined_hooks_and_recorder_methods_split_a_step_alike(tmp_path: Path, path: str) -> None:
+    """The hooks' inlined common case times each part as StepRecorder's methods do."""
+    model, loader = _Slow(), torch.utils.data.DataLoader(_SlowData(), batch_size=None)
+    opt = _SlowSGD(model.parameters(), lr=0.01)
+    with stepscope.init(output=str(tmp_path), job=path):
+        rec = bootstrap.current().recorder  # type: ignore[union-attr]
+        for i, x in enumerate(loader):
+            if i == 2 and path == "methods":  # after the roots are found
+                rec.device, rec.on_batch = _NoDevice(), lambda t0, t1: None  # type: ignore[assignment]
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            if i == 14:
+                break
+        rec.device = rec.on_batch = None
+    steps = stepscope.open(str(tmp_path / path)).steps(phase="train").iloc[3:]
+    for part, slept in {"data_wait": 2, "forward": 4, "backward": 6, "optimizer": 8}.items():
+        got = steps[part].median() * 1e3
+        assert slept <= got < slept + 3, (part, got)
+    assert (steps["other"] < 0.003).all()
+    assert (steps["duration"] > 0.019).all()

@@ -96,15 +96,25 @@ class TorchHooks:
 
     # -- optimizer ----------------------------------------------------------------
     def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
+        t, rec = perf_counter(), self.rec
+        if not rec._opt_depth and rec.device is None and rec.boundary is not None:
+            rec._opt_depth, rec._opt_start = 1, t  # StepRecorder.on_optimizer_start, inlined
+            return
         try:
-            self.rec.on_optimizer_start(perf_counter())
+            rec.on_optimizer_start(t)
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
     def _opt_post(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
+        t, rec = perf_counter(), self.rec
         try:
-            rec = self.rec
-            rec.on_optimizer_end(perf_counter())
+            if rec._opt_depth == 1 and rec.device is None:  # on_optimizer_end, inlined
+                rec._opt_depth = 0
+                rec.optimizer += t - rec._opt_start
+                rec._emit("train", rec.train_steps, t)
+                rec.train_steps += 1
+            else:
+                rec.on_optimizer_end(t)
             if self._discovery:
                 self._time_roots_by_class()
             # A process that starts CUDA late (after its first steps) is looked at
@@ -173,19 +183,29 @@ class TorchHooks:
                 return inherited(module, *args, **kwargs)
             hooks._depth += 1
             if hooks._depth == 1:
-                try:
-                    rec.on_forward_start(perf_counter())
-                except Exception as exc:
-                    faults.record("step-hooks", exc)
+                t = perf_counter()
+                if rec.deferred is None and rec.device is None and rec.boundary is not None:
+                    rec._fwd_start, rec._in_forward = t, True  # on_forward_start, inlined
+                else:
+                    try:
+                        rec.on_forward_start(t)
+                    except Exception as exc:
+                        faults.record("step-hooks", exc)
             try:
                 return inherited(module, *args, **kwargs)
             finally:  # also when the forward raises, as an always_call hook would
                 hooks._depth -= 1
                 if not hooks._depth:
-                    try:
-                        rec.on_forward_end(perf_counter(), module.training and grad_enabled())
-                    except Exception as exc:
-                        faults.record("step-hooks", exc)
+                    t = perf_counter()
+                    training = module.training and grad_enabled()
+                    if training and rec.device is None:  # on_forward_end, inlined
+                        rec.forward += t - rec._fwd_start
+                        rec._in_forward = False
+                    else:
+                        try:
+                            rec.on_forward_end(t, training)
+                        except Exception as exc:
+                            faults.record("step-hooks", exc)
 
         self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
         setattr(cls, "__call__", __call__)  # noqa: B010

@@ -68,10 +68,14 @@ class StepTimers:
                     tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs
                 )
             finally:
-                try:
-                    rec.on_backward(t0, perf_counter())
-                except Exception as exc:
-                    faults.record("step-hooks", exc)
+                t1 = perf_counter()
+                if rec.device is None and rec.boundary is not None:
+                    rec.backward += t1 - t0  # StepRecorder.on_backward, inlined
+                else:
+                    try:
+                        rec.on_backward(t0, t1)
+                    except Exception as exc:
+                        faults.record("step-hooks", exc)
 
         return backward
 
@@ -107,9 +111,13 @@ class StepTimers:
             try:
                 return original(it)
             finally:
-                try:
-                    rec.on_data(t0, perf_counter())
-                except Exception as exc:
-                    faults.record("step-hooks", exc)
+                t1 = perf_counter()
+                if rec.on_batch is None and rec.deferred is None and rec.boundary is not None:
+                    rec.data += t1 - t0  # StepRecorder.on_data, inlined
+                else:
+                    try:
+                        rec.on_data(t0, t1)
+                    except Exception as exc:
+                        faults.record("step-hooks", exc)
 
         return __next__
