@@ -1,14 +1,21 @@
 """Overhead of `stepscope run` (default settings) on a ~2.5 ms/step CPU training loop.
 
-Runs the same loop bare and under `stepscope run`, interleaved (bare, watched,
-bare, watched, ..., bare), and prints the median ratio of training-loop time of
-each watched run to the mean of the two bare runs around it (target: <= 1.005).
+Target: training-loop time under `stepscope run` at most 1.005x bare.
 Everything that runs by default counts: the agent, the system sampler and the
 live rule runner. The loop uses one torch thread by default (``--threads``): a
-2.5 ms step, as the issue asks, and runs that vary by ~1% instead of ~6% with
-torch's two threads on this 2-core machine (BENCHMARKS.md).
+2.5 ms step, as the issue asks.
 
-    python benchmarks/overhead.py --seconds 60 --pairs 8
+Two ways to interleave bare and watched (BENCHMARKS.md says why there are two):
+
+* taking turns (the default): one bare and one watched process of the same loop,
+  alive for the whole benchmark, run blocks of steps in turn (B W W B ...) until
+  each has trained ``--seconds``; the watched job is stopped while the bare loop
+  runs (benchmarks/_turns.py). Median and lower-quartile ratio of the blocks.
+* whole runs (``--whole-runs``): bare and watched runs of ``--seconds`` each,
+  interleaved B W B ... B, each watched run against the mean of its neighbours.
+
+    python benchmarks/overhead.py --seconds 60
+    python benchmarks/overhead.py --whole-runs --seconds 60 --pairs 8
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _turns import Server, take_turns
 
 HERE = Path(__file__).parent
 LOOP = str(HERE / "_mlp_loop.py")
@@ -64,25 +73,41 @@ def calibrate(seconds: float) -> tuple[int, float]:
     return max(int(seconds / per_step), 400), per_step
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--seconds", type=float, default=60)
-    p.add_argument("--pairs", type=int, default=8, help="watched runs, each between two bare")
-    p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
-    p.add_argument(
-        "--threads", type=int, default=1, help="torch threads of the loop (0: torch's default)"
+def turns(seconds: float, block_s: float, extra: list[str]) -> None:
+    """The bare and the watched loop take turns until each has trained ``seconds``."""
+    steps, per_step = calibrate(block_s)
+    rounds = max(int(seconds / block_s), 2)
+    loop = [sys.executable, LOOP, "--serve", *THREADS]
+    print(f"loop: blocks of {steps} steps ({per_step * 1000:.2f} ms/step bare), {rounds} each")
+    with tempfile.TemporaryDirectory() as out:
+        bare_loop = Server(loop)
+        watched_loop = Server([STEPSCOPE, "run", "-o", out, "--job", "turns", *extra, "--", *loop])
+        try:
+            warm = max(int(10 / block_s), 1)  # the helpers start and import in these 10 s
+            take_turns(bare_loop, watched_loop, steps, warm)
+            watched_loop.freeze_between_blocks()
+            ratios = take_turns(bare_loop, watched_loop, steps, rounds)
+        finally:
+            bare_loop.close()
+            watched_loop.close()
+    q = statistics.quantiles(ratios, n=4)
+    print(
+        f"median ratio {statistics.median(ratios):.4f} over {rounds} blocks of each "
+        f"(quartiles {q[0]:.4f} {q[2]:.4f}, min {min(ratios):.4f}, max {max(ratios):.4f})"
     )
-    a = p.parse_args()
-    THREADS[1] = str(a.threads)
-    steps, per_step = calibrate(a.seconds)
+
+
+def whole_runs(seconds: float, pairs: int, extra: list[str]) -> None:
+    """B W B ... B runs of ``seconds`` each; ratio of each W to its neighbours' mean."""
+    steps, per_step = calibrate(seconds)
     print(f"loop: {steps} steps, {per_step * 1000:.2f} ms/step bare (calibration)")
     ratios = []
     with tempfile.TemporaryDirectory() as out:
         before = bare(steps)
-        for i in range(a.pairs):
+        for i in range(pairs):
             # B W B W ... B: each watched run against the mean of the bare runs on
             # either side of it, so that a machine drifting by minutes cancels out.
-            w = watched(steps, out, i, a.extra)
+            w = watched(steps, out, i, extra)
             after = bare(steps)
             ratio = w / ((before + after) / 2)
             ratios.append(ratio)
@@ -93,9 +118,27 @@ def main() -> None:
             )
             before = after
     print(
-        f"median ratio {statistics.median(ratios):.4f} over {a.pairs} pairs "
+        f"median ratio {statistics.median(ratios):.4f} over {pairs} pairs "
         f"(min {min(ratios):.4f}, max {max(ratios):.4f})"
     )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--seconds", type=float, default=60, help="training time of each side")
+    p.add_argument("--block-seconds", type=float, default=1.0, help="of a turn's block")
+    p.add_argument("--whole-runs", action="store_true", help="interleave whole runs instead")
+    p.add_argument("--pairs", type=int, default=8, help="of whole runs: watched runs")
+    p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch threads of the loop (0: torch's default)"
+    )
+    a = p.parse_args()
+    THREADS[1] = str(a.threads)
+    if a.whole_runs:
+        whole_runs(a.seconds, a.pairs, a.extra)
+    else:
+        turns(a.seconds, a.block_seconds, a.extra)
 
 
 if __name__ == "__main__":
