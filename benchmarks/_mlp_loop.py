@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 import torch
@@ -48,31 +47,14 @@ class Loop:
         return time.perf_counter() - t0
 
 
-def serve(loop: Loop) -> None:
-    """Blocks on request: read a step count per stdin line, answer its seconds on stdout.
-
-    For benchmarks/_turns.py, which lets a bare and a watched loop take turns.
-    An empty line or 0 ends it.
-    """
-    for line in sys.stdin:
-        steps = int(line.strip() or 0)
-        if steps <= 0:
-            break
-        print(json.dumps({"steps": steps, "loop_s": loop.run(steps)}), flush=True)
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--width", type=int, default=512)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    p.add_argument("--serve", action="store_true", help="run blocks asked for on stdin")
     a = p.parse_args()
     loop = Loop(a.width, a.threads)
-    if a.serve:
-        serve(loop)
-    else:
-        print(json.dumps({"steps": a.steps, "loop_s": loop.run(a.steps)}))
+    print(json.dumps({"steps": a.steps, "loop_s": loop.run(a.steps)}))
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@ live rule runner. The loop uses one torch thread by default (``--threads``): a
 
 Two ways to interleave bare and watched (BENCHMARKS.md says why there are two):
 
-* taking turns (the default): one bare and one watched process of the same loop,
-  alive for the whole benchmark, run blocks of steps in turn (B W W B ...) until
-  each has trained ``--seconds``; the watched job is stopped while the bare loop
-  runs (benchmarks/_turns.py). Median and lower-quartile ratio of the blocks.
+* switched blocks (the default): one training process under `stepscope run`,
+  with stepscope switched off and on between blocks of about a second
+  (benchmarks/_switched.py) until each side has trained ``--seconds``; median
+  and quartile ratio of each watched block to the bare blocks around it.
+  ``--same`` switches nothing: the noise floor of the method.
 * whole runs (``--whole-runs``): bare and watched runs of ``--seconds`` each,
   interleaved B W B ... B, each watched run against the mean of its neighbours.
 
@@ -27,8 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-from _turns import Server, take_turns
+from typing import Any
 
 HERE = Path(__file__).parent
 LOOP = str(HERE / "_mlp_loop.py")
@@ -38,7 +38,7 @@ STEPSCOPE = str(Path(sys.executable).parent / "stepscope")
 THREADS = ["--threads", "1"]  # set by --threads in main()
 
 
-def _loop(cmd: list[str]) -> dict[str, float]:
+def _loop(cmd: list[str]) -> dict[str, Any]:
     out = subprocess.run([*cmd, *THREADS], capture_output=True, text=True, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -66,34 +66,31 @@ def watched(steps: int, out: str, job: int | str, extra: list[str]) -> float:
     return _loop(cmd)["loop_s"]
 
 
-def calibrate(seconds: float) -> tuple[int, float]:
-    """Steps that take ``seconds`` bare, and the measured time per step."""
+def calibrate(seconds: float, least: int = 400) -> tuple[int, float]:
+    """Steps that take ``seconds`` bare (at least ``least``), and the time per step."""
     t = bare(400)
     per_step = t / 400
-    return max(int(seconds / per_step), 400), per_step
+    return max(int(seconds / per_step), least), per_step
 
 
-def turns(seconds: float, block_s: float, extra: list[str]) -> None:
-    """The bare and the watched loop take turns until each has trained ``seconds``."""
-    steps, per_step = calibrate(block_s)
-    rounds = max(int(seconds / block_s), 2)
-    loop = [sys.executable, LOOP, "--serve", *THREADS]
-    print(f"loop: blocks of {steps} steps ({per_step * 1000:.2f} ms/step bare), {rounds} each")
+def switched(seconds: float, block_s: float, same: bool, extra: list[str]) -> None:
+    """One process under `stepscope run`, stepscope switched off and on by blocks."""
+    steps, per_step = calibrate(block_s, least=20)
+    blocks = max(int(seconds / block_s), 2)
+    print(f"loop: blocks of {steps} steps ({per_step * 1000:.2f} ms/step bare), {blocks} each")
+    script = [sys.executable, str(HERE / "_switched.py"), "--blocks", str(blocks)]
+    script += ["--steps", str(steps), *(["--same"] if same else [])]
     with tempfile.TemporaryDirectory() as out:
-        bare_loop = Server(loop)
-        watched_loop = Server([STEPSCOPE, "run", "-o", out, "--job", "turns", *extra, "--", *loop])
-        try:
-            warm = max(int(10 / block_s), 1)  # the helpers start and import in these 10 s
-            take_turns(bare_loop, watched_loop, steps, warm)
-            watched_loop.freeze_between_blocks()
-            ratios = take_turns(bare_loop, watched_loop, steps, rounds)
-        finally:
-            bare_loop.close()
-            watched_loop.close()
+        cmd = [STEPSCOPE, "run", "-o", out, "--job", "switched", *extra, "--", *script]
+        r = _loop(cmd)
+    ratios = r["ratios"]
     q = statistics.quantiles(ratios, n=4)
     print(
-        f"median ratio {statistics.median(ratios):.4f} over {rounds} blocks of each "
-        f"(quartiles {q[0]:.4f} {q[2]:.4f}, min {min(ratios):.4f}, max {max(ratios):.4f})"
+        f"{'A/A (nothing switched): ' if same else ''}median ratio "
+        f"{statistics.median(ratios):.4f} over {blocks} blocks of each side "
+        f"(quartiles {q[0]:.4f} {q[2]:.4f}, min {min(ratios):.4f}, max {max(ratios):.4f}); "
+        f"sums {r['watched_s'] / r['bare_s']:.4f}; agent threads in bare blocks "
+        f"{r['idle_threads_ms_per_s']:.2f} ms CPU per s"
     )
 
 
@@ -126,7 +123,8 @@ def whole_runs(seconds: float, pairs: int, extra: list[str]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seconds", type=float, default=60, help="training time of each side")
-    p.add_argument("--block-seconds", type=float, default=1.0, help="of a turn's block")
+    p.add_argument("--block-seconds", type=float, default=1.0, help="of a switched block")
+    p.add_argument("--same", action="store_true", help="switch nothing (A/A noise floor)")
     p.add_argument("--whole-runs", action="store_true", help="interleave whole runs instead")
     p.add_argument("--pairs", type=int, default=8, help="of whole runs: watched runs")
     p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
@@ -138,7 +136,7 @@ def main() -> None:
     if a.whole_runs:
         whole_runs(a.seconds, a.pairs, a.extra)
     else:
-        turns(a.seconds, a.block_seconds, a.extra)
+        switched(a.seconds, a.block_seconds, a.same, a.extra)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ cost (benchmarks/overhead.py), so this benchmark counts CPU instructions with
 valgrind's callgrind instead: the same loop, in the same process layout, bare
 and with ``stepscope.init()`` (default configuration), counted only inside the
 measured loop (``--toggle-collect`` on a C function that wraps nothing else),
-on the training thread. Repeated runs give the same counts to a few parts in a
-million, whatever else the machine does. Instructions are not seconds (torch's
+on the training thread only (``--separate-threads``), with garbage collection
+off in that region (a collection runs on whichever thread crosses the
+allocation threshold, which the agent's threads move). Repeated runs of the
+same code agree to ~100 instructions a step. Instructions are not seconds (torch's
 kernels retire more of them per cycle than the interpreter does), so this says
 what the callbacks cost, and the wall-time benchmark says what a user sees.
 
@@ -31,7 +33,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 LOOP = r"""
-import functools, sys, tempfile, torch
+import functools, gc, sys, tempfile, torch
 from torch import nn
 mode, width, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(1)
@@ -55,7 +57,11 @@ if mode == "agent":
     import stepscope
     session = stepscope.init(output=tempfile.mkdtemp(), job="instructions")
 loop(10)  # warm-up: the interpreter specialises, the agent finds the roots
+# No garbage collection in the counted region: a collection runs on whichever
+# thread crosses the allocation threshold, which the agent's threads move.
+gc.disable()
 functools.reduce(lambda a, b: loop(steps), [0, 1])  # the counted region
+gc.enable()
 if session is not None:
     session.__exit__(None, None, None)
 """
