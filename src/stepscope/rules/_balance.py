@@ -20,7 +20,7 @@ from ._base import Part
 from ._input import RuleInput
 from ._params import Param, patience, window
 from ._reduce import Groups
-from ._system_rules import SystemRule, lasted
+from ._system_base import SystemRule, lasted
 from ._types import Finding, RuleResult
 from ._windows import Hit, node_gpus, runs, severity, window_index
 

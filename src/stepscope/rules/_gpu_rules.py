@@ -9,7 +9,7 @@ from ._base import Part
 from ._input import RuleInput
 from ._params import Param, patience, window
 from ._reduce import Windows
-from ._system_rules import SystemRule, lasted, pct
+from ._system_base import SystemRule, lasted, pct
 from ._types import Finding
 from ._windows import (
     GPU_UTIL,

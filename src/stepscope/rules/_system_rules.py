@@ -1,7 +1,8 @@
 """Rules on system samples: BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization.
 
 Each judges one node at a time, window by aligned window (see ``_windows``),
-after the ``patience`` samples at the start of the job.
+after the ``patience`` samples at the start of the job; their base,
+:class:`SystemRule`, is in ``_system_base``.
 """
 
 from __future__ import annotations
@@ -9,97 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._base import NodeRule, Part
-from ._input import RuleInput
-from ._params import Param, patience, window
-from ._reduce import Windows
+from ._params import patience, window
+from ._system_base import SystemRule, lasted, pct
 from ._types import Finding
-from ._windows import (
-    Hit,
-    no_gpu_reason,
-    node_gpus,
-    patience_begin,
-    patience_reason,
-    runs,
-    severity,
-    shared,
-    with_windows,
-    worst_of,
-)
-
-
-def pct(name: str, default: float, doc: str) -> Param:
-    return Param(name, default, f"{doc}, %", float)
-
-
-def lasted(run: list[Hit]) -> str:
-    seconds = run[-1].end - run[0].start
-    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
-
-
-class SystemRule(NodeRule):
-    """A node rule over the node's samples after patience, in windows."""
-
-    needs_gpu = True
-
-    def check(self, data: RuleInput) -> Part:
-        gpus = node_gpus(data)
-        if self.needs_gpu and not gpus:
-            return Part(na_reason=no_gpu_reason(data))
-        return self.judge(self.framed(data, gpus), gpus, len(data.system))
-
-    def judge(self, framed: pd.DataFrame, gpus: list[int], total: int) -> Part:
-        """Judge ``framed`` (of :meth:`framed`; ``total`` samples before patience)."""
-        if not len(framed):
-            return Part(na_reason=patience_reason(self.p("patience"), total))
-        node = str(framed["node"].iloc[0])
-        found = runs(self.hits(framed, gpus))
-        findings = [self.finding(node, run) for run in found]
-        return Part(findings, sum(len(r) for r in found), len(framed))
-
-    def framed(self, data: RuleInput, gpus: list[int]) -> pd.DataFrame:
-        """The samples after patience with their window (``win``), and their
-        :class:`Windows` (:meth:`windows_of`); shared by the rules of the same
-        ``window`` and columns that judge the same input, and by those of any
-        ``patience`` once every sample is past it (a live buffer, soon)."""
-        # Only the columns the rule reads: a day of a node's samples is ~100 wide columns.
-        wanted = [c for c in self.columns(gpus) if c in data.system]
-        begin = patience_begin(data, self.p("patience"))
-        key = ("framed", begin, self.p("window"), tuple(wanted))
-        framed, w = shared(data, key, data.system, lambda: self._frame(data, wanted, begin))
-        self._windows = (framed, w)
-        return framed
-
-    def _frame(
-        self, data: RuleInput, wanted: list[str], begin: float | None
-    ) -> tuple[pd.DataFrame, Windows | None]:
-        judged = data.system[wanted]
-        if begin is not None:
-            judged = judged[judged["time"] >= begin]
-        framed = with_windows(data, judged, self.p("window"))
-        return framed, Windows(framed) if len(framed) else None
-
-    def windows_of(self, framed: pd.DataFrame) -> Windows:
-        """The :class:`Windows` of ``framed`` (computed once per input)."""
-        done, w = getattr(self, "_windows", (None, None))
-        return w if done is framed and w is not None else Windows(framed)
-
-    def columns(self, gpus: list[int]) -> list[str]:
-        """The system columns the rule reads."""
-        per_gpu = ("util", "mem_util", "mem_used", "mem_total")
-        return [
-            "time",
-            "node",
-            "cpu",
-            "cpu_iowait",
-            *(f"gpu{g}_{m}" for g in gpus for m in per_gpu),
-        ]
-
-    def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
-        raise NotImplementedError
-
-    def finding(self, node: str, run: list[Hit]) -> Finding:
-        raise NotImplementedError
+from ._windows import Hit, severity, worst_of
 
 
 class _ShareRule(SystemRule):

@@ -7,7 +7,7 @@
   averaged over the step, as ``<LossClass>_output_0``, in training and evaluation;
 * parameters, gradients and optimizer state: at each optimizer's step pre-hook,
   before the update, from the optimizer's ``param_groups`` (frozen parameters of
-  the model from its root modules), named as in the model;
+  the model from its root modules), named as in the model (``_capture_params``);
 * module inputs and outputs: forward hooks that exist only on saving steps.
 
 Whether a step saves anything is decided at step boundaries, from the next
@@ -24,16 +24,15 @@ from typing import Any
 
 from .._faults import FaultBoundary
 from .._recorder import EVERY_STEP, StepRecorder
+from ._capture_params import PARAM_KINDS, ParamCapture
 from ._collections import Collection
-from ._modules import MODULE_KINDS, ModuleTaps, param_names, tensors_of
+from ._modules import MODULE_KINDS, ModuleTaps, tensors_of
 from ._pending import Pending
 from ._plans import Plan, SavePlanner
 from ._writer import TensorWriter
 
-PARAM_KINDS = frozenset({"weight", "bias", "gradient", "optimizer"})
 
-
-class TensorCapture:
+class TensorCapture(ParamCapture):
     """One per agent; ``install(hooks)`` once torch is imported, ``remove()`` at exit."""
 
     def __init__(
@@ -168,50 +167,6 @@ class TensorCapture:
         plan = self.plan(phase, step)
         for i, t in tensors_of(value):
             self._take(plan, kind, (phase, step, f"{path}_{kind}_{i}"), t, f"{alias}_{kind}_{i}")
-
-    def _param_names(self) -> dict[int, str]:
-        roots = self._roots()
-        if len(roots) != self._named_roots:  # roots are only ever added
-            self._names, self._named_roots = param_names(roots), len(roots)
-        return self._names
-
-    def _roots(self) -> list[Any]:
-        return list(getattr(self._hooks, "_roots", {}).values())
-
-    def _on_optimizer(self, optimizer: Any, *_: Any) -> None:
-        step = self.rec.train_steps
-        plan = self.plan("train", step)
-        if not any(c.kinds & PARAM_KINDS for c in plan):
-            return
-        if self._done[0] != step:
-            self._done = (step, set())
-        done, names = self._done[1], self._param_names()
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        if not done:  # the model's frozen parameters, once per step
-            params += [p for r in self._roots() for p in r.parameters() if not p.requires_grad]
-        for i, p in enumerate(params):
-            if id(p) not in done:
-                done.add(id(p))
-                self._take_param(plan, step, names.get(id(p), f"param_{i}"), p, optimizer)
-        self._take_lrs(plan, step, optimizer)
-
-    def _take_param(self, plan: Plan, step: int, name: str, p: Any, optimizer: Any) -> None:
-        kind = "bias" if name.rsplit(".", 1)[-1].startswith("bias") else "weight"
-        self._take(plan, kind, ("train", step, name), p)
-        if p.grad is not None:
-            self._take(plan, "gradient", ("train", step, f"gradient/{name}"), p.grad)
-        if any("optimizer" in c.kinds for c in plan):
-            for key, value in optimizer.state.get(p, {}).items():
-                if hasattr(value, "dim"):
-                    self._take(plan, "optimizer", ("train", step, f"optimizer/{name}/{key}"), value)
-
-    def _take_lrs(self, plan: Plan, step: int, optimizer: Any) -> None:
-        for g, group in enumerate(optimizer.param_groups):
-            name = f"optimizer/lr/group{g}"
-            chosen = [c for c in plan if c.selects("optimizer", name)]
-            if chosen and isinstance(group.get("lr"), int | float):
-                self.pending.member(chosen, name, "optimizer")
-                self.pending.add_float(("train", step, name), float(group["lr"]))
 
     def record_scalar(self, name: str, value: Any, step: int | None, phase: str) -> None:
         """A scalar the script wants kept (always saved, whatever the collections say)."""
