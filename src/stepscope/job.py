@@ -16,6 +16,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from ._segment_query import register_segments, where_clause
 from .store import (
     EVENTS_SCHEMA,
     FORMAT_VERSION,
@@ -24,34 +25,11 @@ from .store import (
     SYSTEM_BASE_SCHEMA,
     Store,
     open_store,
-    read_tables,
 )
 
 
 class JobNotFoundError(FileNotFoundError):
     """The path holds no stepscope job (no ``job.json``)."""
-
-
-def _where(
-    time_col: str,
-    start: float | None,
-    end: float | None,
-    **members: Sequence[Any] | None,
-) -> tuple[str, list[Any]]:
-    """A WHERE clause and its parameters for a time window and IN-lists."""
-    clauses, params = ["TRUE"], []
-    if start is not None:
-        clauses.append(f"{time_col} >= ?")
-        params.append(start)
-    if end is not None:
-        clauses.append(f"{time_col} < ?")
-        params.append(end)
-    for col, values in members.items():
-        if values is not None:
-            values = list(values)
-            clauses.append(f"{col} IN ({', '.join('?' * len(values))})" if values else "FALSE")
-            params.extend(values)
-    return " AND ".join(clauses), params
 
 
 class Job:
@@ -160,38 +138,19 @@ class Job:
         return sorted(out, key=lambda r: (r.get("start_time") or 0.0, r.get("rank", 0)))
 
     # -- row streams ------------------------------------------------------------
-    def _register(self, view: str, prefix: str, schema: pa.Schema) -> None:
-        """Make ``view`` the union (by column name) of all segments under ``prefix``.
-
-        Local segments are scanned by DuckDB itself, so filters and column
-        selection are pushed down into the Parquet files.
-        """
-        keys = self.store.list(prefix, suffix=".parquet")
-        self._con.unregister(view)
-        self._con.execute(f"DROP VIEW IF EXISTS {view}")
-        if keys and self.store.is_local:
-            files = [self.store.path(k) for k in keys]
-            self._con.read_parquet(files, union_by_name=True).create_view(view, replace=True)
-            return
-        if keys:
-            table = pa.concat_tables(read_tables(self.store, keys), promote_options="default")
-        else:
-            table = schema.empty_table()
-        self._con.register(view, table)
-
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Any], order: str
     ) -> pd.DataFrame:
         view = prefix.replace("/", "_")
-        self._register(view, prefix, schema)
+        register_segments(self._con, self.store, view, prefix, schema)
         sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
         return self._con.execute(sql, params).df()
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> pd.DataFrame:
         """Run SQL over the views ``steps``, ``events`` and ``system`` of this job."""
-        self._register("steps", "steps", STEPS_SCHEMA)
-        self._register("events", "events", EVENTS_SCHEMA)
-        self._register("system", "system", SYSTEM_BASE_SCHEMA)
+        register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
+        register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
+        register_segments(self._con, self.store, "system", "system", SYSTEM_BASE_SCHEMA)
         return self._con.execute(query, list(params)).df()
 
     def steps(
@@ -207,7 +166,7 @@ class Job:
         ``start``/``end`` select steps that began in ``[start, end)`` (unix seconds).
         """
         phases = None if phase is None else [phase]
-        where, params = _where("start", start, end, rank=ranks, node=nodes, phase=phases)
+        where, params = where_clause("start", start, end, rank=ranks, node=nodes, phase=phases)
         return self._query("steps", STEPS_SCHEMA, where, params, "rank, phase, step")
 
     def events(
@@ -218,7 +177,7 @@ class Job:
         end: float | None = None,
     ) -> pd.DataFrame:
         """Lifecycle events of every rank, ordered by time."""
-        where, params = _where("time", start, end, rank=ranks, kind=kinds)
+        where, params = where_clause("time", start, end, rank=ranks, kind=kinds)
         return self._query("events", EVENTS_SCHEMA, where, params, "time")
 
     def system(
@@ -228,7 +187,7 @@ class Job:
         end: float | None = None,
     ) -> pd.DataFrame:
         """System samples, wide (one row per node and sample), ordered by node, time."""
-        where, params = _where("time", start, end, node=nodes)
+        where, params = where_clause("time", start, end, node=nodes)
         return self._query("system", SYSTEM_BASE_SCHEMA, where, params, "node, time")
 
     def system_long(

@@ -9,7 +9,6 @@ records how the job ended. It exits with the command's own exit code.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -22,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, control
-from ._background import HELPER_NICE, helper_env
 from ._exitwatch import pidfd, wait_child
+from ._helpers import start_helpers, stop_helpers
 from .store import FORMAT_VERSION, Store, open_store
 
 BOOTSTRAP_DIR = str(Path(__file__).parent / "_bootstrap")
@@ -77,49 +76,6 @@ def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
         agent["clock"] = spec.dist.agent_clock()
     env["STEPSCOPE_AGENT"] = json.dumps(agent)
     return env
-
-
-def _python_module(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
-
-
-def _start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subprocess.Popen[bytes]]:
-    """The node's sampler and the live rule runner, each in its own process."""
-    me = str(os.getpid())
-    procs = [
-        subprocess.Popen(
-            _python_module(
-                "stepscope.agent.sampler_main",
-                "--job-url",
-                store.url,
-                "--node",
-                spec.node,
-                "--interval-ms",
-                str(spec.interval_ms),
-                "--watch-pid",
-                str(child_pid),
-                "--parent-pid",
-                me,
-                *(spec.dist.sampler_args() if spec.dist is not None else []),
-                "--nice",
-                str(HELPER_NICE),
-            ),
-            env=helper_env(os.environ),
-            start_new_session=True,  # a Ctrl-C at the terminal must not kill it before its flush
-        )
-    ]
-    if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
-        procs.append(
-            subprocess.Popen(
-                _python_module(
-                    "stepscope.rules.runner",
-                    *("--job-url", store.url, "--parent-pid", me, "--nice", str(HELPER_NICE)),
-                ),
-                env=helper_env(os.environ),
-                start_new_session=True,  # same: it must live to run its final scan
-            )
-        )
-    return procs
 
 
 def _exit_code(returncode: int) -> int:
@@ -214,16 +170,6 @@ def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> 
     return meta
 
 
-def _stop_helpers(procs: list[subprocess.Popen[bytes]]) -> None:
-    sampler, *others = procs
-    sampler.send_signal(signal.SIGTERM)
-    for proc in [sampler, *others]:  # the rule runner finishes its final scan by itself
-        try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
@@ -236,7 +182,7 @@ def run(spec: RunSpec) -> int:
     child = subprocess.Popen(spec.command, env=_child_env(spec, store))
     sup = _Supervisor(store, spec, child)
     old = {s: signal.signal(s, sup.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    helpers = _start_helpers(spec, store, child.pid)
+    helpers = start_helpers(spec, store, child.pid)
     try:
         code = _exit_code(sup.wait())
     finally:
@@ -253,7 +199,7 @@ def run(spec: RunSpec) -> int:
     finally:
         if spec.dist is not None:
             spec.dist.close()
-    _stop_helpers(helpers)
+    stop_helpers(helpers)
     took = meta["end_time"] - meta["start_time"]
     say(
         f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
