@@ -102,10 +102,13 @@ def test_dataloader_window_times_fetches_inside_the_workers(tmp_path):
     config = tmp_path / "dl.toml"
     config.write_text(
         "[profiler.framework_profile_params.dataloader_profiling_config]\n"
-        "start_step = 4\nnum_steps = 6\n"
+        "start_step = 4\nnum_steps = 12\n"
     )
-    # 16 items of 5 ms each: every batch a worker fetches takes at least 80 ms
-    args = [MLP, "--steps", "16", "--workers", "2", "--slow-data", "0.005"]
+    # 16 items of 5 ms each: every batch a worker fetches takes at least 80 ms. The
+    # window spans 12 steps (~0.5 s of fetching by two workers): the batches the
+    # workers prefetched before it opened, and a fetch still running when it closes,
+    # are not in it, so a 6-step window sometimes held only 2 fetches.
+    args = [MLP, "--steps", "24", "--workers", "2", "--slow-data", "0.005"]
     run = stepscope_run(tmp_path, args, "--no-rules", "--config", str(config))
     assert run.code == 0, run.stderr
     job = stepscope.open(run.job_path)
