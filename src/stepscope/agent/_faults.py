@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,13 @@ class FaultBoundary:
         """Note a fault of ``component``; never raises."""
         with contextlib.suppress(Exception):
             self._record(component, exc)
+
+    def call(self, component: str, fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args)``, its exception recorded as a fault of ``component``."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            self.record(component, exc)
 
     def _record(self, component: str, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"

@@ -100,10 +100,7 @@ class TorchHooks:
         if not rec._opt_depth and rec.device is None and rec.boundary is not None:
             rec._opt_depth, rec._opt_start = 1, t  # StepRecorder.on_optimizer_start, inlined
             return
-        try:
-            rec.on_optimizer_start(t)
-        except Exception as exc:
-            self.faults.record("step-hooks", exc)
+        self.faults.call("step-hooks", rec.on_optimizer_start, t)
 
     def _opt_post(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
         t, rec = perf_counter(), self.rec
@@ -187,10 +184,7 @@ class TorchHooks:
                 if rec.deferred is None and rec.device is None and rec.boundary is not None:
                     rec._fwd_start, rec._in_forward = t, True  # on_forward_start, inlined
                 else:
-                    try:
-                        rec.on_forward_start(t)
-                    except Exception as exc:
-                        faults.record("step-hooks", exc)
+                    faults.call("step-hooks", rec.on_forward_start, t)
             try:
                 return inherited(module, *args, **kwargs)
             finally:  # also when the forward raises, as an always_call hook would
@@ -202,10 +196,7 @@ class TorchHooks:
                         rec.forward += t - rec._fwd_start
                         rec._in_forward = False
                     else:
-                        try:
-                            rec.on_forward_end(t, training)
-                        except Exception as exc:
-                            faults.record("step-hooks", exc)
+                        faults.call("step-hooks", rec.on_forward_end, t, training)
 
         self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
         setattr(cls, "__call__", __call__)  # noqa: B010

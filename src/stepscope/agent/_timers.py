@@ -72,10 +72,7 @@ class StepTimers:
                 if rec.device is None and rec.boundary is not None:
                     rec.backward += t1 - t0  # StepRecorder.on_backward, inlined
                 else:
-                    try:
-                        rec.on_backward(t0, t1)
-                    except Exception as exc:
-                        faults.record("step-hooks", exc)
+                    faults.call("step-hooks", rec.on_backward, t0, t1)
 
         return backward
 
@@ -86,10 +83,7 @@ class StepTimers:
             try:
                 return original(*args, **kwargs)
             finally:
-                try:
-                    self.rec.on_backward(t0, perf_counter())
-                except Exception as exc:
-                    self.faults.record("step-hooks", exc)
+                self.faults.call("step-hooks", self.rec.on_backward, t0, perf_counter())
 
         return backward
 
@@ -115,9 +109,6 @@ class StepTimers:
                 if rec.on_batch is None and rec.deferred is None and rec.boundary is not None:
                     rec.data += t1 - t0  # StepRecorder.on_data, inlined
                 else:
-                    try:
-                        rec.on_data(t0, t1)
-                    except Exception as exc:
-                        faults.record("step-hooks", exc)
+                    faults.call("step-hooks", rec.on_data, t0, t1)
 
         return __next__
