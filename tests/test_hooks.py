@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import stepscope
-from stepscope.agent import bootstrap
+from stepscope.agent import _recorder, bootstrap
 
 
 class Net(nn.Module):
@@ -201,13 +201,19 @@ class _NoDevice:
         return None
 
 
-@pytest.mark.parametrize("path", ["inlined", "methods"])
-def test_inlined_hooks_and_recorder_methods_split_a_step_alike(tmp_path: Path, path: str) -> None:
-    """The hooks' inlined common case times each part as StepRecorder's methods do."""
+@pytest.mark.parametrize("path", ["native", "inlined", "methods"])
+def test_inlined_hooks_and_recorder_methods_split_a_step_alike(
+    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C hooks, the Python hooks' inlined common case and StepRecorder's methods
+    (the hooks' other case) time each part of a step alike."""
+    if path != "native":
+        monkeypatch.setattr(_recorder, "_native_class", lambda: None)
     model, loader = _Slow(), torch.utils.data.DataLoader(_SlowData(), batch_size=None)
     opt = _SlowSGD(model.parameters(), lr=0.01)
     with stepscope.init(output=str(tmp_path), job=path):
         rec = bootstrap.current().recorder  # type: ignore[union-attr]
+        assert (_recorder.native_module(rec) is not None) == (path == "native")
         for i, x in enumerate(loader):
             if i == 2 and path == "methods":  # after the roots are found
                 rec.device, rec.on_batch = _NoDevice(), lambda t0, t1: None  # type: ignore[assignment]

@@ -15,7 +15,7 @@ from ._collectives import CollectiveTimer
 from ._faults import FaultBoundary
 from ._hooks import TorchHooks
 from ._import_hook import TorchImportHook
-from ._recorder import StepRecorder
+from ._recorder import new_recorder
 from ._writer import AgentWriter, Clock, Identity
 from .tensors import TensorCapture, TensorWriter, resolve
 
@@ -33,6 +33,7 @@ class AgentSettings:
     config: dict[str, Any] = field(default_factory=dict)
     clock_offset_s: float = 0.0  # the node's offset against the job's reference clock
     clock_skew_s: float = 0.0  # tests only: a known error of this node's clock
+    native_hooks: bool = True  # the hooks' C fast path, where built (docs/design.md)
 
 
 def _process_start_time() -> float | None:
@@ -61,7 +62,7 @@ class Agent:
             settings.flush_s,
             heartbeat=settings.standalone,
         )
-        self.recorder = StepRecorder(self.writer.steps)
+        self.recorder = new_recorder(self.writer.steps, settings.native_hooks)
         self.hooks = TorchHooks(self.recorder, self.faults)
         self.collectives = CollectiveTimer(self.recorder, self.faults)
         self.profiling = self._profiling()

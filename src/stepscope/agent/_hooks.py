@@ -17,13 +17,14 @@ Every callback runs behind the fault boundary: a bug here never reaches training
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
 from ._cuda import DeviceTimer
 from ._faults import FaultBoundary
-from ._recorder import StepRecorder
+from ._recorder import StepRecorder, native_module
 from ._timers import StepTimers
 from .profilers._workers import WorkerFetchTimer
 
@@ -39,7 +40,6 @@ class TorchHooks:
         self._discovery: list[Any] = []
         self._patches: list[tuple[Any, str, Any]] = []
         self._stack: list[int] = []  # module ids, while global hooks find the roots
-        self._depth = 0  # nested root forwards, once roots are timed by class
         self._roots: dict[int, Any] = {}
         self._has_params: dict[int, bool] = {}
         self.timers = StepTimers(rec, faults)  # backward() and the data wait
@@ -58,10 +58,12 @@ class TorchHooks:
 
         self._grad_enabled = torch.is_grad_enabled
         self._cuda_initialized = torch.cuda.is_initialized
+        pre, post = self._optimizer_hooks()
         self._handles += [
-            optim.register_optimizer_step_pre_hook(self._opt_pre),
-            optim.register_optimizer_step_post_hook(self._opt_post),
+            optim.register_optimizer_step_pre_hook(pre),
+            optim.register_optimizer_step_post_hook(post),
         ]
+        self.rec._hooks_pending = True  # root discovery, at the first optimizer step
         self._discovery = [
             nn_module.register_module_forward_pre_hook(self._global_fwd_pre),
             nn_module.register_module_forward_hook(self._global_fwd_post, always_call=True),
@@ -87,6 +89,7 @@ class TorchHooks:
         self._patches = []
         self.worker_fetch.remove()
         self.rec.worker_fetch = None
+        self.rec._hooks_pending = False
         self.installed = False
 
     def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
@@ -95,6 +98,19 @@ class TorchHooks:
         setattr(owner, name, wrap(original))
 
     # -- optimizer ----------------------------------------------------------------
+    def _optimizer_hooks(self) -> tuple[Any, Any]:
+        """The pre and post hooks: C ones (agent/_native.c) on a native recorder."""
+        native = native_module(self.rec)
+        if native is None:
+            return self._opt_pre, self._opt_post
+        rec, faults = self.rec, self.faults
+        record = functools.partial(faults.record, "step-hooks")
+        start = functools.partial(faults.call, "step-hooks", rec.on_optimizer_start)
+        end = functools.partial(faults.call, "step-hooks", rec.on_optimizer_end)
+        pre = native.Hook(native.OPT_PRE, rec, None, start, None, None, None, record)
+        post = native.Hook(native.OPT_POST, rec, None, end, self._after_step, None, None, record)
+        return pre, post
+
     def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
         t, rec = perf_counter(), self.rec
         if not rec._opt_depth and rec.device is None and rec.boundary is not None:
@@ -112,11 +128,19 @@ class TorchHooks:
                 rec.train_steps += 1
             else:
                 rec.on_optimizer_end(t)
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+        if rec._hooks_pending or (rec.device is None and rec.train_steps & 255 == 1):
+            self._after_step()
+
+    def _after_step(self) -> None:
+        """Root discovery ends at the first step; CUDA is looked for every 256 steps."""
+        try:
             if self._discovery:
                 self._time_roots_by_class()
             # A process that starts CUDA late (after its first steps) is looked at
             # again every 256 steps, not at every forward: the check is a Python call.
-            if rec.device is None and rec.train_steps & 255 == 1:
+            if self.rec.device is None and self.rec.train_steps & 255 == 1:
                 self._watch_cuda()
         except Exception as exc:
             self.faults.record("step-hooks", exc)
@@ -163,6 +187,7 @@ class TorchHooks:
         for handle in self._discovery:
             handle.remove()
         self._discovery, self._stack = [], []
+        self.rec._hooks_pending = False
         for module in self._roots.values():
             self._wrap_class_call(type(module))
 
@@ -171,15 +196,31 @@ class TorchHooks:
         if any(owner is cls and name == "__call__" for owner, name, _ in self._patches):
             return
         inherited = cls.__call__
+        self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
+        setattr(cls, "__call__", self._native_call(inherited) or self._python_call(inherited))  # noqa: B010
+
+    def _native_call(self, inherited: Any) -> Any:
+        native = native_module(self.rec)
+        if native is None:
+            return None
+        rec, faults = self.rec, self.faults
+        start = functools.partial(faults.call, "step-hooks", rec.on_forward_start)
+        end = functools.partial(faults.call, "step-hooks", rec.on_forward_end)
+        record = functools.partial(faults.record, "step-hooks")
+        roots = tuple(self._roots.values())
+        return native.Hook(
+            native.CALL, rec, inherited, start, end, roots, self._grad_enabled, record
+        )
+
+    def _python_call(self, inherited: Any) -> Any:
         roots, rec, faults, grad_enabled = self._roots, self.rec, self.faults, self._grad_enabled
-        hooks = self
 
         # Flat on purpose: this runs on every forward of a root (docs/design.md).
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             if id(module) not in roots:
                 return inherited(module, *args, **kwargs)
-            hooks._depth += 1
-            if hooks._depth == 1:
+            rec._root_depth += 1
+            if rec._root_depth == 1:
                 t = perf_counter()
                 if rec.deferred is None and rec.device is None and rec.boundary is not None:
                     rec._fwd_start, rec._in_forward = t, True  # on_forward_start, inlined
@@ -188,8 +229,8 @@ class TorchHooks:
             try:
                 return inherited(module, *args, **kwargs)
             finally:  # also when the forward raises, as an always_call hook would
-                hooks._depth -= 1
-                if not hooks._depth:
+                rec._root_depth -= 1
+                if not rec._root_depth:
                     t = perf_counter()
                     training = module.training and grad_enabled()
                     if training and rec.device is None:  # on_forward_end, inlined
@@ -198,8 +239,7 @@ class TorchHooks:
                     else:
                         faults.call("step-hooks", rec.on_forward_end, t, training)
 
-        self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
-        setattr(cls, "__call__", __call__)  # noqa: B010
+        return __call__
 
     def _watch_cuda(self) -> None:
         """Start timing device work once the process has initialised CUDA itself."""

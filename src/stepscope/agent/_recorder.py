@@ -8,9 +8,9 @@ of the model outside training returns (docs/format.md).
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ._cuda import DeviceTimer, Mark
@@ -29,42 +29,45 @@ StepRow = tuple[
 ]
 
 
-@dataclass
 class StepRecorder:
-    """State machine fed by the torch hooks (or by the explicit API)."""
+    """State machine fed by the torch hooks (or by the explicit API).
 
-    rows: deque[StepRow]
-    boundary: float | None = None
-    data: float = 0.0
-    forward: float = 0.0
-    backward: float = 0.0
-    optimizer: float = 0.0
-    collective: float = 0.0  # time in torch.distributed collectives (agent/_collectives.py)
-    collective_outside: float = 0.0  # the part outside the four parts: not "other"
-    train_steps: int = 0
-    eval_steps: int = 0
-    profiled: bool = False
-    # Called after a step, in order, when one of them asked for it (see Listener):
-    # the window scheduler opens and closes windows there, the tensor capture hands
-    # over its batch. Each listener guards itself. Most steps call none: a call is
-    # paid on every step of the training (docs/design.md).
-    listeners: list[Listener] = field(default_factory=list)
-    # Set from any thread to call every listener at the next boundary.
-    poke: bool = False
-    _due: tuple[int, int] = EVERY_STEP
-    # Set only while a data-loader profiling window is open: gets every batch's times.
-    on_batch: Callable[[float, float], None] | None = None
-    # Run once at the next data fetch or forward: starting or stopping the PyTorch
-    # profiler inside ``optimizer.step()`` (a profiler scope) corrupts memory.
-    deferred: Callable[[], None] | None = None
-    # The fetch timer of DataLoader workers (a WorkerFetchTimer), once hooks are in.
-    worker_fetch: Any = None
-    # Set once CUDA is in use: CUDA events time the device side of each part.
-    device: DeviceTimer | None = None
-    _opt_depth: int = 0
-    _opt_start: float = 0.0
-    _fwd_start: float = 0.0
-    _in_forward: bool = False
+    Its per-step fields are set in ``__init__`` only, never as class attributes:
+    :class:`NativeStepRecorder` keeps them in C, behind descriptors that a class
+    attribute here would hide.
+    """
+
+    def __init__(self, rows: deque[StepRow], device: DeviceTimer | None = None) -> None:
+        self.rows = rows
+        self.boundary: float | None = None
+        self.data = self.forward = self.backward = self.optimizer = 0.0
+        self.collective = 0.0  # time in torch.distributed collectives (agent/_collectives.py)
+        self.collective_outside = 0.0  # the part outside the four parts: not "other"
+        self.train_steps = self.eval_steps = 0
+        self.profiled = False
+        # Called after a step, in order, when one of them asked for it (see Listener):
+        # the window scheduler opens and closes windows there, the tensor capture hands
+        # over its batch. Each listener guards itself. Most steps call none: a call is
+        # paid on every step of the training (docs/design.md).
+        self.listeners: list[Listener] = []
+        # Set from any thread to call every listener at the next boundary.
+        self.poke = False
+        self._due_train, self._due_eval = EVERY_STEP
+        # Set only while a data-loader profiling window is open: gets every batch's times.
+        self.on_batch: Callable[[float, float], None] | None = None
+        # Run once at the next data fetch or forward: starting or stopping the PyTorch
+        # profiler inside ``optimizer.step()`` (a profiler scope) corrupts memory.
+        self.deferred: Callable[[], None] | None = None
+        # The fetch timer of DataLoader workers (a WorkerFetchTimer), once hooks are in.
+        self.worker_fetch: Any = None
+        # Set once CUDA is in use: CUDA events time the device side of each part.
+        self.device = device
+        self._opt_depth = 0
+        self._root_depth = 0  # nested forwards of root modules (agent/_hooks.py)
+        self._opt_start = self._fwd_start = 0.0
+        self._in_forward = False
+        # The hooks' own work is due after the next optimizer step (root discovery).
+        self._hooks_pending = False
 
     # The callbacks below run several times per step on the training thread: they
     # are kept flat (no helper calls) because every call is paid on every step. The
@@ -167,7 +170,7 @@ class StepRecorder:
         self.boundary = t
         self.data = self.forward = self.backward = self.optimizer = 0.0
         self.collective = self.collective_outside = 0.0
-        if self.poke or step + 1 >= self._due[0 if phase == "train" else 1]:
+        if self.poke or step + 1 >= (self._due_train if phase == "train" else self._due_eval):
             self._call_listeners(phase, step, t)
 
     def _call_listeners(self, phase: str, step: int, t: float) -> None:
@@ -177,7 +180,7 @@ class StepRecorder:
         for listener in self.listeners:
             wake = listener(phase, step, t) or EVERY_STEP
             train, evals = min(train, wake[0]), min(evals, wake[1])
-        self._due = (train, evals)
+        self._due_train, self._due_eval = train, evals
 
     def listen(self, listener: Listener) -> None:
         """Add ``listener``; it is called at the next boundary."""
@@ -187,3 +190,30 @@ class StepRecorder:
     def unlisten(self, listener: Listener) -> None:
         if listener in self.listeners:
             self.listeners.remove(listener)
+
+
+@functools.cache
+def _native_class() -> type[StepRecorder] | None:
+    try:
+        from ._native import RecorderState
+    except ImportError:  # no compiler at install time: the pure-Python hooks run
+        return None
+    # The C ``_emit`` replaces the Python one; every other method is StepRecorder's.
+    return type("NativeStepRecorder", (StepRecorder, RecorderState), {"_emit": RecorderState._emit})
+
+
+def new_recorder(rows: deque[StepRow], native: bool = True) -> StepRecorder:
+    """A recorder whose per-step fields live in C (agent/_native.c) when ``native``
+    and built, else in Python; the hooks take the C fast path for the former."""
+    cls = _native_class() if native else None
+    return (cls or StepRecorder)(rows)
+
+
+def native_module(rec: StepRecorder) -> Any:
+    """``stepscope.agent._native`` if ``rec`` keeps its fields in C, else None."""
+    cls = _native_class()
+    if cls is None or not isinstance(rec, cls):
+        return None
+    from . import _native
+
+    return _native

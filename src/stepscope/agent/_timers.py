@@ -5,17 +5,20 @@ allows (docs/design.md): ``torch.autograd.backward`` is wrapped with torch's own
 signature and its arguments passed on by position (``**kwargs`` would build a
 dict per call: ~5,000 instructions a step, counted by
 benchmarks/step_instructions.py), and each wrapper makes one recorder call.
+Where the C fast path is built (agent/_native.c), a C wrapper times the common
+case and calls these for the rest.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
 from ._faults import FaultBoundary
-from ._recorder import StepRecorder
+from ._recorder import StepRecorder, native_module
 
 # torch.autograd.backward's parameters and defaults since torch 2.0
 BACKWARD_SIGNATURE = (
@@ -46,8 +49,25 @@ class StepTimers:
         # loss, for tensor capture); set by the agent's TensorCapture.
         self.on_backward_root: Callable[[Any], None] | None = None
 
+    def _native(self, kind: str, original: Any, wrapper: Any) -> Any:
+        """The C version of ``wrapper`` (agent/_native.c), if the recorder is native.
+
+        It times the common case itself and calls ``wrapper`` for the rest.
+        """
+        native = native_module(self.rec)
+        if native is None:
+            return wrapper
+        record = functools.partial(self.faults.record, "step-hooks")
+        extra = self if kind == "BACKWARD" else None  # it reads on_backward_root
+        return native.Hook(
+            getattr(native, kind), self.rec, original, wrapper, None, extra, None, record
+        )
+
     def wrap_backward(self, original: Any) -> Any:
         """``torch.autograd.backward``, timed."""
+        return self._native("BACKWARD", original, self._wrap_backward_py(original))
+
+    def _wrap_backward_py(self, original: Any) -> Any:
         if signature(original) != BACKWARD_SIGNATURE:  # another torch: pass all through
             return self._wrap_backward_any(original)
         rec, faults, starts = self.rec, self.faults, self._backward_starts
@@ -98,6 +118,9 @@ class StepTimers:
 
     def wrap_next(self, original: Any) -> Any:
         """``_BaseDataLoaderIter.__next__``, timed: the wait for a batch."""
+        return self._native("NEXT", original, self._wrap_next_py(original))
+
+    def _wrap_next_py(self, original: Any) -> Any:
         rec, faults = self.rec, self.faults
 
         def __next__(it: Any) -> Any:

@@ -4,7 +4,8 @@ The launcher puts ``stepscope/_bootstrap`` first on ``PYTHONPATH``; its
 ``sitecustomize`` calls :func:`start_from_env`. This is the only place where the
 agent reads the environment: ``STEPSCOPE_AGENT`` holds the resolved settings
 as JSON (its ``clock`` holds the node's clock offset, docs/distributed.md);
-torch's ``RANK``/``LOCAL_RANK`` say which rank this is.
+torch's ``RANK``/``LOCAL_RANK`` say which rank this is; ``STEPSCOPE_NATIVE_HOOKS=0``
+turns the hooks' C fast path off.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
         config=spec.get("config", {}),
         clock_offset_s=float(clock.get("offset_s") or 0.0),
         clock_skew_s=float(clock.get("skew_s") or 0.0),
+        # The escape hatch if the C hooks ever misbehave (docs/design.md).
+        native_hooks=env.get("STEPSCOPE_NATIVE_HOOKS", "1") != "0",
     )
 
 

@@ -1,0 +1,18 @@
+"""Builds the optional C fast path of the agent's hooks (src/stepscope/agent/_native.c).
+
+Everything else is in pyproject.toml. ``optional=True``: without a C compiler the
+install still succeeds and the agent runs its pure-Python hooks (docs/design.md).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "stepscope.agent._native",
+            ["src/stepscope/agent/_native.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        )
+    ]
+)

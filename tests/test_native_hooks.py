@@ -1,0 +1,164 @@
+"""The hooks' C fast path (agent/_native.c): built here, same rows, faults contained."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from collections import deque
+from typing import Any
+
+import pytest
+
+from stepscope.agent import _recorder
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent.bootstrap import settings_from_env
+from stepscope.store import open_store
+
+
+def _native() -> Any:
+    module = pytest.importorskip("stepscope.agent._native")
+    return module
+
+
+def test_the_c_fast_path_is_built_where_a_compiler_is() -> None:
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the install falls back to the Python hooks")
+    assert _recorder._native_class() is not None
+    rec = _recorder.new_recorder(deque())
+    assert _recorder.native_module(rec) is not None
+    assert _recorder.native_module(_recorder.new_recorder(deque(), native=False)) is None
+
+
+def _drive(rec: _recorder.StepRecorder) -> list[tuple[Any, ...]]:
+    """One data wait, forward, backward and optimizer step through the recorder's methods."""
+    rec.on_data(1.0, 1.25)
+    rec.on_forward_start(1.5)
+    rec.on_forward_end(2.0, True)
+    rec.on_backward(2.0, 2.75)
+    rec.on_optimizer_start(3.0)
+    rec.on_optimizer_end(4.0)
+    rec.on_forward_start(4.5)
+    rec.on_forward_end(5.0, False)  # an evaluation step
+    return list(rec.rows)
+
+
+def test_native_recorder_state_behaves_as_the_python_one() -> None:
+    native, python = _recorder.new_recorder(deque()), _recorder.StepRecorder(deque())
+    rows = _drive(native)
+    assert rows == _drive(python)
+    assert rows[0] == ("train", 0, 1.0, 4.0, 0.25, 0.5, 0.75, 1.0, 0.0, 0.0, False, None)
+    for rec in (native, python):
+        assert (rec.train_steps, rec.eval_steps, rec.boundary) == (1, 1, 5.0)
+        rec.boundary = None
+        assert rec.boundary is None
+    with pytest.raises(TypeError):
+        native.profiled = 1  # a bool field takes bools only, as the Python code sets it
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_listeners_are_called_when_due_from_either_emit(native: bool) -> None:
+    rec = _recorder.new_recorder(deque(), native)
+    calls: list[int] = []
+
+    def listener(phase: str, step: int, t: float) -> tuple[int, int]:
+        calls.append(step)
+        return (3, _recorder.NEVER[1]) if step < 2 else _recorder.NEVER
+
+    rec.listen(listener)
+    for i in range(6):
+        rec.on_optimizer_start(float(i))
+        rec.on_optimizer_end(i + 0.5)
+        if i == 4:
+            rec.poke = True  # e.g. a live profiling request, from another thread
+    assert calls == [0, 2, 5]  # poked at listen(), due from step 2, poked at step 5
+
+
+def _hooks(rec: Any, faults: FaultBoundary) -> tuple[Any, Any]:
+    native = _native()
+    record = functools.partial(faults.record, "step-hooks")
+    start = functools.partial(faults.call, "step-hooks", rec.on_optimizer_start)
+    end = functools.partial(faults.call, "step-hooks", rec.on_optimizer_end)
+    after: list[int] = []
+    pre = native.Hook(native.OPT_PRE, rec, None, start, None, None, None, record)
+    post = native.Hook(native.OPT_POST, rec, None, end, lambda: after.append(1), None, None, record)
+    return pre, post
+
+
+class _BrokenRows:
+    def append(self, row: object) -> None:
+        raise OSError("rows unwritable")
+
+
+def test_a_failure_inside_the_c_path_is_a_recorded_fault_not_an_exception() -> None:
+    store = open_store("memory://native-fault")
+    faults = FaultBoundary(store, {"rank": 0})
+    rec = _recorder.new_recorder(_BrokenRows())  # type: ignore[arg-type]
+    rec.boundary = 0.0
+    pre, post = _hooks(rec, faults)
+    for _ in range(3):
+        assert pre(object(), (), {}) is None
+        assert post(object(), (), {}) is None  # the row could not be stored: no raise
+    assert rec.train_steps == 3 and rec._opt_depth == 0  # the steps still count
+    fault = faults.faults["step-hooks"]
+    assert fault.count == 3 and "OSError: rows unwritable" in fault.error
+    assert store.exists("faults/step-hooks-node-0.json")  # recorded in the job
+
+
+def test_a_wrapped_method_binds_and_passes_exceptions_through() -> None:
+    native = _native()
+    rec = _recorder.new_recorder(deque())
+    rec.boundary = 0.0
+    slow_calls: list[object] = []
+
+    class It:
+        def __init__(self) -> None:
+            self.left = 2
+
+        def __next__(self) -> int:
+            if not self.left:
+                raise StopIteration
+            self.left -= 1
+            return self.left
+
+        def __iter__(self) -> It:
+            return self
+
+    original = It.__next__
+
+    def slow(it: It) -> int:
+        slow_calls.append(it)
+        return original(it)
+
+    It.__next__ = native.Hook(native.NEXT, rec, original, slow)  # type: ignore[method-assign]
+    it = It()
+    assert it.__next__() == 1  # bound like a function
+    assert list(it) == [0]  # iteration, then StopIteration from inside the C call
+    assert rec.data > 0.0 and not slow_calls  # the fast path timed all three calls
+    assert It.__next__.__name__ == "__next__"  # the wrapped function's attributes
+    rec.on_batch = lambda t0, t1: None  # a data-loader window: the Python wrapper runs
+    with pytest.raises(StopIteration):
+        next(_exhausted(It))
+    assert slow_calls
+
+
+def _exhausted(cls: type) -> Any:
+    it = cls()
+    it.left = 0
+    return it
+
+
+def test_hook_arguments_are_checked() -> None:
+    native = _native()
+    rec = _recorder.new_recorder(deque())
+    with pytest.raises(ValueError, match="do not fit its kind"):
+        native.Hook(native.CALL, rec, print, print, print, ["not a tuple"], print)
+    with pytest.raises(TypeError):
+        native.Hook(native.NEXT, object(), print, print)  # not a recorder state
+
+
+def test_the_env_switch_turns_the_c_path_off() -> None:
+    env = {"STEPSCOPE_AGENT": '{"job_url": "memory://x", "node": "n"}'}
+    settings = settings_from_env(env)
+    assert settings is not None and settings.native_hooks
+    settings = settings_from_env({**env, "STEPSCOPE_NATIVE_HOOKS": "0"})
+    assert settings is not None and not settings.native_hooks
