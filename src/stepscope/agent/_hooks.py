@@ -12,19 +12,22 @@
 * ``backward()``: ``torch.autograd.backward``, which ``Tensor.backward`` calls;
   data wait: ``_BaseDataLoaderIter.__next__`` (both wrapped by ``_timers.py``).
 
-Every callback runs behind the fault boundary: a bug here never reaches training.
+On a native recorder (agent/_recorder.py) each hook is a C ``Hook``
+(agent/_native.c) that times the common case and calls the Python code here for
+the rest. Every callback runs behind the fault boundary: a bug here never
+reaches training.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
 from ._cuda import DeviceTimer
 from ._faults import FaultBoundary
-from ._recorder import StepRecorder, native_module
+from ._native_hooks import call_hook, optimizer_hooks
+from ._recorder import StepRecorder
 from ._timers import StepTimers
 from .profilers._workers import WorkerFetchTimer
 
@@ -100,16 +103,8 @@ class TorchHooks:
     # -- optimizer ----------------------------------------------------------------
     def _optimizer_hooks(self) -> tuple[Any, Any]:
         """The pre and post hooks: C ones (agent/_native.c) on a native recorder."""
-        native = native_module(self.rec)
-        if native is None:
-            return self._opt_pre, self._opt_post
-        rec, faults = self.rec, self.faults
-        record = functools.partial(faults.record, "step-hooks")
-        start = functools.partial(faults.call, "step-hooks", rec.on_optimizer_start)
-        end = functools.partial(faults.call, "step-hooks", rec.on_optimizer_end)
-        pre = native.Hook(native.OPT_PRE, rec, None, start, None, None, None, record)
-        post = native.Hook(native.OPT_POST, rec, None, end, self._after_step, None, None, record)
-        return pre, post
+        native = optimizer_hooks(self.rec, self.faults, self._after_step)
+        return native or (self._opt_pre, self._opt_post)
 
     def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
         t, rec = perf_counter(), self.rec
@@ -200,17 +195,8 @@ class TorchHooks:
         setattr(cls, "__call__", self._native_call(inherited) or self._python_call(inherited))  # noqa: B010
 
     def _native_call(self, inherited: Any) -> Any:
-        native = native_module(self.rec)
-        if native is None:
-            return None
-        rec, faults = self.rec, self.faults
-        start = functools.partial(faults.call, "step-hooks", rec.on_forward_start)
-        end = functools.partial(faults.call, "step-hooks", rec.on_forward_end)
-        record = functools.partial(faults.record, "step-hooks")
         roots = tuple(self._roots.values())
-        return native.Hook(
-            native.CALL, rec, inherited, start, end, roots, self._grad_enabled, record
-        )
+        return call_hook(self.rec, self.faults, inherited, roots, self._grad_enabled)
 
     def _python_call(self, inherited: Any) -> Any:
         roots, rec, faults, grad_enabled = self._roots, self.rec, self.faults, self._grad_enabled

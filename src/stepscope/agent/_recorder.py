@@ -73,7 +73,8 @@ class StepRecorder:
     # are kept flat (no helper calls) because every call is paid on every step. The
     # hooks (_hooks.py, _timers.py) inline their common case (no device timer, no
     # data-loader window or deferred call, first boundary passed) and call them for
-    # the rest: a change here goes there too (tests/test_hooks.py checks both agree).
+    # the rest, and so does agent/_native.c: a change here goes to both (tests/test_hooks.py
+    # checks all three agree).
     def on_data(self, t0: float, t1: float) -> None:
         if self.boundary is None:
             self.boundary = t0

@@ -11,14 +11,14 @@ case and calls these for the rest.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
 from ._faults import FaultBoundary
-from ._recorder import StepRecorder, native_module
+from ._native_hooks import timer_hook
+from ._recorder import StepRecorder
 
 # torch.autograd.backward's parameters and defaults since torch 2.0
 BACKWARD_SIGNATURE = (
@@ -50,18 +50,9 @@ class StepTimers:
         self.on_backward_root: Callable[[Any], None] | None = None
 
     def _native(self, kind: str, original: Any, wrapper: Any) -> Any:
-        """The C version of ``wrapper`` (agent/_native.c), if the recorder is native.
-
-        It times the common case itself and calls ``wrapper`` for the rest.
-        """
-        native = native_module(self.rec)
-        if native is None:
-            return wrapper
-        record = functools.partial(self.faults.record, "step-hooks")
+        """The C version of ``wrapper`` (agent/_native.c) on a native recorder."""
         extra = self if kind == "BACKWARD" else None  # it reads on_backward_root
-        return native.Hook(
-            getattr(native, kind), self.rec, original, wrapper, None, extra, None, record
-        )
+        return timer_hook(self.rec, self.faults, kind, original, wrapper, extra)
 
     def wrap_backward(self, original: Any) -> Any:
         """``torch.autograd.backward``, timed."""
