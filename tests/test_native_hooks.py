@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import stepscope
 from stepscope.agent import _recorder
 from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._hooks import TorchHooks
 from stepscope.agent.bootstrap import settings_from_env
 from stepscope.store import open_store
 
@@ -52,7 +56,7 @@ def test_native_recorder_state_behaves_as_the_python_one() -> None:
         rec.boundary = None
         assert rec.boundary is None
     with pytest.raises(TypeError):
-        native.profiled = 1  # a bool field takes bools only, as the Python code sets it
+        native.profiled = 1  # type: ignore[assignment]  # bools only, as Python sets it
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -162,3 +166,83 @@ def test_the_env_switch_turns_the_c_path_off() -> None:
     assert settings is not None and settings.native_hooks
     settings = settings_from_env({**env, "STEPSCOPE_NATIVE_HOOKS": "0"})
     assert settings is not None and not settings.native_hooks
+
+
+@pytest.mark.parametrize("switch", ["0", "1"])
+def test_the_env_switch_holds_for_init_too(
+    switch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _native()
+    monkeypatch.setenv("STEPSCOPE_NATIVE_HOOKS", switch)
+    with stepscope.init(output=str(tmp_path), job="switch") as session:
+        native = _recorder.native_module(session.agent.recorder)
+    assert (native is not None) == (switch == "1")
+
+
+def test_a_hook_is_initialised_once_and_shows_the_wrapped_callables_names() -> None:
+    native = _native()
+    rec = _recorder.new_recorder(deque())
+
+    def original(it: Any) -> int:
+        """The wrapped function's docstring."""
+        return 1
+
+    hook = native.Hook(native.NEXT, rec, original, original)
+    with pytest.raises(TypeError, match="initialised once"):
+        hook.__init__(native.NEXT, rec, print, print)  # a call in flight may hold the old fields
+    assert hook.__wrapped__ is original
+    assert (hook.__name__, hook.__module__, hook.__doc__) == (
+        "original",
+        __name__,
+        "The wrapped function's docstring.",
+    )
+
+
+class _FlakyRows(list[Any]):
+    """Rows whose first append fails (a listener's or the store's failure, say)."""
+
+    failed = False
+
+    def append(self, row: Any) -> None:
+        if not self.failed:
+            self.failed = True
+            raise OSError("row lost")
+        super().append(row)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_step_whose_row_is_lost_still_counts_in_either_recorder(native: bool) -> None:
+    rows = _FlakyRows()
+    rec = _recorder.new_recorder(rows, native)  # type: ignore[arg-type]
+    for i in range(3):
+        rec.on_optimizer_start(float(i))
+        with contextlib.suppress(OSError):
+            rec.on_optimizer_end(i + 0.5)
+    assert rec.train_steps == 3
+    assert [row[1] for row in rows] == [1, 2]  # numbered by optimizer step, none reused
+
+
+class _ModeUnreadable:
+    @property
+    def training(self) -> bool:
+        raise RuntimeError("mode unreadable")
+
+    def __call__(self, x: int) -> int:
+        return x + 1
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_root_whose_mode_cannot_be_read_gets_a_fault_not_a_row(native: bool) -> None:
+    if native:
+        _native()
+    faults = FaultBoundary(open_store("memory://mode-unreadable"), {"rank": 0})
+    rec = _recorder.new_recorder(deque(), native)
+    rec.boundary = 0.0
+    hooks = TorchHooks(rec, faults)
+    module = _ModeUnreadable()
+    hooks._roots = {id(module): module}
+    inherited = _ModeUnreadable.__call__
+    call = hooks._native_call(inherited) if native else hooks._python_call(inherited)
+    assert call(module, 1) == 2  # the forward's result, untouched
+    assert not rec.rows and rec.eval_steps == 0 and not rec._in_forward
+    assert "mode unreadable" in faults.faults["step-hooks"].error

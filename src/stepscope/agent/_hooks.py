@@ -119,8 +119,10 @@ class TorchHooks:
             if rec._opt_depth == 1 and rec.device is None:  # on_optimizer_end, inlined
                 rec._opt_depth = 0
                 rec.optimizer += t - rec._opt_start
-                rec._emit("train", rec.train_steps, t)
-                rec.train_steps += 1
+                try:
+                    rec._emit("train", rec.train_steps, t)
+                finally:  # the step counts even if its row could not be stored
+                    rec.train_steps += 1
             else:
                 rec.on_optimizer_end(t)
         except Exception as exc:
@@ -218,12 +220,17 @@ class TorchHooks:
                 rec._root_depth -= 1
                 if not rec._root_depth:
                     t = perf_counter()
-                    training = module.training and grad_enabled()
-                    if training and rec.device is None:  # on_forward_end, inlined
-                        rec.forward += t - rec._fwd_start
+                    try:
+                        training = module.training and grad_enabled()
+                    except Exception as exc:  # ours, not the forward's: no row
                         rec._in_forward = False
+                        faults.record("step-hooks", exc)
                     else:
-                        faults.call("step-hooks", rec.on_forward_end, t, training)
+                        if training and rec.device is None:  # on_forward_end, inlined
+                            rec.forward += t - rec._fwd_start
+                            rec._in_forward = False
+                        else:
+                            faults.call("step-hooks", rec.on_forward_end, t, training)
 
         return __call__
 

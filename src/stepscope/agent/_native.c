@@ -31,7 +31,7 @@ now(void)
 #endif
 }
 
-static PyObject *str_train, *str_take, *str_append, *str_call_listeners,
+static PyObject *str_train, *str_take, *str_append, *str_doc, *str_module,
     *str_training, *str_on_backward_root;
 
 /* ---------------------------------------------------------------- state */
@@ -277,9 +277,14 @@ record_fault(Hook *h)
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL) { /* as `except ... as exc` sees it: with its frames */
+        PyException_SetTraceback(value, tb);
+    }
     PyObject *r = IS_NONE(h->record) ? NULL : PyObject_CallOneArg(h->record, value);
     Py_XDECREF(r);
-    PyErr_Clear(); /* the boundary itself failed: nothing left to tell */
+    if (r == NULL && PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear(); /* the boundary itself failed: nothing left to tell */
+    }
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
@@ -376,12 +381,13 @@ forward_end(Hook *h, PyObject *module)
     State *s = h->rec;
     double t = now();
     int training = is_training(h, module);
-    if (training < 0) {
+    if (training < 0) { /* ours, not the forward's: a fault, and no row */
         record_fault(h);
         if (PyErr_Occurred()) {
             return -1;
         }
-        training = 0;
+        s->in_forward = 0;
+        return 0;
     }
     if (training && IS_NONE(s->device)) {
         s->forward += t - s->fwd_start;
@@ -487,6 +493,10 @@ Hook_init(Hook *h, PyObject *args, PyObject *kwds)
 {
     static char *names[] = {"kind", "rec", "original", "slow", "slow2", "extra",
                             "grad_enabled", "record", NULL};
+    if (h->vectorcall != NULL) { /* a call in flight may hold the old fields */
+        PyErr_SetString(PyExc_TypeError, "Hook is initialised once");
+        return -1;
+    }
     int kind;
     PyObject *rec, *original = Py_None, *slow = Py_None, *slow2 = Py_None,
                    *extra = Py_None, *grad = Py_None, *record = Py_None;
@@ -548,6 +558,11 @@ Hook_get(PyObject *self, PyObject *obj, PyObject *type)
 static PyObject *
 Hook_getattro(Hook *h, PyObject *name)
 {
+    /* The type's own __doc__ and __module__ would hide the wrapped callable's. */
+    if (!IS_NONE(h->original) && (PyUnicode_Compare(name, str_doc) == 0 ||
+                                  PyUnicode_Compare(name, str_module) == 0)) {
+        return PyObject_GetAttr(h->original, name);
+    }
     PyObject *r = PyObject_GenericGetAttr((PyObject *)h, name);
     if (r == NULL && !IS_NONE(h->original) && PyErr_ExceptionMatches(PyExc_AttributeError)) {
         PyErr_Clear();
@@ -655,7 +670,7 @@ PyInit__native(void)
 {
     PyTypeObject *hook_type;
     if (intern(&str_train, "train") || intern(&str_take, "take") ||
-        intern(&str_append, "append") || intern(&str_call_listeners, "_call_listeners") ||
+        intern(&str_append, "append") || intern(&str_doc, "__doc__") || intern(&str_module, "__module__") ||
         intern(&str_training, "training") || intern(&str_on_backward_root, "on_backward_root")) {
         return NULL;
     }

@@ -105,8 +105,10 @@ class StepRecorder:
         if self.device is not None:
             self.device.end("forward")
         if not training:
-            self._emit("eval", self.eval_steps, t)
-            self.eval_steps += 1
+            try:  # the step counts even if its row could not be stored
+                self._emit("eval", self.eval_steps, t)
+            finally:
+                self.eval_steps += 1
 
     def on_backward_start(self) -> None:
         if self.device is not None:
@@ -135,8 +137,10 @@ class StepRecorder:
             self.optimizer += t - self._opt_start
             if self.device is not None:
                 self.device.end("optimizer")
-            self._emit("train", self.train_steps, t)
-            self.train_steps += 1
+            try:  # the step counts even if its row could not be stored
+                self._emit("train", self.train_steps, t)
+            finally:
+                self.train_steps += 1
 
     def on_collective(self, t0: float, t1: float, in_backward: bool) -> None:
         """Time spent in a collective; before the first step, it belongs to no step."""
@@ -148,8 +152,10 @@ class StepRecorder:
 
     def end_train_step(self, t: float) -> None:
         """Close the current training step at ``t`` (also the explicit ``stepscope.step()``)."""
-        self._emit("train", self.train_steps, t)
-        self.train_steps += 1
+        try:  # the step counts even if its row could not be stored
+            self._emit("train", self.train_steps, t)
+        finally:
+            self.train_steps += 1
 
     def _emit(self, phase: str, step: int, t: float) -> None:
         start = self.boundary if self.boundary is not None else t

@@ -70,7 +70,11 @@ def init(output: str = "./stepscope-runs", job: str | None = None, config: Any =
         "config": config.to_dict() if config is not None else {},
     }
     open_store(url).write_json("job.json", meta)
-    agent = Agent(AgentSettings(job_url=url, standalone=True, config=meta["config"]))
+    native = bootstrap.native_hooks_from_env(os.environ)
+    settings = AgentSettings(
+        job_url=url, standalone=True, config=meta["config"], native_hooks=native
+    )
+    agent = Agent(settings)
     bootstrap.set_current(agent.start())
     return _Session(agent, owns_job=True)
 

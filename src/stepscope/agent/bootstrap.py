@@ -39,6 +39,11 @@ def is_torch_launcher(argv: list[str], orig_argv: list[str]) -> bool:
     )
 
 
+def native_hooks_from_env(env: Mapping[str, str]) -> bool:
+    """``STEPSCOPE_NATIVE_HOOKS=0``: the escape hatch if the C hooks ever misbehave."""
+    return env.get("STEPSCOPE_NATIVE_HOOKS", "1") != "0"
+
+
 def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
     raw = env.get(ENV_VAR)
     if not raw or is_torch_launcher(sys.argv, getattr(sys, "orig_argv", [])):
@@ -54,8 +59,7 @@ def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
         config=spec.get("config", {}),
         clock_offset_s=float(clock.get("offset_s") or 0.0),
         clock_skew_s=float(clock.get("skew_s") or 0.0),
-        # The escape hatch if the C hooks ever misbehave (docs/design.md).
-        native_hooks=env.get("STEPSCOPE_NATIVE_HOOKS", "1") != "0",
+        native_hooks=native_hooks_from_env(env),
     )
 
 
