@@ -42,6 +42,47 @@ def agent_threads_cpu(me: psutil.Process) -> float:
     return sum(t.user_time + t.system_time for t in me.threads() if t.id != me.pid)
 
 
+def hold_writers(agent: bootstrap.Agent) -> threading.Event:
+    """Make the agent's writers flush only while the returned event is set (it is now)."""
+    watched = threading.Event()
+    watched.set()
+    writers: list[Any] = [agent.writer]
+    if agent.tensors is not None:
+        writers.append(agent.tensors.writer)
+    for writer in writers:
+        writer.flush = _held(writer.flush, watched)
+    return watched
+
+
+def _held(flush: Callable[..., None], watched: threading.Event) -> Callable[..., None]:
+    def held(*args: Any, **kwargs: Any) -> None:
+        watched.wait()  # a flush that falls due in a bare block waits for W
+        flush(*args, **kwargs)
+
+    return held
+
+
+def hooks_off(agent: bootstrap.Agent) -> None:
+    agent.collectives.remove()  # before the hooks: it wraps their wrapper
+    agent.hooks.remove()
+
+
+def hooks_on(agent: bootstrap.Agent) -> None:
+    agent.hooks.install()
+    agent.collectives.install()
+
+
+def ratios(times: list[tuple[str, float]]) -> list[float]:
+    """Each watched block over the mean of the nearest bare block on either side."""
+    out = []
+    for i, (side, t) in enumerate(times):
+        if side == "w":
+            bares = [x for s, x in times[:i] if s == "b"][-1:]
+            bares += [x for s, x in times[i + 1 :] if s == "b"][:1]
+            out.append(t / statistics.mean(bares))
+    return out
+
+
 class Switch:
     """Turns the watched side on and off: the agent's torch hooks and the helpers."""
 
@@ -49,24 +90,10 @@ class Switch:
         self.agent = agent
         me = os.getpid()
         self.helpers = [p for p in psutil.Process(os.getppid()).children() if p.pid != me]
-        self.watched = threading.Event()
-        self.watched.set()
-        writers: list[Any] = [agent.writer]
-        if agent.tensors is not None:
-            writers.append(agent.tensors.writer)
-        for writer in writers:
-            writer.flush = self._held(writer.flush)
-
-    def _held(self, flush: Callable[..., None]) -> Callable[..., None]:
-        def held(*args: Any, **kwargs: Any) -> None:
-            self.watched.wait()  # a flush that falls due in a bare block waits for W
-            flush(*args, **kwargs)
-
-        return held
+        self.watched = hold_writers(agent)
 
     def off(self) -> None:
-        self.agent.collectives.remove()  # before the hooks: it wraps their wrapper
-        self.agent.hooks.remove()
+        hooks_off(self.agent)
         for p in self.helpers:
             p.suspend()
         self.watched.clear()
@@ -75,8 +102,7 @@ class Switch:
         self.watched.set()
         for p in self.helpers:
             p.resume()
-        self.agent.hooks.install()
-        self.agent.collectives.install()
+        hooks_on(self.agent)
 
 
 def main() -> None:
@@ -106,17 +132,11 @@ def main() -> None:
                 idle_cpu += agent_threads_cpu(me) - cpu0
                 if not a.same:
                     switch.on()
-    ratios = []
-    for i, (side, t) in enumerate(times):
-        if side == "w":
-            bares = [x for s, x in times[:i] if s == "b"][-1:]
-            bares += [x for s, x in times[i + 1 :] if s == "b"][:1]
-            ratios.append(t / statistics.mean(bares))
     bare_s = sum(t for s, t in times if s == "b")
     print(
         json.dumps(
             {
-                "ratios": ratios,
+                "ratios": ratios(times),
                 "bare_s": bare_s,
                 "watched_s": sum(t for s, t in times if s == "w"),
                 "step_ms": bare_s / (a.blocks * a.steps) * 1e3,

@@ -23,15 +23,14 @@ import argparse
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _mlp_loop import Loop
+from _switched import hold_writers, hooks_off, hooks_on, ratios
 
 import stepscope
 from stepscope.agent import bootstrap
@@ -42,31 +41,18 @@ class Switch:
 
     def __init__(self, agent: Any, part: str) -> None:
         self.agent, self.part = agent, part
-        self.watched = threading.Event()
-        self.watched.set()
-        writers = [agent.writer] + ([agent.tensors.writer] if agent.tensors is not None else [])
-        for writer in writers:
-            writer.flush = self._held(writer.flush)
-
-    def _held(self, flush: Callable[..., None]) -> Callable[..., None]:
-        def held(*args: Any, **kwargs: Any) -> None:
-            self.watched.wait()  # a flush due in a bare block waits for the next W
-            flush(*args, **kwargs)
-
-        return held
+        self.watched = hold_writers(agent)
 
     def off(self) -> None:
         if self.part == "hooks":
-            self.agent.collectives.remove()  # before the hooks: it wraps their wrapper
-            self.agent.hooks.remove()
+            hooks_off(self.agent)
         elif self.part == "writers":
             self.watched.clear()
 
     def on(self) -> None:
         self.watched.set()
         if self.part == "hooks":
-            self.agent.hooks.install()
-            self.agent.collectives.install()
+            hooks_on(self.agent)
 
 
 def blocks(loop: Loop, switch: Switch, n: int, steps: int) -> list[tuple[str, float, float]]:
@@ -84,16 +70,6 @@ def blocks(loop: Loop, switch: Switch, n: int, steps: int) -> list[tuple[str, fl
     return rows
 
 
-def ratios(rows: list[tuple[str, float, float]], k: int) -> list[float]:
-    """Each watched block over the mean of the bare blocks beside it (column ``k``)."""
-    out = []
-    for i, row in enumerate(rows):
-        if row[0] == "w":
-            near = [x[k] for x in rows[max(0, i - 1) : i + 2] if x[0] == "b"]
-            out.append(row[k] / statistics.mean(near))
-    return out
-
-
 def measure(part: str, n: int, steps: int) -> None:
     loop = Loop(threads=1)
     loop.run(200)
@@ -102,7 +78,7 @@ def measure(part: str, n: int, steps: int) -> None:
         rows = blocks(loop, Switch(bootstrap.current(), part), n, steps)
     bare = statistics.mean(x[1] for x in rows if x[0] == "b") / steps
     for k, name in ((1, "wall"), (2, "cpu")):
-        rs = ratios(rows, k)
+        rs = ratios([(row[0], row[k]) for row in rows])
         q = statistics.quantiles(rs, n=4)
         print(
             f"{part:8s} {name}: median {statistics.median(rs):.4f}, "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import shutil
 from collections import deque
 from pathlib import Path
@@ -15,6 +14,7 @@ import stepscope
 from stepscope.agent import _recorder
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._hooks import TorchHooks
+from stepscope.agent._native_hooks import optimizer_hooks
 from stepscope.agent.bootstrap import settings_from_env
 from stepscope.store import open_store
 
@@ -78,14 +78,10 @@ def test_listeners_are_called_when_due_from_either_emit(native: bool) -> None:
 
 
 def _hooks(rec: Any, faults: FaultBoundary) -> tuple[Any, Any]:
-    native = _native()
-    record = functools.partial(faults.record, "step-hooks")
-    start = functools.partial(faults.call, "step-hooks", rec.on_optimizer_start)
-    end = functools.partial(faults.call, "step-hooks", rec.on_optimizer_end)
-    after: list[int] = []
-    pre = native.Hook(native.OPT_PRE, rec, None, start, None, None, None, record)
-    post = native.Hook(native.OPT_POST, rec, None, end, lambda: after.append(1), None, None, record)
-    return pre, post
+    _native()
+    hooks = optimizer_hooks(rec, faults, lambda: None)
+    assert hooks is not None
+    return hooks
 
 
 class _BrokenRows:

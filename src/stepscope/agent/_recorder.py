@@ -137,10 +137,7 @@ class StepRecorder:
             self.optimizer += t - self._opt_start
             if self.device is not None:
                 self.device.end("optimizer")
-            try:  # the step counts even if its row could not be stored
-                self._emit("train", self.train_steps, t)
-            finally:
-                self.train_steps += 1
+            self.end_train_step(t)
 
     def on_collective(self, t0: float, t1: float, in_backward: bool) -> None:
         """Time spent in a collective; before the first step, it belongs to no step."""

@@ -70,11 +70,8 @@ def init(output: str = "./stepscope-runs", job: str | None = None, config: Any =
         "config": config.to_dict() if config is not None else {},
     }
     open_store(url).write_json("job.json", meta)
-    native = bootstrap.native_hooks_from_env(os.environ)
-    settings = AgentSettings(
-        job_url=url, standalone=True, config=meta["config"], native_hooks=native
-    )
-    agent = Agent(settings)
+    native = bootstrap.native_hooks_from_env()  # the agent reads the environment there
+    agent = Agent(AgentSettings(url, standalone=True, config=meta["config"], native_hooks=native))
     bootstrap.set_current(agent.start())
     return _Session(agent, owns_job=True)
 

@@ -39,7 +39,7 @@ def is_torch_launcher(argv: list[str], orig_argv: list[str]) -> bool:
     )
 
 
-def native_hooks_from_env(env: Mapping[str, str]) -> bool:
+def native_hooks_from_env(env: Mapping[str, str] = os.environ) -> bool:
     """``STEPSCOPE_NATIVE_HOOKS=0``: the escape hatch if the C hooks ever misbehave."""
     return env.get("STEPSCOPE_NATIVE_HOOKS", "1") != "0"
 
