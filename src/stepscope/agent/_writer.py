@@ -159,51 +159,68 @@ class AgentWriter:
             hb = {"time": time.time(), "pid": self.ident.pid, "interval_s": self.flush_s}
             self.store.write_json(f"heartbeat/{self.ident.node}.json", hb)
 
-    def _identity_cols(self, n: int) -> dict[str, list[Any]]:
-        i = self.ident
-        return {
-            "rank": [i.rank] * n,
-            "local_rank": [i.local_rank] * n,
-            "node": [i.node] * n,
-            "pid": [i.pid] * n,
-        }
-
-    def _steps_batch(self, rows: list[StepRow]) -> Any:
-        """One Arrow batch of steps, by columns (numpy: this thread holds the GIL)."""
+    def _identity_cols(self, n: int) -> dict[str, Any]:
         import numpy as np
         import pyarrow as pa
 
+        i = self.ident
+        return {
+            "rank": np.full(n, i.rank, np.int32),
+            "local_rank": np.full(n, i.local_rank, np.int32),
+            "node": pa.repeat(pa.scalar(i.node, pa.string()), n),
+            "pid": np.full(n, i.pid, np.int32),
+        }
+
+    def _steps_batch(self, rows: list[StepRow]) -> Any:
+        """One Arrow batch of steps, by columns.
+
+        This thread holds the GIL here, and the training thread waits for it:
+        columns are built with ``np.fromiter`` and Arrow's constant arrays, about
+        half the time of ``np.array`` on tuples and of Python lists
+        (BENCHMARKS.md, "GIL handoffs").
+        """
+        import numpy as np
+        import pyarrow as pa
+
+        n = len(rows)
         phase, step, t0, t1, data, fwd, bwd, opt, coll, outside, prof, marks = zip(
             *rows, strict=True
         )
-        begin, finish = np.array(t0), np.array(t1)
-        parts = {k: np.array(v) for k, v in zip(_PARTS, (data, fwd, bwd, opt), strict=True)}
+
+        def floats(col: tuple[float, ...]) -> Any:
+            return np.fromiter(col, np.float64, count=n)
+
+        begin, finish = floats(t0), floats(t1)
+        parts = {k: floats(v) for k, v in zip(_PARTS, (data, fwd, bwd, opt), strict=True)}
         wall0, perf0 = self.clock.wall0, self.clock.perf0  # Clock.wall, on whole columns
         dur = finish - begin
         # Collectives outside the four parts are not "other" either.
         busy = parts["data_wait"] + parts["forward"] + parts["backward"] + parts["optimizer"]
-        other = np.maximum(dur - (busy + np.array(outside)), 0.0)
+        other = np.maximum(dur - (busy + floats(outside)), 0.0)
         cols: dict[str, Any] = {
-            **self._identity_cols(len(rows)),
-            "phase": list(phase),
-            "step": list(step),
+            **self._identity_cols(n),
+            "phase": pa.array(phase, pa.string()),
+            "step": np.fromiter(step, np.int64, count=n),
             "start": wall0 + (begin - perf0),
             "end": wall0 + (finish - perf0),
             "duration": dur.astype(np.float32),
             **{k: v.astype(np.float32) for k, v in parts.items()},
             "other": other.astype(np.float32),
-            "profiled": list(prof),
+            "profiled": np.fromiter(prof, np.bool_, count=n),
             **self._device_cols(marks),
-            "collective": np.array(coll, dtype=np.float32),
+            "collective": floats(coll).astype(np.float32),
         }
         return pa.RecordBatch.from_pydict(cols, schema=AGENT_STEPS_SCHEMA)
 
     @staticmethod
-    def _device_cols(marks: tuple[Any, ...]) -> dict[str, list[float | None]]:
-        if not any(m for m in marks):  # no CUDA: no device timing
-            return {f"gpu_{p}": [None] * len(marks) for p in ("forward", "backward", "optimizer")}
+    def _device_cols(marks: tuple[Any, ...]) -> dict[str, Any]:
+        import pyarrow as pa
+
+        names = [f"gpu_{p}" for p in ("forward", "backward", "optimizer")]
+        if not any(marks):  # no CUDA: no device timing
+            return {k: pa.nulls(len(marks), pa.float32()) for k in names}
         device = [resolve(m) for m in marks]
-        return {f"gpu_{p}": [d[p] for d in device] for p in ("forward", "backward", "optimizer")}
+        return {k: [d[k[4:]] for d in device] for k in names}
 
     def _events_batch(self, rows: list[EventRow]) -> Any:
         import pyarrow as pa

@@ -19,6 +19,8 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from ._files import write_atomic
+
 TMP_MARKER = ".tmp-"
 # Object stores are written and polled at most this often by each periodic loop
 # (segment flushes, heartbeats, control polls): see docs/storage.md.
@@ -153,11 +155,7 @@ class Store:
         """Write a whole file atomically: readers see the old or the new content."""
         full = self.path(key)
         if self.is_local:
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            tmp = f"{full}{TMP_MARKER}{os.getpid()}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, full)
+            write_atomic(full, f"{full}{TMP_MARKER}{os.getpid()}", data)
         else:
             with self._errors("write", key):
                 self.fs.pipe_file(full, data)
