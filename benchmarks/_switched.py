@@ -42,6 +42,22 @@ def agent_threads_cpu(me: psutil.Process) -> float:
     return sum(t.user_time + t.system_time for t in me.threads() if t.id != me.pid)
 
 
+def thread_state(tid: int) -> tuple[float, int, float]:
+    """(wall s, voluntary switches, wall minus CPU minus run-queue s) of thread ``tid``.
+
+    On Linux (``/proc/self/task``). A training thread that sleeps waits for the
+    GIL (or for I/O, which this loop does not do): a steadier sign of what other
+    threads cost it than its loop time on a shared machine.
+    """
+    with open(f"/proc/self/task/{tid}/status") as f:
+        status = f.read()
+    vol = int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+    with open(f"/proc/self/task/{tid}/schedstat") as f:
+        cpu_ns, queue_ns, _ = map(int, f.read().split())
+    wall = time.perf_counter()
+    return wall, vol, wall - (cpu_ns + queue_ns) / 1e9
+
+
 def hold_writers(agent: bootstrap.Agent) -> threading.Event:
     """Make the agent's writers flush only while the returned event is set (it is now)."""
     watched = threading.Event()
@@ -105,6 +121,12 @@ class Switch:
         hooks_on(self.agent)
 
 
+def _by_side(
+    sleeps: dict[str, list[Any]], times: list[tuple[str, float]]
+) -> list[tuple[str, tuple[list[Any], float]]]:
+    return [(s, (sleeps[s], sum(t for x, t in times if x == s))) for s in ("b", "w")]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--blocks", type=int, default=60, help="blocks of each side")
@@ -122,12 +144,16 @@ def main() -> None:
     switch, me = Switch(agent), psutil.Process()
     times: list[tuple[str, float]] = []
     idle_cpu = 0.0
+    tid, sleeps = threading.get_native_id(), {"b": [0, 0.0], "w": [0, 0.0]}
     for r in range(a.blocks):
         for side in ("b", "w") if r % 2 == 0 else ("w", "b"):  # B W W B B W ...
             if side == "b" and not a.same:
                 switch.off()
-            cpu0 = agent_threads_cpu(me)
+            cpu0, (_, v0, b0) = agent_threads_cpu(me), thread_state(tid)
             times.append((side, loop.run(a.steps)))
+            _, v1, b1 = thread_state(tid)
+            sleeps[side][0] += v1 - v0
+            sleeps[side][1] += b1 - b0
             if side == "b":
                 idle_cpu += agent_threads_cpu(me) - cpu0
                 if not a.same:
@@ -141,6 +167,9 @@ def main() -> None:
                 "watched_s": sum(t for s, t in times if s == "w"),
                 "step_ms": bare_s / (a.blocks * a.steps) * 1e3,
                 "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
+                # the training thread's sleeps (GIL waits) and blocked time per second
+                "sleeps_per_s": {s: n / t for s, ((n, _), t) in _by_side(sleeps, times)},
+                "blocked_ms_per_s": {s: b / t * 1e3 for s, ((_, b), t) in _by_side(sleeps, times)},
             }
         )
     )

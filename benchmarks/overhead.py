@@ -92,6 +92,11 @@ def switched(seconds: float, block_s: float, same: bool, extra: list[str]) -> No
         f"sums {r['watched_s'] / r['bare_s']:.4f}; agent threads in bare blocks "
         f"{r['idle_threads_ms_per_s']:.2f} ms CPU per s"
     )
+    sl, bl = r["sleeps_per_s"], r["blocked_ms_per_s"]
+    print(
+        f"training thread, bare / watched: sleeps {sl['b']:.1f} / {sl['w']:.1f} per s, "
+        f"blocked {bl['b']:.2f} / {bl['w']:.2f} ms per s"
+    )
 
 
 def whole_runs(seconds: float, pairs: int, extra: list[str]) -> None:

@@ -1,0 +1,120 @@
+"""What the agent's writer thread costs the training thread in GIL waits, per operation.
+
+The MLP loop of ``benchmarks/_mlp_loop.py`` trains on the main thread while a
+background thread repeats one writer operation every 50 ms. Operations take
+turns block by block, in one process, so that they are compared side by side:
+
+* ``idle``: the thread wakes and does nothing (the floor);
+* ``write``: ``Store.write_bytes`` of a 100 KB file (the agent's local write);
+* ``write_open``: the same file written the way it was before 2026-11-25
+  (``os.makedirs`` + ``open()`` + ``os.replace``), for comparison;
+* ``encode``: ``encode_parquet`` of a 10,000-row steps segment;
+* ``batch``: ``AgentWriter._steps_batch`` of 1,230 rows (2 s of a 1.6 ms loop);
+* ``poll``: the profiling thread's look for new control requests (once a
+  second in every watched process), with one acknowledged request in the folder.
+
+For each, per operation: how often the training thread had to sleep (its
+voluntary context switches: waits for the GIL, on this loop) and how long it
+was blocked (wall time minus CPU time minus run-queue time, from
+``/proc/self/task/<tid>/schedstat``), minus the ``idle`` floor. Linux only.
+These are counts and sums of a mechanism, steadier than loop-time ratios on a
+shared machine.
+
+    python benchmarks/gil_handoffs.py --rounds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _mlp_loop import Loop
+from _switched import thread_state
+
+from stepscope import control
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.store import Store, encode_parquet, open_store
+
+
+def write_open(store: Store, key: str, data: bytes) -> None:
+    """The local write before 2026-11-25: Python's file object and makedirs."""
+    full = store.path(key)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(f"{full}.tmp-{os.getpid()}", "wb") as f:
+        f.write(data)
+    os.replace(f"{full}.tmp-{os.getpid()}", full)
+
+
+def operations(folder: str) -> dict[str, Callable[[], object]]:
+    store = open_store(folder)
+    writer = AgentWriter(store, Identity(0, 0, "node", 1), Clock(), FaultBoundary(None, {}))
+    t = time.perf_counter()
+    row = ("train", 0, t, t + 1.6e-3, 1e-4, 5e-4, 7e-4, 2e-4, 0.0, 0.0, False, None)
+    rows = [(row[0], i, *row[2:]) for i in range(1230)]
+    table = pa.Table.from_batches([writer._steps_batch(rows * 8)])  # ~10k rows
+    segment = encode_parquet(table)
+    store.write_json(f"{control.CONTROL}/profile-1.json", {"windows": []})
+    store.write_json(f"{control.ACK}/profile-1.json", {"accepted": True})
+    seen = {"profile-1.json"}
+    return {
+        "idle": lambda: None,
+        "write": lambda: store.write_bytes("steps/rank-0/a.parquet", segment),
+        "write_open": lambda: write_open(store, "steps/rank-0/b.parquet", segment),
+        "encode": lambda: encode_parquet(table, ("rank", "local_rank", "node", "pid", "phase")),
+        "batch": lambda: writer._steps_batch(rows),
+        "poll": lambda: control.pending(store, "profile", seen),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--rounds", type=int, default=20, help="blocks of each operation")
+    p.add_argument("--steps", type=int, default=400, help="training steps per block")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        ops = operations(folder)
+        current, done = ["idle"], [0]
+
+        def background() -> None:
+            while True:
+                time.sleep(0.05)
+                ops[current[0]]()
+                done[0] += 1
+
+        threading.Thread(target=background, daemon=True).start()
+        loop, tid = Loop(threads=1), threading.get_native_id()
+        loop.run(a.steps)
+        totals = {k: [0, 0, 0.0] for k in ops}  # operations, switches, blocked s
+        for r in range(a.rounds):
+            names = list(ops)[r % len(ops) :] + list(ops)[: r % len(ops)]
+            for name in names:
+                current[0] = name
+                time.sleep(0.06)  # the previous operation's last call ends
+                n0, (_, v0, b0) = done[0], thread_state(tid)
+                loop.run(a.steps)
+                _, v1, b1 = thread_state(tid)
+                t = totals[name]
+                t[0], t[1], t[2] = t[0] + done[0] - n0, t[1] + v1 - v0, t[2] + b1 - b0
+    floor = totals["idle"]
+    f_sw, f_us = floor[1] / floor[0], floor[2] / floor[0] * 1e6
+    print(f"{'operation':12s} {'calls':>6s} {'sleeps/call':>12s} {'blocked us/call':>16s}")
+    for name, (n, sw, blocked) in totals.items():
+        extra = "" if name == "idle" else " (minus idle)"
+        sw_c, us_c = sw / n - (0 if name == "idle" else f_sw), blocked / n * 1e6
+        us_c -= 0 if name == "idle" else f_us
+        print(f"{name:12s} {n:6d} {sw_c:12.2f} {us_c:16.0f}{extra}")
+
+
+if __name__ == "__main__":
+    main()
