@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import EVENTS_SCHEMA, SegmentWriter, Store, StoreUnavailable
+from ..store._columns import record_batch
 from ..store._schemas import AGENT_STEPS_SCHEMA
 from ._cuda import resolve
 from ._faults import FaultBoundary
@@ -161,13 +162,12 @@ class AgentWriter:
 
     def _identity_cols(self, n: int) -> dict[str, Any]:
         import numpy as np
-        import pyarrow as pa
 
         i = self.ident
         return {
             "rank": np.full(n, i.rank, np.int32),
             "local_rank": np.full(n, i.local_rank, np.int32),
-            "node": pa.repeat(pa.scalar(i.node, pa.string()), n),
+            "node": [i.node] * n,
             "pid": np.full(n, i.pid, np.int32),
         }
 
@@ -175,12 +175,11 @@ class AgentWriter:
         """One Arrow batch of steps, by columns.
 
         This thread holds the GIL here, and the training thread waits for it:
-        columns are built with ``np.fromiter`` and Arrow's constant arrays, about
-        half the time of ``np.array`` on tuples and of Python lists
-        (BENCHMARKS.md, "GIL handoffs").
+        columns are built with ``np.fromiter`` (about half the time of
+        ``np.array`` on tuples) and from buffers, which imports no pandas
+        (store/_columns.py; BENCHMARKS.md, "GIL handoffs").
         """
         import numpy as np
-        import pyarrow as pa
 
         n = len(rows)
         phase, step, t0, t1, data, fwd, bwd, opt, coll, outside, prof, marks = zip(
@@ -199,18 +198,18 @@ class AgentWriter:
         other = np.maximum(dur - (busy + floats(outside)), 0.0)
         cols: dict[str, Any] = {
             **self._identity_cols(n),
-            "phase": pa.array(phase, pa.string()),
+            "phase": phase,
             "step": np.fromiter(step, np.int64, count=n),
             "start": wall0 + (begin - perf0),
             "end": wall0 + (finish - perf0),
             "duration": dur.astype(np.float32),
             **{k: v.astype(np.float32) for k, v in parts.items()},
             "other": other.astype(np.float32),
-            "profiled": np.fromiter(prof, np.bool_, count=n),
+            "profiled": prof,
             **self._device_cols(marks),
             "collective": floats(coll).astype(np.float32),
         }
-        return pa.RecordBatch.from_pydict(cols, schema=AGENT_STEPS_SCHEMA)
+        return record_batch(cols, AGENT_STEPS_SCHEMA)
 
     @staticmethod
     def _device_cols(marks: tuple[Any, ...]) -> dict[str, Any]:
@@ -223,11 +222,9 @@ class AgentWriter:
         return {k: [d[k[4:]] for d in device] for k in names}
 
     def _events_batch(self, rows: list[EventRow]) -> Any:
-        import pyarrow as pa
-
         times, kinds, details = (list(c) for c in zip(*rows, strict=True))
         cols = {"time": times, **self._identity_cols(len(rows)), "kind": kinds, "detail": details}
-        return pa.RecordBatch.from_pydict(cols, schema=EVENTS_SCHEMA)
+        return record_batch(cols, EVENTS_SCHEMA)
 
     @property
     def dropped_rows(self) -> int:

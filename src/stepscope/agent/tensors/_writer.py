@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...store import SegmentWriter, Store
+from ...store._columns import record_batch
 from .._faults import FaultBoundary
 from ._format import INDEX_SCHEMA, SCALARS_SCHEMA, VALUE_KEY, blob_name, rank_prefix
 from ._reduce import HostVector
@@ -154,10 +155,8 @@ class TensorWriter:
 
     @staticmethod
     def _append(writer: SegmentWriter, schema: Any, rows: list[tuple[Any, ...]]) -> None:
-        import pyarrow as pa
-
         if rows:
             cols = list(zip(*rows, strict=True))
-            arrays = {f.name: list(c) for f, c in zip(schema, cols, strict=True)}
-            writer.append(pa.RecordBatch.from_pydict(arrays, schema=schema))
+            arrays = {f.name: c for f, c in zip(schema, cols, strict=True)}
+            writer.append(record_batch(arrays, schema))  # no pandas import (store/_columns.py)
         writer.flush()
