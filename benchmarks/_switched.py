@@ -121,12 +121,6 @@ class Switch:
         hooks_on(self.agent)
 
 
-def _by_side(
-    sleeps: dict[str, list[Any]], times: list[tuple[str, float]]
-) -> list[tuple[str, tuple[list[Any], float]]]:
-    return [(s, (sleeps[s], sum(t for x, t in times if x == s))) for s in ("b", "w")]
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--blocks", type=int, default=60, help="blocks of each side")
@@ -158,18 +152,19 @@ def main() -> None:
                 idle_cpu += agent_threads_cpu(me) - cpu0
                 if not a.same:
                     switch.on()
-    bare_s = sum(t for s, t in times if s == "b")
+    secs = {side: sum(t for s, t in times if s == side) for side in ("b", "w")}
+    bare_s = secs["b"]
     print(
         json.dumps(
             {
                 "ratios": ratios(times),
                 "bare_s": bare_s,
-                "watched_s": sum(t for s, t in times if s == "w"),
+                "watched_s": secs["w"],
                 "step_ms": bare_s / (a.blocks * a.steps) * 1e3,
                 "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
                 # the training thread's sleeps (GIL waits) and blocked time per second
-                "sleeps_per_s": {s: n / t for s, ((n, _), t) in _by_side(sleeps, times)},
-                "blocked_ms_per_s": {s: b / t * 1e3 for s, ((_, b), t) in _by_side(sleeps, times)},
+                "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},
+                "blocked_ms_per_s": {s: sleeps[s][1] / secs[s] * 1e3 for s in secs},
             }
         )
     )

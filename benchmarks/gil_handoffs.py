@@ -43,7 +43,7 @@ from _switched import thread_state
 
 from stepscope import control
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.agent._writer import STEP_DICT, AgentWriter, Clock, Identity
 from stepscope.store import Store, encode_parquet, open_store
 
 
@@ -63,7 +63,7 @@ def operations(folder: str) -> dict[str, Callable[[], object]]:
     row = ("train", 0, t, t + 1.6e-3, 1e-4, 5e-4, 7e-4, 2e-4, 0.0, 0.0, False, None)
     rows = [(row[0], i, *row[2:]) for i in range(1230)]
     table = pa.Table.from_batches([writer._steps_batch(rows * 8)])  # ~10k rows
-    segment = encode_parquet(table)
+    segment = encode_parquet(table, STEP_DICT)
     store.write_json(f"{control.CONTROL}/profile-1.json", {"windows": []})
     store.write_json(f"{control.ACK}/profile-1.json", {"accepted": True})
     seen = {"profile-1.json"}
@@ -71,7 +71,7 @@ def operations(folder: str) -> dict[str, Callable[[], object]]:
         "idle": lambda: None,
         "write": lambda: store.write_bytes("steps/rank-0/a.parquet", segment),
         "write_open": lambda: write_open(store, "steps/rank-0/b.parquet", segment),
-        "encode": lambda: encode_parquet(table, ("rank", "local_rank", "node", "pid", "phase")),
+        "encode": lambda: encode_parquet(table, STEP_DICT),
         "batch": lambda: writer._steps_batch(rows),
         "poll": lambda: control.pending(store, "profile", seen),
     }
@@ -106,13 +106,12 @@ def main() -> None:
                 _, v1, b1 = thread_state(tid)
                 t = totals[name]
                 t[0], t[1], t[2] = t[0] + done[0] - n0, t[1] + v1 - v0, t[2] + b1 - b0
-    floor = totals["idle"]
-    f_sw, f_us = floor[1] / floor[0], floor[2] / floor[0] * 1e6
+    n0, sw0, blocked0 = totals["idle"]
     print(f"{'operation':12s} {'calls':>6s} {'sleeps/call':>12s} {'blocked us/call':>16s}")
     for name, (n, sw, blocked) in totals.items():
+        floor = (0.0, 0.0) if name == "idle" else (sw0 / n0, blocked0 / n0)
+        sw_c, us_c = sw / n - floor[0], (blocked / n - floor[1]) * 1e6
         extra = "" if name == "idle" else " (minus idle)"
-        sw_c, us_c = sw / n - (0 if name == "idle" else f_sw), blocked / n * 1e6
-        us_c -= 0 if name == "idle" else f_us
         print(f"{name:12s} {n:6d} {sw_c:12.2f} {us_c:16.0f}{extra}")
 
 

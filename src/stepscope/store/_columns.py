@@ -48,16 +48,16 @@ def column(values: Any, kind: pa.DataType, n: int) -> pa.Array:
 def _numeric(values: Any, kind: pa.DataType, n: int) -> pa.Array:
     dtype = _NUMPY[kind]
     if isinstance(values, np.ndarray):
-        data, validity = np.ascontiguousarray(values, dtype=dtype), None
-    elif None in values:  # device times of steps CUDA did not time
+        data = np.ascontiguousarray(values, dtype=dtype)
+    elif None not in values:
+        data = np.fromiter(values, dtype, count=n)
+    else:  # device times of steps CUDA did not time
         valid = np.fromiter((v is not None for v in values), np.bool_, count=n)
         data = np.fromiter((0 if v is None else v for v in values), dtype, count=n)
         validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
         null_count = n - int(valid.sum())
         return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(data)], null_count)
-    else:
-        data, validity = np.fromiter(values, dtype, count=n), None
-    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(data)])
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)])
 
 
 def _strings(values: Any, n: int) -> pa.Array:
