@@ -9,7 +9,9 @@ turns block by block, in one process, so that they are compared side by side:
 * ``write_open``: the same file written the way it was before 2026-11-25
   (``os.makedirs`` + ``open()`` + ``os.replace``), for comparison;
 * ``encode``: ``encode_parquet`` of a 10,000-row steps segment;
-* ``batch``: ``AgentWriter._steps_batch`` of 1,230 rows (2 s of a 1.6 ms loop);
+* ``batch``: a flush's steps batch of 1,230 rows (2 s of a 1.6 ms loop): the
+  step buffer's ``take`` and ``AgentWriter._steps_batch`` (from a pool of
+  buffers filled beforehand: the training thread fills it, one row a step);
 * ``poll``: the profiling thread's look for new control requests (once a
   second in every watched process), with one acknowledged request in the folder.
 
@@ -33,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -43,8 +46,11 @@ from _switched import thread_state
 
 from stepscope import control
 from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._stepbuf import PyStepBuffer, new_step_buffer
 from stepscope.agent._writer import STEP_DICT, AgentWriter, Clock, Identity
 from stepscope.store import Store, encode_parquet, open_store
+
+POOL = 800  # filled step buffers, one per ``batch`` call
 
 
 def write_open(store: Store, key: str, data: bytes) -> None:
@@ -58,11 +64,27 @@ def write_open(store: Store, key: str, data: bytes) -> None:
 
 def operations(folder: str) -> dict[str, Callable[[], object]]:
     store = open_store(folder)
-    writer = AgentWriter(store, Identity(0, 0, "node", 1), Clock(), FaultBoundary(None, {}))
+    clock = Clock()
+    writer = AgentWriter(
+        store, Identity(0, 0, "node", 1), clock, FaultBoundary(None, {}), PyStepBuffer()
+    )
     t = time.perf_counter()
     row = ("train", 0, t, t + 1.6e-3, 1e-4, 5e-4, 7e-4, 2e-4, 0.0, 0.0, False, None)
     rows = [(row[0], i, *row[2:]) for i in range(1230)]
-    table = pa.Table.from_batches([writer._steps_batch(rows * 8)])  # ~10k rows
+
+    def filled(n: int) -> Any:
+        buf = new_step_buffer()
+        for r in rows * n:
+            buf.append(r)
+        return buf
+
+    table = pa.Table.from_batches([writer._steps_batch(filled(8).take(clock.wall0, clock.perf0))])
+    pool = [filled(1) for _ in range(POOL)]
+
+    def batch() -> None:
+        buf = pool.pop() if pool else filled(1)  # (the pool outlasts --rounds 20)
+        writer._steps_batch(buf.take(clock.wall0, clock.perf0))
+
     segment = encode_parquet(table, STEP_DICT)
     store.write_json(f"{control.CONTROL}/profile-1.json", {"windows": []})
     store.write_json(f"{control.ACK}/profile-1.json", {"accepted": True})
@@ -72,7 +94,7 @@ def operations(folder: str) -> dict[str, Callable[[], object]]:
         "write": lambda: store.write_bytes("steps/rank-0/a.parquet", segment),
         "write_open": lambda: write_open(store, "steps/rank-0/b.parquet", segment),
         "encode": lambda: encode_parquet(table, STEP_DICT),
-        "batch": lambda: writer._steps_batch(rows),
+        "batch": batch,
         "poll": lambda: control.pending(store, "profile", seen),
     }
 

@@ -16,6 +16,7 @@ from ._faults import FaultBoundary
 from ._hooks import TorchHooks
 from ._import_hook import TorchImportHook
 from ._recorder import new_recorder
+from ._stepbuf import new_step_buffer
 from ._writer import AgentWriter, Clock, Identity
 from .tensors import TensorCapture, TensorWriter, resolve
 
@@ -59,6 +60,7 @@ class Agent:
             self.ident,
             self.clock,
             self.faults,
+            new_step_buffer(settings.native_hooks),
             settings.flush_s,
             heartbeat=settings.standalone,
         )

@@ -14,8 +14,8 @@
  * __call__ or __next__. Nothing here releases the GIL or keeps a pointer that
  * is not owned: a hook holds references to everything it uses.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_stepbuf.h"
+
 #include <structmember.h>
 
 /* The clock of time.perf_counter(), so C and Python times mix. */
@@ -31,7 +31,7 @@ now(void)
 #endif
 }
 
-static PyObject *str_train, *str_take, *str_append, *str_doc, *str_module,
+static PyObject *str_train, *str_eval, *str_take, *str_append, *str_doc, *str_module,
     *str_training, *str_on_backward_root;
 
 /* ---------------------------------------------------------------- state */
@@ -83,26 +83,17 @@ State_dealloc(State *s)
     Py_DECREF(tp);
 }
 
-/* One row per step (agent/_recorder.py: StepRow), then the listeners if due. */
+/* The step's row as a StepRow tuple appended to ``rows`` (a deque, in tests). */
 static int
-emit(State *s, PyObject *phase, long long step, double t)
+append_tuple(State *s, PyObject *phase, long long step, const double values[SB_FLOATS],
+             PyObject *marks)
 {
-    PyObject *marks;
-    if (IS_NONE(s->device)) {
-        marks = Py_NewRef(Py_None);
-    }
-    else if ((marks = PyObject_CallMethodNoArgs(s->device, str_take)) == NULL) {
-        return -1;
-    }
     PyObject *row = PyTuple_New(12);
     if (row == NULL) {
-        Py_DECREF(marks);
         return -1;
     }
-    double values[8] = {s->has_boundary ? s->boundary : t, t, s->data, s->forward,
-                        s->backward, s->optimizer, s->collective, s->collective_outside};
     PyTuple_SET_ITEM(row, 0, Py_NewRef(phase));
-    PyTuple_SET_ITEM(row, 11, marks);
+    PyTuple_SET_ITEM(row, 11, Py_NewRef(marks));
     PyTuple_SET_ITEM(row, 10, Py_NewRef(s->profiled ? Py_True : Py_False));
     PyObject *n = PyLong_FromLongLong(step);
     if (n == NULL) {
@@ -110,7 +101,7 @@ emit(State *s, PyObject *phase, long long step, double t)
         return -1;
     }
     PyTuple_SET_ITEM(row, 1, n);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < SB_FLOATS; i++) {
         PyObject *f = PyFloat_FromDouble(values[i]);
         if (f == NULL) {
             Py_DECREF(row);
@@ -127,13 +118,48 @@ emit(State *s, PyObject *phase, long long step, double t)
         return -1;
     }
     Py_DECREF(r);
+    return 0;
+}
+
+/* The step's row: straight into a StepBuffer (the agent's), else as a tuple. */
+static int
+store_row(State *s, PyObject *phase, long long step, double t)
+{
+    PyObject *marks;
+    if (IS_NONE(s->device)) {
+        marks = Py_NewRef(Py_None);
+    }
+    else if ((marks = PyObject_CallMethodNoArgs(s->device, str_take)) == NULL) {
+        return -1;
+    }
+    double values[SB_FLOATS] = {s->has_boundary ? s->boundary : t, t, s->data, s->forward,
+                                s->backward, s->optimizer, s->collective, s->collective_outside};
+    int err;
+    if (stepbuf_check(s->rows) && (phase == str_train || phase == str_eval)) {
+        int code = phase == str_train ? SB_TRAIN : SB_EVAL;
+        err = stepbuf_add(s->rows, code, step, values, s->profiled, marks);
+    }
+    else {
+        err = append_tuple(s, phase, step, values, marks);
+    }
+    Py_DECREF(marks);
+    return err;
+}
+
+/* One row per step (agent/_recorder.py: StepRow), then the listeners if due. */
+static int
+emit(State *s, PyObject *phase, long long step, double t)
+{
+    if (store_row(s, phase, step, t) < 0) {
+        return -1;
+    }
     s->boundary = t;
     s->has_boundary = 1;
     s->data = s->forward = s->backward = s->optimizer = 0.0;
     s->collective = s->collective_outside = 0.0;
     long long due = phase == str_train ? s->due_train : s->due_eval;
     if (s->poke || step + 1 >= due) {
-        r = PyObject_CallMethod((PyObject *)s, "_call_listeners", "OLd", phase, step, t);
+        PyObject *r = PyObject_CallMethod((PyObject *)s, "_call_listeners", "OLd", phase, step, t);
         if (r == NULL) {
             return -1;
         }
@@ -151,9 +177,12 @@ State_emit(State *s, PyObject *args)
     if (!PyArg_ParseTuple(args, "ULd:_emit", &phase, &step, &t)) {
         return NULL;
     }
-    /* The fast path compares the phase by identity: use the interned string. */
+    /* The fast path compares the phase by identity: use the interned strings. */
     if (PyUnicode_Compare(phase, str_train) == 0) {
         phase = str_train;
+    }
+    else if (PyUnicode_Compare(phase, str_eval) == 0) {
+        phase = str_eval;
     }
     if (emit(s, phase, step, t) < 0) {
         return NULL;
@@ -669,7 +698,7 @@ PyMODINIT_FUNC
 PyInit__native(void)
 {
     PyTypeObject *hook_type;
-    if (intern(&str_train, "train") || intern(&str_take, "take") ||
+    if (intern(&str_train, "train") || intern(&str_eval, "eval") || intern(&str_take, "take") ||
         intern(&str_append, "append") || intern(&str_doc, "__doc__") || intern(&str_module, "__module__") ||
         intern(&str_training, "training") || intern(&str_on_backward_root, "on_backward_root")) {
         return NULL;
@@ -679,7 +708,7 @@ PyInit__native(void)
         return NULL;
     }
     if (add_type(m, &State_spec, NULL, &State_type) < 0 ||
-        add_type(m, &Hook_spec, NULL, &hook_type) < 0 ||
+        add_type(m, &Hook_spec, NULL, &hook_type) < 0 || stepbuf_add_type(m) < 0 ||
         PyModule_AddIntConstant(m, "NEXT", NEXT) || PyModule_AddIntConstant(m, "BACKWARD", BACKWARD) ||
         PyModule_AddIntConstant(m, "CALL", CALL) || PyModule_AddIntConstant(m, "OPT_PRE", OPT_PRE) ||
         PyModule_AddIntConstant(m, "OPT_POST", OPT_POST)) {

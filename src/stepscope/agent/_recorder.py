@@ -9,9 +9,8 @@ of the model outside training returns (docs/format.md).
 from __future__ import annotations
 
 import functools
-from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ._cuda import DeviceTimer, Mark
 
@@ -29,6 +28,13 @@ StepRow = tuple[
 ]
 
 
+class RowSink(Protocol):
+    """Where a recorder puts its rows: the agent's step buffer (agent/_stepbuf.py), or
+    a deque in tests."""
+
+    def append(self, row: StepRow, /) -> None: ...
+
+
 class StepRecorder:
     """State machine fed by the torch hooks (or by the explicit API).
 
@@ -37,7 +43,7 @@ class StepRecorder:
     attribute here would hide.
     """
 
-    def __init__(self, rows: deque[StepRow], device: DeviceTimer | None = None) -> None:
+    def __init__(self, rows: RowSink, device: DeviceTimer | None = None) -> None:
         self.rows = rows
         self.boundary: float | None = None
         self.data = self.forward = self.backward = self.optimizer = 0.0
@@ -206,7 +212,7 @@ def _native_class() -> type[StepRecorder] | None:
     return type("NativeStepRecorder", (StepRecorder, RecorderState), {"_emit": RecorderState._emit})
 
 
-def new_recorder(rows: deque[StepRow], native: bool = True) -> StepRecorder:
+def new_recorder(rows: RowSink, native: bool = True) -> StepRecorder:
     """A recorder whose per-step fields live in C (agent/_native.c) when ``native``
     and built, else in Python; the hooks take the C fast path for the former."""
     cls = _native_class() if native else None

@@ -17,16 +17,21 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from ..store import EVENTS_SCHEMA, SegmentWriter, Store, StoreUnavailable
-from ..store._columns import record_batch
+from ..store._columns import column, record_batch
 from ..store._schemas import AGENT_STEPS_SCHEMA
 from ._cuda import resolve
 from ._faults import FaultBoundary
-from ._recorder import StepRow
+from ._stepbuf import StepSink
 
 EventRow = tuple[float, str, str]
 STEP_DICT = ("rank", "local_rank", "node", "pid", "phase", "profiled")
-_PARTS = ("data_wait", "forward", "backward", "optimizer")
+# The steps columns a step buffer gives as plain values, with their Arrow types.
+_PLAIN = "step start end duration data_wait forward backward optimizer other collective"
+_STEP_COLS = {name: AGENT_STEPS_SCHEMA.field(name).type for name in _PLAIN.split()}
+_DEVICE = ("gpu_forward", "gpu_backward", "gpu_optimizer")
 STEP_SEGMENT_ROWS = 20_000  # docs/format.md: a flush re-encodes its whole segment
 # At exit, how long the process waits for the writer's last flush: a store that
 # is down delays the exit by at most this, and never fails it.
@@ -91,12 +96,13 @@ class AgentWriter:
         ident: Identity,
         clock: Clock,
         faults: FaultBoundary,
+        steps: StepSink,
         flush_s: float = 2.0,
         heartbeat: bool = False,
     ) -> None:
         self.store, self.ident, self.clock, self.faults = store, ident, clock, faults
         self.flush_s, self.heartbeat = max(flush_s, store.min_interval_s), heartbeat
-        self.steps: deque[StepRow] = deque()
+        self.steps = steps  # the recorder appends, this thread takes
         self.events: deque[EventRow] = deque()
         # A segment is encoded again at every flush, on the training process: steps
         # segments are cut shorter, and only the columns of few values are
@@ -108,6 +114,7 @@ class AgentWriter:
             dictionary=STEP_DICT,
         )
         self._events_w = SegmentWriter(store, f"events/rank-{ident.rank}")
+        self._constant: dict[str, Any] = {"rank": ()}  # built at the first flush
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stepscope-writer", daemon=True)
 
@@ -149,8 +156,8 @@ class AgentWriter:
             self.faults.record("writer", exc)
 
     def _flush(self, force: bool = False) -> None:
-        steps, events = _drain(self.steps), _drain(self.events)
-        if steps:
+        steps, events = self.steps.take(self.clock.wall0, self.clock.perf0), _drain(self.events)
+        if steps is not None:
             self._steps_w.append(self._steps_batch(steps))
         if events:
             self._events_w.append(self._events_batch(events))
@@ -160,66 +167,53 @@ class AgentWriter:
             hb = {"time": time.time(), "pid": self.ident.pid, "interval_s": self.flush_s}
             self.store.write_json(f"heartbeat/{self.ident.node}.json", hb)
 
+    def _constants(self, n: int) -> dict[str, Any]:
+        """The columns of one value (identity, and device times without CUDA) for
+        ``n`` rows: slices of arrays built once. Building them at every flush cost
+        the training thread ~5 GIL handoffs a flush (BENCHMARKS.md, "GIL handoffs")."""
+        if len(self._constant["rank"]) < n:
+            import numpy as np
+
+            size, i = max(n, 1024, 2 * len(self._constant["rank"])), self.ident
+            values = {"rank": i.rank, "local_rank": i.local_rank, "pid": i.pid}
+            cols = {k: np.full(size, v, np.int32) for k, v in values.items()}
+            built = {**cols, "node": [i.node] * size}
+            schema = AGENT_STEPS_SCHEMA
+            self._constant = {k: column(v, schema.field(k).type, size) for k, v in built.items()}
+            self._constant.update({k: pa.nulls(size, pa.float32()) for k in _DEVICE})
+        return {k: a.slice(0, n) for k, a in self._constant.items()}
+
     def _identity_cols(self, n: int) -> dict[str, Any]:
-        import numpy as np
+        constants = self._constants(n)
+        return {k: constants[k] for k in ("rank", "local_rank", "node", "pid")}
 
-        i = self.ident
-        return {
-            "rank": np.full(n, i.rank, np.int32),
-            "local_rank": np.full(n, i.local_rank, np.int32),
-            "node": [i.node] * n,
-            "pid": np.full(n, i.pid, np.int32),
-        }
+    def _steps_batch(self, cols: dict[str, Any]) -> Any:
+        """One Arrow batch of the steps the buffer gave (``StepSink.take``).
 
-    def _steps_batch(self, rows: list[StepRow]) -> Any:
-        """One Arrow batch of steps, by columns.
-
-        This thread holds the GIL here, and the training thread waits for it:
-        columns are built with ``np.fromiter`` (about half the time of
-        ``np.array`` on tuples) and from buffers, which imports no pandas
-        (store/_columns.py; BENCHMARKS.md, "GIL handoffs").
+        The columns arrive as final buffers (agent/_stepbuf.c builds them in one
+        call that keeps the GIL): wrapping them takes a few calls, none of which
+        hands the GIL to the training thread and back (BENCHMARKS.md, "GIL
+        handoffs"), and imports no pandas (store/_columns.py).
         """
-        import numpy as np
-
-        n = len(rows)
-        phase, step, t0, t1, data, fwd, bwd, opt, coll, outside, prof, marks = zip(
-            *rows, strict=True
-        )
-
-        def floats(col: tuple[float, ...]) -> Any:
-            return np.fromiter(col, np.float64, count=n)
-
-        begin, finish = floats(t0), floats(t1)
-        parts = {k: floats(v) for k, v in zip(_PARTS, (data, fwd, bwd, opt), strict=True)}
-        wall0, perf0 = self.clock.wall0, self.clock.perf0  # Clock.wall, on whole columns
-        dur = finish - begin
-        # Collectives outside the four parts are not "other" either.
-        busy = parts["data_wait"] + parts["forward"] + parts["backward"] + parts["optimizer"]
-        other = np.maximum(dur - (busy + floats(outside)), 0.0)
-        cols: dict[str, Any] = {
-            **self._identity_cols(n),
-            "phase": phase,
-            "step": np.fromiter(step, np.int64, count=n),
-            "start": wall0 + (begin - perf0),
-            "end": wall0 + (finish - perf0),
-            "duration": dur.astype(np.float32),
-            **{k: v.astype(np.float32) for k, v in parts.items()},
-            "other": other.astype(np.float32),
-            "profiled": prof,
-            **self._device_cols(marks),
-            "collective": floats(coll).astype(np.float32),
+        n = cols["n"]
+        arrays: dict[str, Any] = {
+            k: pa.Array.from_buffers(t, n, [None, pa.py_buffer(cols[k])])
+            for k, t in _STEP_COLS.items()
         }
-        return record_batch(cols, AGENT_STEPS_SCHEMA)
+        phase = [None, pa.py_buffer(cols["phase_offsets"]), pa.py_buffer(cols["phase_data"])]
+        arrays["phase"] = pa.Array.from_buffers(pa.string(), n, phase)
+        arrays["profiled"] = pa.Array.from_buffers(
+            pa.bool_(), n, [None, pa.py_buffer(cols["profiled"])]
+        )
+        constants = {**self._identity_cols(n), **self._device_cols(cols["marks"], n)}
+        return record_batch({**constants, **arrays}, AGENT_STEPS_SCHEMA)
 
-    @staticmethod
-    def _device_cols(marks: tuple[Any, ...]) -> dict[str, Any]:
-        import pyarrow as pa
-
-        names = [f"gpu_{p}" for p in ("forward", "backward", "optimizer")]
-        if not any(marks):  # no CUDA: no device timing
-            return {k: pa.nulls(len(marks), pa.float32()) for k in names}
+    def _device_cols(self, marks: list[Any] | None, n: int) -> dict[str, Any]:
+        if marks is None:  # no CUDA: no device timing
+            constants = self._constants(n)
+            return {k: constants[k] for k in _DEVICE}
         device = [resolve(m) for m in marks]
-        return {k: [d[k[4:]] for d in device] for k in names}
+        return {k: [d[k[4:]] for d in device] for k in _DEVICE}
 
     def _events_batch(self, rows: list[EventRow]) -> Any:
         times, kinds, details = (list(c) for c in zip(*rows, strict=True))

@@ -1,0 +1,95 @@
+"""A rank's step rows between the recorder and the writer thread.
+
+The recorder appends one row per step; the writer thread takes them all at
+each flush as the steps columns' final buffers (``take``), which it wraps as
+Arrow arrays without copying. The agent uses the C ``StepBuffer``
+(agent/_stepbuf.c), into which the hooks' fast path writes a step's values
+directly, and whose ``take`` is one call that never releases the GIL; the
+class here does the same in Python (with numpy) for builds without a compiler.
+tests/test_stepbuf.py checks that both give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Protocol
+
+from ._recorder import StepRow
+
+PHASES = ("train", "eval")
+# Float columns of take(), as float32, and the StepRow field each is read from.
+F32_PARTS = {"data_wait": 4, "forward": 5, "backward": 6, "optimizer": 7, "collective": 8}
+
+
+class StepSink(Protocol):
+    """What a recorder appends its rows to and the writer takes them from."""
+
+    def append(self, row: StepRow, /) -> None: ...
+    def take(self, wall0: float, perf0: float, /) -> dict[str, Any] | None: ...
+    def __len__(self) -> int: ...
+
+
+class PyStepBuffer:
+    """The C StepBuffer's contract in Python (rows kept as tuples until taken)."""
+
+    def __init__(self) -> None:
+        self._rows: deque[StepRow] = deque()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def append(self, row: StepRow, /) -> None:
+        if row[0] not in PHASES:
+            raise ValueError(f"a step's phase is 'train' or 'eval', not {row[0]!r}")
+        self._rows.append(row)
+
+    def take(self, wall0: float, perf0: float, /) -> dict[str, Any] | None:
+        """Every row so far as the steps columns' buffers (the buffer is emptied)."""
+        rows = [self._rows.popleft() for _ in range(len(self._rows))]
+        return columns(rows, wall0, perf0) if rows else None
+
+
+def columns(rows: list[StepRow], wall0: float, perf0: float) -> dict[str, Any]:
+    """What ``StepBuffer.take`` returns, for ``rows`` (agent/_stepbuf.c: take)."""
+    import numpy as np
+
+    n = len(rows)
+    by_field = list(zip(*rows, strict=True))
+
+    def f64(i: int) -> Any:
+        return np.fromiter(by_field[i], np.float64, count=n)
+
+    begin, finish = f64(2), f64(3)
+    dur = finish - begin
+    busy = f64(4) + f64(5) + f64(6) + f64(7)
+    other = np.maximum(dur - (busy + f64(9)), 0.0)
+    phase = "".join(by_field[0]).encode()
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.fromiter(map(len, by_field[0]), np.int32, count=n), out=offsets[1:])
+    marks = list(by_field[11])
+    flags = np.fromiter(by_field[10], np.bool_, count=n)
+    return {
+        "n": n,
+        "start": (wall0 + (begin - perf0)).tobytes(),
+        "end": (wall0 + (finish - perf0)).tobytes(),
+        "step": np.fromiter(by_field[1], np.int64, count=n).tobytes(),
+        "duration": dur.astype(np.float32).tobytes(),
+        "other": other.astype(np.float32).tobytes(),
+        **{k: f64(i).astype(np.float32).tobytes() for k, i in F32_PARTS.items()},
+        "phase_offsets": offsets.tobytes(),
+        "phase_data": phase,
+        "profiled": np.packbits(flags, bitorder="little").tobytes(),
+        "marks": marks if any(m is not None for m in marks) else None,
+    }
+
+
+def new_step_buffer(native: bool = True) -> StepSink:
+    """The C StepBuffer when ``native`` and built, else :class:`PyStepBuffer`."""
+    if native:
+        try:
+            from ._native import StepBuffer
+
+            return StepBuffer()
+        except ImportError:
+            pass
+    return PyStepBuffer()

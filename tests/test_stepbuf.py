@@ -1,0 +1,167 @@
+"""The step buffer between recorder and writer (agent/_stepbuf.c and _stepbuf.py)."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from stepscope.agent import _recorder
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._stepbuf import PyStepBuffer, columns, new_step_buffer
+from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.store import open_store
+
+PERF0, WALL0 = 1000.0, 1.7e9
+
+
+def _c_buffer() -> Any:
+    return pytest.importorskip("stepscope.agent._native").StepBuffer()
+
+
+def _rows(n: int, seed: int = 0) -> list[tuple[Any, ...]]:
+    rnd = random.Random(seed)
+    rows, t = [], PERF0 + 5.0
+    for i in range(n):
+        dur = rnd.uniform(1e-4, 0.05)
+        parts = [rnd.uniform(0, dur / 3) for _ in range(4)]
+        if i % 97 == 5:
+            parts[1] = dur * 2  # parts longer than the step: "other" is 0, not negative
+        outside = rnd.choice([0.0, dur / 10])
+        phase = "eval" if i % 7 == 3 else "train"
+        rows.append((phase, i, t, t + dur, *parts, outside * 2, outside, i % 11 == 0, None))
+        t += dur
+    return rows
+
+
+def _fill(buf: Any, rows: list[tuple[Any, ...]]) -> Any:
+    for row in rows:
+        buf.append(row)
+    return buf
+
+
+def test_the_c_and_python_buffers_give_the_same_bytes() -> None:
+    rows = _rows(2500)  # past the C buffer's first growth (1,024 rows)
+    rows[10] = (*rows[10][:5], math.nan, *rows[10][6:])  # a NaN part stays NaN in "other"
+    c, py = _fill(_c_buffer(), rows), _fill(PyStepBuffer(), rows)
+    assert len(c) == len(py) == 2500
+    got, want = c.take(WALL0, PERF0), py.take(WALL0, PERF0)
+    assert got.keys() == want.keys()
+    for key in got:
+        assert got[key] == want[key], key
+    assert len(c) == 0 and c.take(WALL0, PERF0) is None and py.take(WALL0, PERF0) is None
+
+
+def test_a_take_holds_the_rows_since_the_last_one() -> None:
+    buf = _c_buffer()
+    rows = _rows(30)
+    _fill(buf, rows[:10])
+    assert buf.take(WALL0, PERF0)["n"] == 10
+    _fill(buf, rows[10:])
+    cols = buf.take(WALL0, PERF0)
+    batch = _batch(cols)
+    assert batch.column("step").to_pylist() == list(range(10, 30))
+    assert batch.column("start")[0].as_py() == WALL0 + (rows[10][2] - PERF0)
+
+
+class _Event:
+    """A completed CUDA event (agent/_cuda.py reads these two methods)."""
+
+    def synchronize(self) -> None: ...
+    def elapsed_time(self, end: object) -> float:
+        return 2.5  # ms
+
+
+def test_device_marks_are_kept_from_the_first_step_that_has_some() -> None:
+    for buf in (_c_buffer(), PyStepBuffer()):
+        rows, mark = _rows(5), [("forward", _Event(), _Event())]
+        rows[3] = (*rows[3][:11], mark)
+        cols = _fill(buf, rows).take(WALL0, PERF0)
+        assert cols["marks"] == [None, None, None, mark, None]
+        d = _batch(cols).to_pydict()
+        assert d["gpu_forward"][3] == pytest.approx(0.0025) and d["gpu_forward"][4] is None
+        assert d["gpu_backward"] == [None] * 5
+        assert _fill(buf, _rows(2)).take(WALL0, PERF0)["marks"] is None  # reset by take
+
+
+def test_a_row_of_an_unknown_phase_is_refused_and_nothing_is_added() -> None:
+    for buf in (_c_buffer(), PyStepBuffer()):
+        with pytest.raises(ValueError, match="'train' or 'eval', not 'test'"):
+            buf.append(("test", *_rows(1)[0][1:]))
+        assert len(buf) == 0
+    with pytest.raises(TypeError):
+        _c_buffer().append(("train", "not a step number"))
+
+
+def test_the_recorders_write_their_steps_into_the_buffer() -> None:
+    """The C recorder writes into a C buffer directly; its method path and the Python
+    recorder append rows; all three give what the rows say."""
+    recorders = [
+        _recorder.new_recorder(_c_buffer()),
+        _recorder.new_recorder(PyStepBuffer()),
+        _recorder.StepRecorder(_c_buffer()),
+    ]
+    for rec in recorders:
+        rec.on_data(1001.0, 1001.25)
+        rec.on_forward_start(1001.5)
+        rec.on_forward_end(1002.0, True)
+        rec.on_backward(1002.0, 1002.75)
+        rec.on_optimizer_start(1003.0)
+        rec.on_optimizer_end(1004.0)
+        rec.on_forward_start(1004.5)
+        rec.on_forward_end(1005.0, False)  # an evaluation step
+        batch = _batch(rec.rows.take(WALL0, PERF0)).to_pydict()  # type: ignore[attr-defined]
+        assert batch["phase"] == ["train", "eval"] and batch["step"] == [0, 0]
+        assert batch["start"] == [WALL0 + 1.0, WALL0 + 4.0]
+        assert batch["end"] == [WALL0 + 4.0, WALL0 + 5.0]
+        assert batch["data_wait"] == [0.25, 0.0] and batch["forward"] == [0.5, 0.5]
+        assert batch["backward"] == [0.75, 0.0] and batch["optimizer"] == [1.0, 0.0]
+        assert batch["other"] == [0.5, 0.5] and batch["gpu_forward"] == [None, None]
+
+
+def test_the_writer_batch_is_valid_arrow_of_the_steps_schema() -> None:
+    for buf in (_c_buffer(), PyStepBuffer()):
+        rows = _rows(300, seed=1)
+        batch = _batch(_fill(buf, rows).take(WALL0, PERF0))
+        batch.validate(full=True)
+        d = batch.to_pydict()
+        assert d["phase"] == [r[0] for r in rows]
+        assert d["profiled"] == [r[10] for r in rows]
+        assert d["node"] == ["n1"] * 300 and d["rank"] == [2] * 300
+        dur = [r[3] - r[2] for r in rows]
+        assert d["duration"] == pytest.approx(dur, rel=1e-6)
+        other = [max(d_ - (sum(r[4:8]) + r[9]), 0.0) for d_, r in zip(dur, rows, strict=True)]
+        assert d["other"] == pytest.approx(other, rel=1e-5, abs=1e-9)
+        assert min(d["other"]) == 0.0  # the rows whose parts outlast the step
+
+
+def test_the_constant_columns_grow_with_the_batch() -> None:
+    """Identity and device columns are slices of arrays built once, grown when short."""
+    writer = _writer()
+    for n in (3, 5000, 40):
+        d = writer._steps_batch(_fill(_c_buffer(), _rows(n)).take(WALL0, PERF0)).to_pydict()
+        assert d["node"] == ["n1"] * n and d["pid"] == [9] * n and d["gpu_optimizer"] == [None] * n
+    events = writer._events_batch([(1.0, "fault", "{}"), (2.0, "stop", "")]).to_pydict()
+    assert events["node"] == ["n1", "n1"] and events["rank"] == [2, 2]
+
+
+def test_the_agent_buffer_is_the_c_one_where_built() -> None:
+    _c_buffer()
+    assert type(new_step_buffer()).__name__ == "StepBuffer"
+    assert isinstance(new_step_buffer(native=False), PyStepBuffer)
+    assert columns(_rows(3), WALL0, PERF0)["n"] == 3
+
+
+def _writer() -> AgentWriter:
+    store = open_store("memory://stepbuf")
+    faults = FaultBoundary(store, {})
+    return AgentWriter(store, Identity(2, 0, "n1", 9), Clock(), faults, PyStepBuffer())
+
+
+def _batch(cols: dict[str, Any]) -> pa.RecordBatch:
+    batch: pa.RecordBatch = _writer()._steps_batch(cols)
+    batch.validate(full=True)
+    return batch
