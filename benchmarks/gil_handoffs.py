@@ -13,7 +13,10 @@ turns block by block, in one process, so that they are compared side by side:
   step buffer's ``take`` and ``AgentWriter._steps_batch`` (from a pool of
   buffers filled beforehand: the training thread fills it, one row a step);
 * ``poll``: the profiling thread's look for new control requests (once a
-  second in every watched process), with one acknowledged request in the folder.
+  second in every watched process), with one acknowledged request in the folder
+  (``control.Requests``: the folder's mtime first);
+* ``poll_list``: the same look by listing the folder (the poll before 2026-11-25,
+  and still the poll of a folder changed in the last seconds).
 
 For each, per operation: how often the training thread had to sleep (its
 voluntary context switches: waits for the GIL, on this loop) and how long it
@@ -89,13 +92,16 @@ def operations(folder: str) -> dict[str, Callable[[], object]]:
     store.write_json(f"{control.CONTROL}/profile-1.json", {"windows": []})
     store.write_json(f"{control.ACK}/profile-1.json", {"accepted": True})
     seen = {"profile-1.json"}
+    requests = control.Requests(store, "profile")
+    requests.pending()
     return {
         "idle": lambda: None,
         "write": lambda: store.write_bytes("steps/rank-0/a.parquet", segment),
         "write_open": lambda: write_open(store, "steps/rank-0/b.parquet", segment),
         "encode": lambda: encode_parquet(table, STEP_DICT),
         "batch": batch,
-        "poll": lambda: control.pending(store, "profile", seen),
+        "poll": requests.pending,
+        "poll_list": lambda: control.pending(store, "profile", seen),
     }
 
 

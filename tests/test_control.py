@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pstats
 import subprocess
 import sys
@@ -197,3 +198,52 @@ def test_cli_refuses_a_finished_job_and_bad_steps(tmp_path):
     assert r.returncode == 2 and "START:N" in r.stderr
     r = _cli("config", str(tmp_path / "done"), "--interval-ms", "700")
     assert r.returncode == 2 and "Accepted values are 100" in r.stderr
+
+
+def _age(folder: Path, seconds: float) -> int:
+    """Set ``folder``'s mtime ``seconds`` back; returns it in ns."""
+    stamp = time.time_ns() - int(seconds * 1e9)
+    os.utime(folder, ns=(stamp, stamp))
+    return stamp
+
+
+def test_requests_list_the_local_folder_only_when_it_changed(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    requests = control.Requests(store, "stop")
+    assert requests.pending() == []  # no control/ yet
+    first = control.request_stop(store, "one", "test")
+    assert [n for n, _ in requests.pending()] == [first]
+    folder = tmp_path / "control"
+    stamp = _age(folder, 10)
+    assert requests.pending() == []  # listed: the mtime changed, nothing new
+    # A request that left the folder's mtime as it was (a file system that keeps it
+    # coarsely): not listed while the old mtime is old ...
+    second = control.request_stop(store, "two", "test")
+    os.utime(folder, ns=(stamp, stamp))
+    assert requests.pending() == []
+    # ... but a change is always seen: here the folder's mtime moves
+    third = control.request_stop(store, "three", "test")
+    assert sorted(n for n, _ in requests.pending()) == sorted([second, third])
+
+
+def test_a_recently_changed_folder_is_listed_even_if_its_mtime_looks_the_same(
+    tmp_path: Path,
+) -> None:
+    store = open_store(tmp_path)
+    requests = control.Requests(store, "config")
+    control.request_interval(store, 100, "test")
+    assert len(requests.pending()) == 1
+    folder = tmp_path / "control"
+    stamp = _age(folder, 1)  # within RECENT_NS: one mtime tick may hide a second write
+    later = control.request_interval(store, 200, "test")
+    os.utime(folder, ns=(stamp, stamp))
+    assert [n for n, _ in requests.pending()] == [later]
+
+
+def test_requests_on_object_stores_are_listed_at_every_poll() -> None:
+    store = open_store("memory://requests-poll")
+    requests = control.Requests(store, "profile")
+    assert requests.pending() == []
+    name = control.request_profile(store, [{"kind": "detailed", "num_steps": 1}], "test")
+    assert [n for n, _ in requests.pending()] == [name]
+    assert requests.pending() == []

@@ -53,6 +53,48 @@ def pending(store: Store, kind: str, seen: set[str]) -> list[tuple[str, Any]]:
     return out
 
 
+# A folder changed this recently is listed even if its modification time looks the
+# same as at the last listing: some file systems keep mtimes to the second (FAT: 2 s).
+RECENT_NS = 3_000_000_000
+
+
+class Requests:
+    """The new requests of one kind, for a loop that polls every second or so.
+
+    On a local job folder the poll first reads ``control/``'s modification time
+    (one system call, which a new request changes: it is renamed into the
+    folder) and lists the folder only when that changed or is recent. Inside the
+    training process every listing is a dozen system calls, each of which may
+    hand the GIL to the training thread and back (BENCHMARKS.md, "GIL
+    handoffs"). Object stores are listed at every poll.
+    """
+
+    def __init__(self, store: Store, kind: str) -> None:
+        self.store, self.kind = store, kind
+        self.seen: set[str] = set()
+        self._stamp: int | None = None
+
+    def pending(self) -> list[tuple[str, Any]]:
+        """Requests not returned before, oldest first (bad JSON gives None)."""
+        stamp = self._folder_stamp()
+        if stamp is not None and stamp == self._stamp and time.time_ns() - stamp > RECENT_NS:
+            return []
+        self._stamp = stamp
+        return pending(self.store, self.kind, self.seen)
+
+    def _folder_stamp(self) -> int | None:
+        """``control/``'s mtime in ns (0 while it does not exist); None: list anyway."""
+        folder = self.store.local_path(CONTROL)
+        if folder is None:
+            return None
+        try:
+            return os.stat(folder).st_mtime_ns
+        except FileNotFoundError:
+            return 0
+        except OSError:
+            return None  # the listing reports what is wrong
+
+
 def acknowledge(store: Store, name: str, accepted: bool, detail: str = "") -> None:
     """Record that a request was applied (or rejected, and why)."""
     store.write_json(f"{ACK}/{name}", {"accepted": accepted, "detail": detail, "time": time.time()})

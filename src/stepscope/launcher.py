@@ -89,7 +89,7 @@ class _Supervisor:
         self.store, self.spec, self.child = store, spec, child
         self.stop_reason: str | None = None
         self._stop_sent = 0.0
-        self._seen: set[str] = set()
+        self._requests = control.Requests(self.store, "stop")
         self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
 
     def on_signal(self, signum: int, _frame: Any) -> None:
@@ -125,7 +125,7 @@ class _Supervisor:
         self.store.write_json(f"heartbeat/{self.spec.node}.json", beat)
 
     def _take_stop_requests(self) -> None:
-        for name, body in control.pending(self.store, "stop", self._seen):
+        for name, body in self._requests.pending():
             if not isinstance(body, dict):
                 control.acknowledge(self.store, name, False, "not a JSON object")
                 continue

@@ -40,7 +40,7 @@ class IntervalRequests:
     def __init__(self, store: Store, node: str, poll_s: float = POLL_S) -> None:
         self.store, self.node = store, node
         self.poll_s = max(poll_s, store.min_interval_s)  # object stores: fewer requests
-        self._seen: set[str] = set()
+        self._requests = control.Requests(store, "config")
         self._next = 0.0
 
     def due(self) -> bool:
@@ -49,7 +49,7 @@ class IntervalRequests:
     def take(self, sampler: Any) -> None:
         """Apply new requests to ``sampler`` (``set_interval``) and acknowledge them."""
         self._next = time.monotonic() + self.poll_s
-        for name, body in control.pending(self.store, "config", self._seen):
+        for name, body in self._requests.pending():
             try:
                 ms = parse_interval(body)
             except ValueError as exc:

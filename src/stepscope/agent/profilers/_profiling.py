@@ -52,7 +52,7 @@ class AgentProfiling:
         self.scheduler.submit = self.background.submit
         if self.rank == 0:
             self.scheduler.ack = self._acknowledge
-        self._seen: set[str] = set()
+        self._requests = control.Requests(self.store, "profile")
         agent.recorder.listen(self.scheduler.on_boundary)
 
     def start(self) -> None:
@@ -75,7 +75,7 @@ class AgentProfiling:
 
     def _poll(self) -> None:
         """Background thread: take new ``profile`` requests (validated here, applied later)."""
-        for name, body in control.pending(self.store, "profile", self._seen):
+        for name, body in self._requests.pending():
             try:
                 request = parse_request(name, body, self.now())
             except RequestError as exc:
