@@ -9,15 +9,21 @@ blocks of about a second, B W W B B W ...:
 * watched blocks: everything `stepscope run` starts by default runs (the
   agent's hooks and threads, the sampler, the live rule runner);
 * bare blocks: the agent's torch hooks are removed, the sampler and the rule
-  runner are stopped (SIGSTOP), and the agent's writers hold their flushes
-  until the next watched block, so that the rows a watched block produced are
-  written in watched time. The agent's threads stay alive; their CPU in bare
-  blocks is measured and printed (it should be about zero).
+  runner are stopped (SIGSTOP), and the agent's writers do not flush. The
+  agent's threads stay alive; their CPU in bare blocks is measured and printed
+  (it should be about zero).
 
-The helpers keep their wall-time schedules: after a pause the sampler and the
-rule runner catch up with what fell due, so if anything the watched blocks
-carry more of their work, not less. ``--same`` switches nothing (an A/A run:
-the noise floor of the method). Prints one JSON line.
+The writers flush every 2 s of wall time, and half of the wall time is bare.
+``--flushes paced`` (the default) skips a flush that falls due in a bare block
+(its rows wait for the next one), so watched time carries the flushes a run
+of its length makes: one per 2 s. ``--flushes held`` makes it wait for the
+next watched block instead (the method before 2026-11-25): watched time then
+carries every flush of the wall time, twice a real run's rate. The flushes
+per watched second are printed. The helpers keep their wall-time schedules:
+after a pause the sampler and the rule runner catch up with what fell due, so
+the watched blocks carry up to twice their work (BENCHMARKS.md). ``--same``
+switches nothing (an A/A run: the noise floor of the method). Prints one JSON
+line.
 """
 
 from __future__ import annotations
@@ -58,24 +64,33 @@ def thread_state(tid: int) -> tuple[float, int, float]:
     return wall, vol, wall - (cpu_ns + queue_ns) / 1e9
 
 
-def hold_writers(agent: bootstrap.Agent) -> threading.Event:
-    """Make the agent's writers flush only while the returned event is set (it is now)."""
-    watched = threading.Event()
+def pace_writers(agent: bootstrap.Agent, held: bool) -> tuple[threading.Event, list[int]]:
+    """Make the agent's writers flush only while the returned event is set (it is now).
+
+    A flush that falls due while it is clear is skipped, or with ``held`` waits for
+    it; the list counts the steps writer's flushes."""
+    watched, flushes = threading.Event(), [0]
     watched.set()
     writers: list[Any] = [agent.writer]
     if agent.tensors is not None:
         writers.append(agent.tensors.writer)
     for writer in writers:
-        writer.flush = _held(writer.flush, watched)
-    return watched
+        counter = flushes if writer is agent.writer else [0]
+        writer.flush = _paced(writer.flush, watched, held, counter)
+    return watched, flushes
 
 
-def _held(flush: Callable[..., None], watched: threading.Event) -> Callable[..., None]:
-    def held(*args: Any, **kwargs: Any) -> None:
-        watched.wait()  # a flush that falls due in a bare block waits for W
+def _paced(
+    flush: Callable[..., None], watched: threading.Event, held: bool, count: list[int]
+) -> Callable[..., None]:
+    def paced(*args: Any, **kwargs: Any) -> None:
+        if not (held or watched.is_set()):
+            return  # due in a bare block: its rows go with the next flush
+        watched.wait()
+        count[0] += 1
         flush(*args, **kwargs)
 
-    return held
+    return paced
 
 
 def hooks_off(agent: bootstrap.Agent) -> None:
@@ -102,11 +117,11 @@ def ratios(times: list[tuple[str, float]]) -> list[float]:
 class Switch:
     """Turns the watched side on and off: the agent's torch hooks and the helpers."""
 
-    def __init__(self, agent: bootstrap.Agent) -> None:
+    def __init__(self, agent: bootstrap.Agent, held: bool) -> None:
         self.agent = agent
         me = os.getpid()
         self.helpers = [p for p in psutil.Process(os.getppid()).children() if p.pid != me]
-        self.watched = hold_writers(agent)
+        self.watched, self.flushes = pace_writers(agent, held)
 
     def off(self) -> None:
         hooks_off(self.agent)
@@ -127,6 +142,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=400, help="steps per block")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--same", action="store_true", help="switch nothing (A/A)")
+    p.add_argument("--flushes", choices=("paced", "held"), default="paced")
     a = p.parse_args()
     agent = bootstrap.current()
     if agent is None:
@@ -135,7 +151,8 @@ def main() -> None:
     t_end = time.monotonic() + 10  # the helpers start and import meanwhile
     while time.monotonic() < t_end:
         loop.run(a.steps)
-    switch, me = Switch(agent), psutil.Process()
+    switch, me = Switch(agent, a.flushes == "held"), psutil.Process()
+    flushes0 = switch.flushes[0]
     times: list[tuple[str, float]] = []
     idle_cpu = 0.0
     tid, sleeps = threading.get_native_id(), {"b": [0, 0.0], "w": [0, 0.0]}
@@ -161,6 +178,8 @@ def main() -> None:
                 "bare_s": bare_s,
                 "watched_s": secs["w"],
                 "step_ms": bare_s / (a.blocks * a.steps) * 1e3,
+                # the steps writer's flushes per second of watched time (a run: 1 / 2 s)
+                "flushes_per_s": (switch.flushes[0] - flushes0) / secs["w"],
                 "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
                 # the training thread's sleeps (GIL waits) and blocked time per second
                 "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},

@@ -73,13 +73,15 @@ def calibrate(seconds: float, least: int = 400) -> tuple[int, float]:
     return max(int(seconds / per_step), least), per_step
 
 
-def switched(seconds: float, block_s: float, same: bool, extra: list[str]) -> None:
+def switched(
+    seconds: float, block_s: float, same: bool, extra: list[str], flushes: str = "paced"
+) -> None:
     """One process under `stepscope run`, stepscope switched off and on by blocks."""
     steps, per_step = calibrate(block_s, least=20)
     blocks = max(int(seconds / block_s), 2)
     print(f"loop: blocks of {steps} steps ({per_step * 1000:.2f} ms/step bare), {blocks} each")
     script = [sys.executable, str(HERE / "_switched.py"), "--blocks", str(blocks)]
-    script += ["--steps", str(steps), *(["--same"] if same else [])]
+    script += ["--steps", str(steps), "--flushes", flushes, *(["--same"] if same else [])]
     with tempfile.TemporaryDirectory() as out:
         cmd = [STEPSCOPE, "run", "-o", out, "--job", "switched", *extra, "--", *script]
         r = _loop(cmd)
@@ -95,7 +97,8 @@ def switched(seconds: float, block_s: float, same: bool, extra: list[str]) -> No
     sl, bl = r["sleeps_per_s"], r["blocked_ms_per_s"]
     print(
         f"training thread, bare / watched: sleeps {sl['b']:.1f} / {sl['w']:.1f} per s, "
-        f"blocked {bl['b']:.2f} / {bl['w']:.2f} ms per s"
+        f"blocked {bl['b']:.2f} / {bl['w']:.2f} ms per s; steps writer: "
+        f"{r['flushes_per_s']:.2f} flushes per watched s ({flushes})"
     )
 
 
@@ -130,6 +133,12 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60, help="training time of each side")
     p.add_argument("--block-seconds", type=float, default=1.0, help="of a switched block")
     p.add_argument("--same", action="store_true", help="switch nothing (A/A noise floor)")
+    p.add_argument(
+        "--flushes",
+        choices=("paced", "held"),
+        default="paced",
+        help="switched: skip writer flushes due in bare blocks, or hold them (BENCHMARKS.md)",
+    )
     p.add_argument("--whole-runs", action="store_true", help="interleave whole runs instead")
     p.add_argument("--pairs", type=int, default=8, help="of whole runs: watched runs")
     p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
@@ -141,7 +150,7 @@ def main() -> None:
     if a.whole_runs:
         whole_runs(a.seconds, a.pairs, a.extra)
     else:
-        switched(a.seconds, a.block_seconds, a.same, a.extra)
+        switched(a.seconds, a.block_seconds, a.same, a.extra, a.flushes)
 
 
 if __name__ == "__main__":

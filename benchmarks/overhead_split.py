@@ -6,8 +6,9 @@ and switches one part off and on between blocks (B W W B B W ...), as
 ``benchmarks/_switched.py`` does for everything:
 
 * ``hooks``: the torch hooks are removed in bare blocks (the writers run);
-* ``writers``: the agent's writers hold their flushes in bare blocks until the
-  next watched block (the hooks stay);
+* ``writers``: the agent's writers skip the flushes that fall due in bare
+  blocks (their rows go with the next flush, in a watched block; the hooks
+  stay), so watched time carries a run's rate of flushes (_switched.py);
 * ``same``: nothing is switched (the A/A noise floor).
 
 Each watched block is divided by the bare blocks beside it, in wall time and in
@@ -30,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _mlp_loop import Loop
-from _switched import hold_writers, hooks_off, hooks_on, ratios
+from _switched import hooks_off, hooks_on, pace_writers, ratios
 
 import stepscope
 from stepscope.agent import bootstrap
@@ -41,7 +42,7 @@ class Switch:
 
     def __init__(self, agent: Any, part: str) -> None:
         self.agent, self.part = agent, part
-        self.watched = hold_writers(agent)
+        self.watched, _ = pace_writers(agent, held=False)
 
     def off(self) -> None:
         if self.part == "hooks":
