@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,44 +201,61 @@ def test_cli_refuses_a_finished_job_and_bad_steps(tmp_path):
     assert r.returncode == 2 and "Accepted values are 100" in r.stderr
 
 
-def _age(folder: Path, seconds: float) -> int:
-    """Set ``folder``'s mtime ``seconds`` back; returns it in ns."""
-    stamp = time.time_ns() - int(seconds * 1e9)
-    os.utime(folder, ns=(stamp, stamp))
-    return stamp
+def _keep_mtime(folder: Path, write: Any) -> Any:
+    """Run ``write`` and give ``folder`` back its mtime (as a coarse file system would)."""
+    before = folder.stat().st_mtime_ns
+    out = write()
+    os.utime(folder, ns=(before, before))
+    return out
 
 
-def test_requests_list_the_local_folder_only_when_it_changed(tmp_path: Path) -> None:
-    store = open_store(tmp_path)
+def test_requests_list_the_local_folder_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(control, "RECENT_NS", 200_000_000)
+    store, folder = open_store(tmp_path), tmp_path / "control"
     requests = control.Requests(store, "stop")
     assert requests.pending() == []  # no control/ yet
     first = control.request_stop(store, "one", "test")
     assert [n for n, _ in requests.pending()] == [first]
-    folder = tmp_path / "control"
-    stamp = _age(folder, 10)
-    assert requests.pending() == []  # listed: the mtime changed, nothing new
-    # A request that left the folder's mtime as it was (a file system that keeps it
-    # coarsely): not listed while the old mtime is old ...
-    second = control.request_stop(store, "two", "test")
-    os.utime(folder, ns=(stamp, stamp))
+    time.sleep(0.25)
+    assert requests.pending() == []  # listed, past RECENT_NS: quiet from now on
+    # A request that left the folder's mtime as it was is not looked for ...
+    second = _keep_mtime(folder, lambda: control.request_stop(store, "two", "test"))
     assert requests.pending() == []
-    # ... but a change is always seen: here the folder's mtime moves
+    # ... until the mtime moves
     third = control.request_stop(store, "three", "test")
     assert sorted(n for n, _ in requests.pending()) == sorted([second, third])
 
 
-def test_a_recently_changed_folder_is_listed_even_if_its_mtime_looks_the_same(
-    tmp_path: Path,
+def test_a_folder_is_listed_while_its_mtime_is_recent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store(tmp_path)
+    """Two requests within one mtime tick: the second is found by the next poll."""
+    monkeypatch.setattr(control, "RECENT_NS", 60_000_000_000)
+    store, folder = open_store(tmp_path), tmp_path / "control"
     requests = control.Requests(store, "config")
     control.request_interval(store, 100, "test")
     assert len(requests.pending()) == 1
-    folder = tmp_path / "control"
-    stamp = _age(folder, 1)  # within RECENT_NS: one mtime tick may hide a second write
-    later = control.request_interval(store, 200, "test")
-    os.utime(folder, ns=(stamp, stamp))
+    later = _keep_mtime(folder, lambda: control.request_interval(store, 200, "test"))
     assert [n for n, _ in requests.pending()] == [later]
+
+
+def test_a_failed_listing_is_tried_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(control, "RECENT_NS", 0)  # any listing that succeeds quiets it
+    store = open_store(tmp_path)
+    requests = control.Requests(store, "stop")
+    name = control.request_stop(store, "one", "test")
+    listing = control.pending
+
+    def broken(*args: Any) -> Any:
+        raise OSError("the file system had a moment")
+
+    monkeypatch.setattr(control, "pending", broken)
+    with pytest.raises(OSError):
+        requests.pending()
+    monkeypatch.setattr(control, "pending", listing)
+    assert [n for n, _ in requests.pending()] == [name]  # same mtime: listed anyway
 
 
 def test_requests_on_object_stores_are_listed_at_every_poll() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 from typing import Any
@@ -46,6 +47,7 @@ def _fill(buf: Any, rows: list[tuple[Any, ...]]) -> Any:
 def test_the_c_and_python_buffers_give_the_same_bytes() -> None:
     rows = _rows(2500)  # past the C buffer's first growth (1,024 rows)
     rows[10] = (*rows[10][:5], math.nan, *rows[10][6:])  # a NaN part stays NaN in "other"
+    rows[11] = ("train", 11, -0.0, -0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False, [])  # +0.0
     c, py = _fill(_c_buffer(), rows), _fill(PyStepBuffer(), rows)
     assert len(c) == len(py) == 2500
     got, want = c.take(WALL0, PERF0), py.take(WALL0, PERF0)
@@ -85,6 +87,36 @@ def test_device_marks_are_kept_from_the_first_step_that_has_some() -> None:
         assert d["gpu_forward"][3] == pytest.approx(0.0025) and d["gpu_forward"][4] is None
         assert d["gpu_backward"] == [None] * 5
         assert _fill(buf, _rows(2)).take(WALL0, PERF0)["marks"] is None  # reset by take
+        no_marks = [(*r[:11], []) for r in _rows(3)]  # CUDA timed nothing: as None
+        assert _fill(buf, no_marks).take(WALL0, PERF0)["marks"] is None
+
+
+def test_rows_taken_while_the_marks_list_is_allocated_stay_consistent() -> None:
+    """On Python 3.11 an allocation can run the garbage collector, whose finalizers can
+    run anything, here a take by "the writer": the buffer stays consistent."""
+    buf, taken = _c_buffer(), []
+
+    class Taker:
+        def __del__(self) -> None:
+            taken.append(buf.take(WALL0, PERF0))
+
+    _fill(buf, _rows(5))
+    row = (*_rows(1)[0][:11], [("forward", _Event(), _Event())])
+    threshold = gc.get_threshold()
+    gc.collect()
+    cycle = Taker()
+    cycle.self = cycle  # type: ignore[attr-defined]
+    del cycle
+    gc.set_threshold(1)
+    try:
+        buf.append(row)  # its first allocation (the marks list) collects the cycle
+    finally:
+        gc.set_threshold(*threshold)
+    if not taken:
+        pytest.skip("this Python did not collect inside the allocation")
+    assert taken[0]["n"] == 5 and taken[0]["marks"] is None
+    cols = buf.take(WALL0, PERF0)
+    assert cols["n"] == 1 and cols["marks"] == [row[11]]
 
 
 def test_a_row_of_an_unknown_phase_is_refused_and_nothing_is_added() -> None:
@@ -92,8 +124,14 @@ def test_a_row_of_an_unknown_phase_is_refused_and_nothing_is_added() -> None:
         with pytest.raises(ValueError, match="'train' or 'eval', not 'test'"):
             buf.append(("test", *_rows(1)[0][1:]))
         assert len(buf) == 0
-    with pytest.raises(TypeError):
-        _c_buffer().append(("train", "not a step number"))
+    good = _rows(1)[0]
+    no_end = (*good[:3], None, *good[4:])
+    malformed = [("train", "not a step number"), list(good), good[:11], no_end]
+    for buf in (_c_buffer(), PyStepBuffer()):
+        for row in malformed:
+            with pytest.raises(TypeError):
+                buf.append(row)
+        assert len(buf) == 0
 
 
 def test_the_recorders_write_their_steps_into_the_buffer() -> None:

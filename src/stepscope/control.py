@@ -53,8 +53,10 @@ def pending(store: Store, kind: str, seen: set[str]) -> list[tuple[str, Any]]:
     return out
 
 
-# A folder changed this recently is listed even if its modification time looks the
-# same as at the last listing: some file systems keep mtimes to the second (FAT: 2 s).
+# How long after this process first saw a modification time of control/ it keeps
+# listing the folder: a file system that keeps mtimes coarsely (FAT: 2 s) may give a
+# second request written within one tick the same mtime. Timed on this process's
+# monotonic clock, so neither the polls' period nor another host's clock matters.
 RECENT_NS = 3_000_000_000
 
 
@@ -62,25 +64,33 @@ class Requests:
     """The new requests of one kind, for a loop that polls every second or so.
 
     On a local job folder the poll first reads ``control/``'s modification time
-    (one system call, which a new request changes: it is renamed into the
-    folder) and lists the folder only when that changed or is recent. Inside the
-    training process every listing is a dozen system calls, each of which may
-    hand the GIL to the training thread and back (BENCHMARKS.md, "GIL
-    handoffs"). Object stores are listed at every poll.
+    (one system call; a new request changes it, being renamed into the folder)
+    and lists the folder only while that time is new: until a listing that
+    started ``RECENT_NS`` after this process first saw it has succeeded. Inside
+    the training process every listing is a dozen system calls, each of which
+    may hand the GIL to the training thread and back (BENCHMARKS.md, "GIL
+    handoffs"). Object stores are listed at every poll. Requests sit directly
+    in ``control/`` (a file in a subfolder does not change its mtime).
     """
 
     def __init__(self, store: Store, kind: str) -> None:
         self.store, self.kind = store, kind
         self.seen: set[str] = set()
         self._stamp: int | None = None
+        self._first_seen = 0  # monotonic ns at which _stamp was first read
+        self._quiet = False  # a listing after RECENT_NS of _stamp succeeded
 
     def pending(self) -> list[tuple[str, Any]]:
         """Requests not returned before, oldest first (bad JSON gives None)."""
         stamp = self._folder_stamp()
-        if stamp is not None and stamp == self._stamp and time.time_ns() - stamp > RECENT_NS:
+        if stamp is None or stamp != self._stamp:
+            self._stamp, self._first_seen, self._quiet = stamp, time.monotonic_ns(), False
+        elif self._quiet:
             return []
-        self._stamp = stamp
-        return pending(self.store, self.kind, self.seen)
+        started = time.monotonic_ns()
+        found = pending(self.store, self.kind, self.seen)  # a failure: listed again next time
+        self._quiet = stamp is not None and started - self._first_seen > RECENT_NS
+        return found
 
     def _folder_stamp(self) -> int | None:
         """``control/``'s mtime in ns (0 while it does not exist); None: list anyway."""

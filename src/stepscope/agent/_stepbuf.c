@@ -59,18 +59,39 @@ grow(StepBuffer *b)
     return 0;
 }
 
+/* A step's device marks, or None for a step without any (None, or an empty list). */
+static int
+has_marks(PyObject *marks)
+{
+    return marks != Py_None && !(PyList_Check(marks) && PyList_GET_SIZE(marks) == 0);
+}
+
 static int
 add_mark(StepBuffer *b, PyObject *marks)
 {
-    if (b->marks == NULL) {
+    if (!has_marks(marks)) {
+        marks = Py_None;
+    }
+    while (b->marks == NULL) {
         if (marks == Py_None) {
             return 0; /* no device timing so far: nothing kept */
         }
-        if ((b->marks = PyList_New(b->n)) == NULL) {
+        /* The list's allocation may run the garbage collector, whose finalizers may
+         * let the writer thread take the rows meanwhile (Python 3.11): keep the list
+         * only if nothing changed, else build it again. */
+        Py_ssize_t n = b->n;
+        PyObject *list = PyList_New(n);
+        if (list == NULL) {
             return -1;
         }
-        for (Py_ssize_t i = 0; i < b->n; i++) {
-            PyList_SET_ITEM(b->marks, i, Py_NewRef(Py_None));
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyList_SET_ITEM(list, i, Py_NewRef(Py_None));
+        }
+        if (b->marks == NULL && b->n == n) {
+            b->marks = list;
+        }
+        else {
+            Py_DECREF(list);
         }
     }
     return PyList_Append(b->marks, marks);
@@ -112,6 +133,11 @@ StepBuffer_append(StepBuffer *b, PyObject *row)
     long long step;
     double v[SB_FLOATS];
     int profiled;
+    if (!PyTuple_Check(row)) {
+        PyErr_Format(PyExc_TypeError, "a step row is a StepRow tuple, not %.100s",
+                     Py_TYPE(row)->tp_name);
+        return NULL;
+    }
     if (!PyArg_ParseTuple(row, "OLddddddddpO:StepBuffer.append", &phase, &step, &v[0], &v[1],
                           &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &profiled, &marks)) {
         return NULL;
@@ -181,7 +207,7 @@ part_columns(StepBuffer *b, PyObject *cols)
         double busy = v[SB_DATA] + v[SB_FORWARD] + v[SB_BACKWARD] + v[SB_OPTIMIZER];
         double rest = d - (busy + v[SB_OUTSIDE]);
         dur[i] = (float)d;
-        other[i] = (float)(rest < 0.0 ? 0.0 : rest);
+        other[i] = (float)(rest > 0.0 ? rest : (rest == rest ? 0.0 : rest)); /* np.maximum */
     }
     return 0;
 }

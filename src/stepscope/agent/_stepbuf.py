@@ -11,6 +11,7 @@ tests/test_stepbuf.py checks that both give the same bytes.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from typing import Any, Protocol
 
@@ -39,14 +40,24 @@ class PyStepBuffer:
         return len(self._rows)
 
     def append(self, row: StepRow, /) -> None:
+        """Add one row; a malformed one is refused here, as the C buffer does, so that
+        it can never make a later ``take`` fail."""
+        if not isinstance(row, tuple) or len(row) != 12:
+            raise TypeError(f"a step row is a StepRow tuple of 12 fields, not {row!r}")
         if row[0] not in PHASES:
             raise ValueError(f"a step's phase is 'train' or 'eval', not {row[0]!r}")
-        self._rows.append(row)
+        t0, t1, data, fwd, bwd, opt, coll, outside = (float(v) for v in row[2:10])
+        step, flag = operator.index(row[1]), bool(row[10])
+        self._rows.append((row[0], step, t0, t1, data, fwd, bwd, opt, coll, outside, flag, row[11]))
 
     def take(self, wall0: float, perf0: float, /) -> dict[str, Any] | None:
         """Every row so far as the steps columns' buffers (the buffer is emptied)."""
         rows = [self._rows.popleft() for _ in range(len(self._rows))]
-        return columns(rows, wall0, perf0) if rows else None
+        try:
+            return columns(rows, wall0, perf0) if rows else None
+        except BaseException:
+            self._rows.extendleft(reversed(rows))  # kept for the next take
+            raise
 
 
 def columns(rows: list[StepRow], wall0: float, perf0: float) -> dict[str, Any]:
@@ -66,7 +77,7 @@ def columns(rows: list[StepRow], wall0: float, perf0: float) -> dict[str, Any]:
     phase = "".join(by_field[0]).encode()
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(np.fromiter(map(len, by_field[0]), np.int32, count=n), out=offsets[1:])
-    marks = list(by_field[11])
+    marks = [m or None for m in by_field[11]]  # no marks, or an empty list: None
     flags = np.fromiter(by_field[10], np.bool_, count=n)
     return {
         "n": n,
@@ -79,7 +90,7 @@ def columns(rows: list[StepRow], wall0: float, perf0: float) -> dict[str, Any]:
         "phase_offsets": offsets.tobytes(),
         "phase_data": phase,
         "profiled": np.packbits(flags, bitorder="little").tobytes(),
-        "marks": marks if any(m is not None for m in marks) else None,
+        "marks": marks if any(marks) else None,
     }
 
 
