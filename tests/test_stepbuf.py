@@ -5,11 +5,14 @@ from __future__ import annotations
 import gc
 import math
 import random
+import threading
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+import stepscope
 from stepscope.agent import _recorder
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import PyStepBuffer, columns, new_step_buffer
@@ -203,3 +206,13 @@ def _batch(cols: dict[str, Any]) -> pa.RecordBatch:
     batch: pa.RecordBatch = _writer()._steps_batch(cols)
     batch.validate(full=True)
     return batch
+
+
+def test_one_thread_flushes_the_steps_and_the_tensors(tmp_path: Path) -> None:
+    """Each agent thread that wakes costs the training thread a GIL handoff."""
+    with stepscope.init(output=str(tmp_path), job="threads") as session:
+        names = {t.name for t in threading.enumerate() if t.name.startswith("stepscope-")}
+        agent = session.agent
+        assert agent.tensors is not None
+        assert agent.writer.followers == [agent.tensors.writer.flush]
+    assert "stepscope-writer" in names and "stepscope-tensors" not in names

@@ -100,9 +100,9 @@ class Agent:
             if started is not None:
                 self.writer.event("process_start", started, argv=sys.argv)
             self.writer.event("agent_start", config=self.settings.config)
+            if self.tensors is not None:  # flushed by the writer's thread, after the steps
+                self.writer.followers.append(self.tensors.writer.flush)
             self.writer.start()
-            if self.tensors is not None:
-                self.tensors.writer.start()
             if self.profiling is not None:
                 self.profiling.start()
             self.running = True

@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,10 @@ class AgentWriter:
         )
         self._events_w = SegmentWriter(store, f"events/rank-{ident.rank}")
         self._constant: dict[str, Any] = {"rank": ()}  # built at the first flush
+        # Flushes of other writers of the process (the tensors), run by this thread
+        # after its own: one thread waking every flush_s instead of one per writer, as
+        # every wake-up costs the training thread a GIL handoff. Each guards itself.
+        self.followers: list[Callable[[], None]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stepscope-writer", daemon=True)
 
@@ -154,6 +159,8 @@ class AgentWriter:
             pass  # a failure already recorded; its retry is not due yet
         except Exception as exc:
             self.faults.record("writer", exc)
+        for follower in self.followers:
+            follower()
 
     def _flush(self, force: bool = False) -> None:
         steps, events = self.steps.take(self.clock.wall0, self.clock.perf0), _drain(self.events)

@@ -3,7 +3,9 @@
 The training thread hands over one :class:`StepBatch` per saving step (device
 work already enqueued, nothing read yet); this thread waits for the copies,
 turns them into Arrow rows and blobs, and writes them through the Store every
-``flush_s`` seconds. One blob file per flush holds every raw tensor of it.
+``flush_s`` seconds. One blob file per flush holds every raw tensor of it. In
+the agent the steps writer's thread calls ``flush`` after its own flush
+(agent/_writer.py: ``followers``); ``start`` gives it a thread of its own.
 """
 
 from __future__ import annotations
