@@ -208,11 +208,13 @@ def _batch(cols: dict[str, Any]) -> pa.RecordBatch:
     return batch
 
 
-def test_one_thread_flushes_the_steps_and_the_tensors(tmp_path: Path) -> None:
-    """Each agent thread that wakes costs the training thread a GIL handoff."""
+def test_one_thread_flushes_the_steps_and_the_tensors_and_polls(tmp_path: Path) -> None:
+    """Each agent thread that wakes costs the training thread a GIL handoff: the writer's
+    thread flushes the tensors and polls for profiling requests too."""
     with stepscope.init(output=str(tmp_path), job="threads") as session:
         names = {t.name for t in threading.enumerate() if t.name.startswith("stepscope-")}
         agent = session.agent
         assert agent.tensors is not None
-        assert agent.writer.followers == [agent.tensors.writer.flush]
+        assert agent.profiling is not None
+        assert agent.writer.followers == [agent.tensors.writer.flush, agent.profiling.poll]
     assert "stepscope-writer" in names and "stepscope-tensors" not in names

@@ -3,7 +3,7 @@
 Anything that wants to change a running job (the CLI, a rule's action, the
 dashboard) writes one request file ``control/<kind>-<time_ms>-<nonce>.json``;
 the launcher (stop) and the agent (profiling windows, sampling interval) poll
-``control/`` about once a second and acknowledge each request they took in
+``control/`` every second or two and acknowledge each request they took in
 ``control/ack/<same name>``. Requests are JSON data, never code; a malformed
 one is acknowledged as rejected with the reason. Works wherever the job folder
 lives, since it only writes whole files.

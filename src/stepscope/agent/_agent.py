@@ -100,11 +100,14 @@ class Agent:
             if started is not None:
                 self.writer.event("process_start", started, argv=sys.argv)
             self.writer.event("agent_start", config=self.settings.config)
-            if self.tensors is not None:  # flushed by the writer's thread, after the steps
+            # The writer's thread flushes the tensors after the steps and polls for
+            # profiling requests: the agent has one thread that wakes (every 2 s).
+            if self.tensors is not None:
                 self.writer.followers.append(self.tensors.writer.flush)
-            self.writer.start()
             if self.profiling is not None:
                 self.profiling.start()
+                self.writer.followers.append(self.profiling.poll)
+            self.writer.start()
             self.running = True
         atexit.register(self.stop)
         if "torch" in sys.modules:

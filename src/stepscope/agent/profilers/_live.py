@@ -133,12 +133,15 @@ def parse_request(name: str, body: Any, now: float | None = None) -> LiveRequest
 
 
 class Background:
-    """The agent's profiling thread: exports finished windows, polls control ~1/s."""
+    """The agent's profiling thread: runs the windows' exports, off the training thread.
 
-    def __init__(
-        self, poll: Callable[[], None], guard: Callable[[Exception], None], poll_s: float = 1.0
-    ) -> None:
-        self.poll, self.guard, self.poll_s = poll, guard, poll_s
+    It sleeps until a job comes (no timed wake-up: every wake-up of an agent thread
+    costs the training thread a GIL handoff); the control poll runs on the writer's
+    thread (AgentProfiling.poll).
+    """
+
+    def __init__(self, guard: Callable[[Exception], None]) -> None:
+        self.guard = guard
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="stepscope-profiling", daemon=True)
         self._stopping = False
@@ -165,20 +168,7 @@ class Background:
                 self._call(job)
 
     def _run(self) -> None:
-        next_poll = time.monotonic()
-        while True:
-            wait = next_poll - time.monotonic()
-            if wait <= 0:
-                if not self._stopping:
-                    self._call(self.poll)
-                next_poll = time.monotonic() + self.poll_s
-                continue
-            try:
-                job = self._jobs.get(timeout=wait)
-            except queue.Empty:
-                continue
-            if job is None:
-                return
+        while (job := self._jobs.get()) is not None:
             self._call(job)
 
     def _call(self, job: Callable[[], None]) -> None:

@@ -2,9 +2,10 @@
 
 One :class:`AgentProfiling` per agent. It reads the windows of the job's
 configuration, drives the :class:`WindowScheduler` from the step boundaries,
-and polls the job's ``control/`` folder about once a second for ``profile``
-requests, off the training thread. Every rank applies every request; only
-rank 0 acknowledges it (``control/ack/``), so there is one answer per request.
+and polls the job's ``control/`` folder for ``profile`` requests at each
+flush of the agent's writer (every 2 s locally), off the training thread.
+Every rank applies every request; only rank 0 acknowledges it
+(``control/ack/``), so there is one answer per request.
 """
 
 from __future__ import annotations
@@ -48,21 +49,24 @@ class AgentProfiling:
         self.scheduler = WindowScheduler(
             plan, agent.recorder, self.sink, self.event, clock.now, clock.wall, self.faults
         )
-        self.background = Background(self._poll, self._fault, max(1.0, self.store.min_interval_s))
+        self.background = Background(self._fault)
         self.scheduler.submit = self.background.submit
         if self.rank == 0:
             self.scheduler.ack = self._acknowledge
         self._requests = control.Requests(self.store, "profile")
+        self._polling = False  # from start() to stop()
         agent.recorder.listen(self.scheduler.on_boundary)
 
     def start(self) -> None:
         self.background.start()
+        self._polling = True
 
     def attach(self) -> None:
         self.scheduler.attach()
 
     def stop(self) -> None:
         """Close open windows, finish their exports, remove the staging folder."""
+        self._polling = False  # a request seen later would never be applied
         self.scheduler.stop()
         self.background.stop()
         self.sink.close()
@@ -73,8 +77,17 @@ class AgentProfiling:
     def _acknowledge(self, name: str, accepted: bool, detail: str) -> None:
         control.acknowledge(self.store, name, accepted, detail)
 
+    def poll(self) -> None:
+        """Take new ``profile`` requests (the writer's thread, after each flush)."""
+        if not self._polling:
+            return
+        try:
+            self._poll()
+        except Exception as exc:
+            self._fault(exc)
+
     def _poll(self) -> None:
-        """Background thread: take new ``profile`` requests (validated here, applied later)."""
+        """New ``profile`` requests, validated here and applied at a step boundary."""
         for name, body in self._requests.pending():
             try:
                 request = parse_request(name, body, self.now())
