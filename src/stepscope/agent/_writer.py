@@ -1,11 +1,13 @@
 """Background writer of a rank's steps and events (and, standalone, its heartbeat).
 
-The training thread only appends tuples to deques (thread-safe, O(1), never a
-lock held by I/O); this thread turns them into Arrow batches and rewrites the
-current segments every ``flush_s`` seconds (at least the store's
-``min_interval_s``: 10 s on object storage). pyarrow does the encoding in C++,
-outside the GIL. When the store fails, the segment writers keep the rows (bounded,
-gaps recorded) and back off; this thread alone ever waits for the store.
+The training thread only appends: a step's values to the step buffer
+(agent/_stepbuf.c), an event's tuple to a deque (O(1), never a lock held by
+I/O); this thread turns them into Arrow batches and rewrites the current
+segments every ``flush_s`` seconds (at least the store's ``min_interval_s``:
+10 s on object storage), then runs its followers (the tensors' flush, the
+profiling poll). pyarrow does the encoding in C++, outside the GIL. When the
+store fails, the segment writers keep the rows (bounded, gaps recorded) and
+back off; this thread alone ever waits for the store.
 """
 
 from __future__ import annotations
