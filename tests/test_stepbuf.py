@@ -218,3 +218,43 @@ def test_one_thread_flushes_the_steps_and_the_tensors_and_polls(tmp_path: Path) 
         assert agent.profiling is not None
         assert agent.writer.followers == [agent.tensors.writer.flush, agent.profiling.poll]
     assert "stepscope-writer" in names and "stepscope-tensors" not in names
+
+
+def test_on_object_storage_each_stream_keeps_its_own_thread(
+    tmp_path: Path,
+) -> None:
+    """A write that waits out a down store's retries must not hold back the others."""
+    from stepscope.agent._agent import Agent, AgentSettings
+    from stepscope.agent.profilers._live import Background
+
+    agent = Agent(AgentSettings(job_url=str(tmp_path / "job"), flush_s=0.05))
+    agent.store.is_remote = True  # as an s3:// store: the thread layout only
+    agent.start()
+    try:
+        names = {t.name for t in threading.enumerate() if t.name.startswith("stepscope-")}
+        assert agent.writer.followers == []
+        assert agent.profiling is not None
+        assert agent.profiling.background.poll == agent.profiling.poll
+        assert agent.profiling.background.poll_s >= agent.store.min_interval_s
+    finally:
+        agent.stop()
+    assert {"stepscope-writer", "stepscope-tensors", "stepscope-profiling"} <= names
+
+    calls: list[float] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        calls.append(1.0)
+        if len(calls) >= 3:
+            done.set()
+
+    background = Background(guard=lambda exc: None)
+    background.poll_every(poll, 0.01)
+    background.start()
+    try:
+        assert done.wait(30), "a scheduled poll runs again and again"
+    finally:
+        background.stop()
+    polled = len(calls)
+    assert not background._thread.is_alive()
+    assert len(calls) == polled, "no poll after stop"

@@ -100,14 +100,7 @@ class Agent:
             if started is not None:
                 self.writer.event("process_start", started, argv=sys.argv)
             self.writer.event("agent_start", config=self.settings.config)
-            # The writer's thread flushes the tensors after the steps and polls for
-            # profiling requests: the agent has one thread that wakes (every 2 s).
-            if self.tensors is not None:
-                self.writer.followers.append(self.tensors.writer.flush)
-            if self.profiling is not None:
-                self.profiling.start()
-                self.writer.followers.append(self.profiling.poll)
-            self.writer.start()
+            self._start_threads()
             self.running = True
         atexit.register(self.stop)
         if "torch" in sys.modules:
@@ -116,6 +109,23 @@ class Agent:
             self._torch_hook = TorchImportHook(lambda _torch: self.attach_torch())
             self._torch_hook.install()
         return self
+
+    def _start_threads(self) -> None:
+        """On a local folder the writer's thread also flushes the tensors and polls for
+        profiling requests: one thread wakes, every 2 s (each wake-up costs the training
+        thread a GIL handoff). On object storage each has its own thread: a call that
+        waits out a store's retries must not hold back the others' writes."""
+        shared = not self.store.is_remote
+        if self.tensors is not None:
+            if shared:
+                self.writer.followers.append(self.tensors.writer.flush)
+            else:
+                self.tensors.writer.start()
+        if self.profiling is not None:
+            self.profiling.start(own_poll=not shared)
+            if shared:
+                self.writer.followers.append(self.profiling.poll)
+        self.writer.start()
 
     def attach_torch(self) -> None:
         """Install the torch hooks (called once torch is imported)."""

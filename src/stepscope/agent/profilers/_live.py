@@ -136,15 +136,22 @@ class Background:
     """The agent's profiling thread: runs the windows' exports, off the training thread.
 
     It sleeps until a job comes (no timed wake-up: every wake-up of an agent thread
-    costs the training thread a GIL handoff); the control poll runs on the writer's
-    thread (AgentProfiling.poll).
+    costs the training thread a GIL handoff), unless given a poll to run on a
+    schedule (``poll_every``: on object storage, where the writer's thread does not
+    poll).
     """
 
     def __init__(self, guard: Callable[[Exception], None]) -> None:
         self.guard = guard
+        self.poll: Callable[[], None] | None = None
+        self.poll_s = 1.0
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="stepscope-profiling", daemon=True)
         self._stopping = False
+
+    def poll_every(self, poll: Callable[[], None], seconds: float) -> None:
+        """Call ``poll`` every ``seconds`` on the thread (set before ``start``)."""
+        self.poll, self.poll_s = poll, seconds
 
     def start(self) -> None:
         self._thread.start()
@@ -168,7 +175,20 @@ class Background:
                 self._call(job)
 
     def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
+        next_poll = time.monotonic()
+        while True:
+            wait = None if self.poll is None else next_poll - time.monotonic()
+            if wait is not None and wait <= 0:
+                if self.poll is not None and not self._stopping:
+                    self._call(self.poll)
+                next_poll = time.monotonic() + self.poll_s
+                continue
+            try:
+                job = self._jobs.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if job is None:
+                return
             self._call(job)
 
     def _call(self, job: Callable[[], None]) -> None:

@@ -2,8 +2,9 @@
 
 One :class:`AgentProfiling` per agent. It reads the windows of the job's
 configuration, drives the :class:`WindowScheduler` from the step boundaries,
-and polls the job's ``control/`` folder for ``profile`` requests at each
-flush of the agent's writer (every 2 s locally), off the training thread.
+and polls the job's ``control/`` folder for ``profile`` requests off the
+training thread: at each flush of the agent's writer (every 2 s) on a local
+folder, on its background thread (every 10 s) on object storage.
 Every rank applies every request; only rank 0 acknowledges it
 (``control/ack/``), so there is one answer per request.
 """
@@ -57,7 +58,11 @@ class AgentProfiling:
         self._polling = False  # from start() to stop()
         agent.recorder.listen(self.scheduler.on_boundary)
 
-    def start(self) -> None:
+    def start(self, own_poll: bool = False) -> None:
+        """Start the background thread; with ``own_poll`` it also calls ``poll`` every
+        second (at least the store's interval), else the agent's writer does."""
+        if own_poll:
+            self.background.poll_every(self.poll, max(1.0, self.store.min_interval_s))
         self.background.start()
         self._polling = True
 
