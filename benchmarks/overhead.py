@@ -94,6 +94,11 @@ def switched(
         f"sums {r['watched_s'] / r['bare_s']:.4f}; agent threads in bare blocks "
         f"{r['idle_threads_ms_per_s']:.2f} ms CPU per s"
     )
+    cq = statistics.quantiles(r["cpu_ratios"], n=4)
+    print(
+        f"training thread CPU time: median ratio {statistics.median(r['cpu_ratios']):.4f} "
+        f"(quartiles {cq[0]:.4f} {cq[2]:.4f}); its waits are the blocked time below"
+    )
     sl, bl = r["sleeps_per_s"], r["blocked_ms_per_s"]
     print(
         f"training thread, bare / watched: sleeps {sl['b']:.1f} / {sl['w']:.1f} per s, "
