@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,21 @@ def watched(steps: int, out: str, job: int | str, extra: list[str]) -> float:
     return _loop(cmd)["loop_s"]
 
 
+def median_ci(values: list[float], rounds: int = 4000) -> tuple[float, float]:
+    """95% bootstrap interval of the median of ``values``, seeded (a run, one interval).
+
+    A median alone does not say whether 300 blocks resolve 0.5%. Watched blocks come
+    in twos that share their bare neighbours (B W W B), so pairs are resampled whole.
+    """
+    rng = random.Random(0)
+    pairs = [values[i : i + 2] for i in range(0, len(values), 2)]
+    meds = []
+    for _ in range(rounds):
+        meds.append(statistics.median(v for pair in rng.choices(pairs, k=len(pairs)) for v in pair))
+    meds.sort()
+    return meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
+
+
 def calibrate(seconds: float, least: int = 400) -> tuple[int, float]:
     """Steps that take ``seconds`` bare (at least ``least``), and the time per step."""
     t = bare(400)
@@ -74,7 +90,12 @@ def calibrate(seconds: float, least: int = 400) -> tuple[int, float]:
 
 
 def switched(
-    seconds: float, block_s: float, same: bool, extra: list[str], flushes: str = "paced"
+    seconds: float,
+    block_s: float,
+    same: bool,
+    extra: list[str],
+    flushes: str = "paced",
+    save: str | None = None,
 ) -> None:
     """One process under `stepscope run`, stepscope switched off and on by blocks."""
     steps, per_step = calibrate(block_s, least=20)
@@ -87,6 +108,8 @@ def switched(
         r = _loop(cmd)
     ratios = r["ratios"]
     q = statistics.quantiles(ratios, n=4)
+    if save:
+        Path(save).write_text(json.dumps(r))
     print(
         f"{'A/A (nothing switched): ' if same else ''}median ratio "
         f"{statistics.median(ratios):.4f} over {blocks} blocks of each side "
@@ -94,6 +117,9 @@ def switched(
         f"sums {r['watched_s'] / r['bare_s']:.4f}; agent threads in bare blocks "
         f"{r['idle_threads_ms_per_s']:.2f} ms CPU per s"
     )
+    lo, hi = median_ci(ratios)
+    clo, chi = median_ci(r["cpu_ratios"])
+    print(f"95% interval of the median: wall {lo:.4f}-{hi:.4f}, training CPU {clo:.4f}-{chi:.4f}")
     cq = statistics.quantiles(r["cpu_ratios"], n=4)
     print(
         f"training thread CPU time: median ratio {statistics.median(r['cpu_ratios']):.4f} "
@@ -144,6 +170,7 @@ def main() -> None:
         default="paced",
         help="switched: skip writer flushes due in bare blocks, or hold them (BENCHMARKS.md)",
     )
+    p.add_argument("--save", help="switched: write the run's blocks and ratios to this JSON")
     p.add_argument("--whole-runs", action="store_true", help="interleave whole runs instead")
     p.add_argument("--pairs", type=int, default=8, help="of whole runs: watched runs")
     p.add_argument("--extra", nargs="*", default=[], help="extra `stepscope run` options")
@@ -155,7 +182,7 @@ def main() -> None:
     if a.whole_runs:
         whole_runs(a.seconds, a.pairs, a.extra)
     else:
-        switched(a.seconds, a.block_seconds, a.same, a.extra, a.flushes)
+        switched(a.seconds, a.block_seconds, a.same, a.extra, a.flushes, a.save)
 
 
 if __name__ == "__main__":
