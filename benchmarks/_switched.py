@@ -48,6 +48,18 @@ def agent_threads_cpu(me: psutil.Process) -> float:
     return sum(t.user_time + t.system_time for t in me.threads() if t.id != me.pid)
 
 
+def helpers_cpu(helpers: list[psutil.Process]) -> float:
+    """CPU seconds of the helper processes (sampler, rule runner) so far."""
+    total = 0.0
+    for p in helpers:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass  # a helper that ended
+    return total
+
+
 def thread_state(tid: int) -> tuple[float, int, float]:
     """(wall s, voluntary switches, wall minus CPU minus run-queue s) of thread ``tid``.
 
@@ -156,15 +168,17 @@ def main() -> None:
     times: list[tuple[str, float]] = []
     cpu_times: list[tuple[str, float]] = []  # the training thread's CPU time per block
     idle_cpu = 0.0
+    helper_cpu = {"b": 0.0, "w": 0.0}  # the helpers' CPU seconds within each side's blocks
     tid, sleeps = threading.get_native_id(), {"b": [0, 0.0], "w": [0, 0.0]}
     for r in range(a.blocks):
         for side in ("b", "w") if r % 2 == 0 else ("w", "b"):  # B W W B B W ...
             if side == "b" and not a.same:
                 switch.off()
             cpu0, (_, v0, b0) = agent_threads_cpu(me), thread_state(tid)
-            own0 = time.thread_time()
+            own0, h0 = time.thread_time(), helpers_cpu(switch.helpers)
             times.append((side, loop.run(a.steps)))
             cpu_times.append((side, time.thread_time() - own0))
+            helper_cpu[side] += helpers_cpu(switch.helpers) - h0
             _, v1, b1 = thread_state(tid)
             sleeps[side][0] += v1 - v0
             sleeps[side][1] += b1 - b0
@@ -187,6 +201,9 @@ def main() -> None:
                 # the steps writer's flushes per second of watched time (a run: 1 / 2 s)
                 "flushes_per_s": (switch.flushes[0] - flushes0) / secs["w"],
                 "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
+                # a real run's helpers use ~6 ms/s; more in watched blocks is their
+                # catch-up after each pause (work of the bare blocks done in watched ones)
+                "helpers_ms_per_s": {s: helper_cpu[s] / secs[s] * 1e3 for s in secs},
                 # the training thread's sleeps (GIL waits) and blocked time per second
                 "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},
                 "blocked_ms_per_s": {s: sleeps[s][1] / secs[s] * 1e3 for s in secs},

@@ -114,6 +114,7 @@ def switched(
         f"{'A/A (nothing switched): ' if same else ''}median ratio "
         f"{statistics.median(ratios):.4f} over {blocks} blocks of each side "
         f"(quartiles {q[0]:.4f} {q[2]:.4f}, min {min(ratios):.4f}, max {max(ratios):.4f}); "
+        f"mean {statistics.mean(ratios):.4f}; "
         f"sums {r['watched_s'] / r['bare_s']:.4f}; agent threads in bare blocks "
         f"{r['idle_threads_ms_per_s']:.2f} ms CPU per s"
     )
@@ -125,6 +126,8 @@ def switched(
         f"training thread CPU time: median ratio {statistics.median(r['cpu_ratios']):.4f} "
         f"(quartiles {cq[0]:.4f} {cq[2]:.4f}); its waits are the blocked time below"
     )
+    hp = r["helpers_ms_per_s"]
+    print(f"helpers' CPU, bare / watched: {hp['b']:.2f} / {hp['w']:.2f} ms per s")
     sl, bl = r["sleeps_per_s"], r["blocked_ms_per_s"]
     print(
         f"training thread, bare / watched: sleeps {sl['b']:.1f} / {sl['w']:.1f} per s, "
