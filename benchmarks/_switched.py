@@ -193,7 +193,7 @@ def main() -> None:
             {
                 "ratios": ratios(times),
                 # the same for the training thread's CPU time: without the time it
-                # waits (GIL, run queue) or is stolen by the host, so less noisy
+                # waits (GIL, run queue); measured as noisy as wall time (BENCHMARKS.md)
                 "cpu_ratios": ratios(cpu_times),
                 "bare_s": bare_s,
                 "watched_s": secs["w"],
@@ -201,8 +201,8 @@ def main() -> None:
                 # the steps writer's flushes per second of watched time (a run: 1 / 2 s)
                 "flushes_per_s": (switch.flushes[0] - flushes0) / secs["w"],
                 "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
-                # a real run's helpers use ~6 ms/s; more in watched blocks is their
-                # catch-up after each pause (work of the bare blocks done in watched ones)
+                # compared with an A/A run's (nothing paused): more in watched blocks is
+                # their catch-up after each pause (work of the bare blocks done in them)
                 "helpers_ms_per_s": {s: helper_cpu[s] / secs[s] * 1e3 for s in secs},
                 # the training thread's sleeps (GIL waits) and blocked time per second
                 "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},

@@ -75,10 +75,10 @@ def median_ci(values: list[float], rounds: int = 4000) -> tuple[float, float]:
     """
     rng = random.Random(0)
     pairs = [values[i : i + 2] for i in range(0, len(values), 2)]
-    meds = []
-    for _ in range(rounds):
-        meds.append(statistics.median(v for pair in rng.choices(pairs, k=len(pairs)) for v in pair))
-    meds.sort()
+    meds = sorted(
+        statistics.median(v for pair in rng.choices(pairs, k=len(pairs)) for v in pair)
+        for _ in range(rounds)
+    )
     return meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
 
 

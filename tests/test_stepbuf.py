@@ -220,9 +220,7 @@ def test_one_thread_flushes_the_steps_and_the_tensors_and_polls(tmp_path: Path) 
     assert "stepscope-writer" in names and "stepscope-tensors" not in names
 
 
-def test_on_object_storage_each_stream_keeps_its_own_thread(
-    tmp_path: Path,
-) -> None:
+def test_on_object_storage_each_stream_keeps_its_own_thread(tmp_path: Path) -> None:
     """A write that waits out a down store's retries must not hold back the others."""
     from stepscope.agent._agent import Agent, AgentSettings
     from stepscope.agent.profilers._live import Background
@@ -255,6 +253,4 @@ def test_on_object_storage_each_stream_keeps_its_own_thread(
         assert done.wait(30), "a scheduled poll runs again and again"
     finally:
         background.stop()
-    polled = len(calls)
-    assert not background._thread.is_alive()
-    assert len(calls) == polled, "no poll after stop"
+    assert not background._thread.is_alive(), "stop ends a polling thread"

@@ -115,15 +115,16 @@ class Agent:
         profiling requests: one thread wakes, every 2 s (each wake-up costs the training
         thread a GIL handoff). On object storage each has its own thread: a call that
         waits out a store's retries must not hold back the others' writes."""
-        shared = not self.store.is_remote
-        if self.tensors is not None:
-            if shared:
-                self.writer.followers.append(self.tensors.writer.flush)
-            else:
+        if self.store.is_remote:
+            if self.tensors is not None:
                 self.tensors.writer.start()
-        if self.profiling is not None:
-            self.profiling.start(own_poll=not shared)
-            if shared:
+            if self.profiling is not None:
+                self.profiling.start(own_poll=True)
+        else:
+            if self.tensors is not None:
+                self.writer.followers.append(self.tensors.writer.flush)
+            if self.profiling is not None:
+                self.profiling.start()
                 self.writer.followers.append(self.profiling.poll)
         self.writer.start()
 

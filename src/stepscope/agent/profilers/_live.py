@@ -177,12 +177,14 @@ class Background:
     def _run(self) -> None:
         next_poll = time.monotonic()
         while True:
-            wait = None if self.poll is None else next_poll - time.monotonic()
-            if wait is not None and wait <= 0:
-                if self.poll is not None and not self._stopping:
-                    self._call(self.poll)
-                next_poll = time.monotonic() + self.poll_s
-                continue
+            wait = None  # no poll: sleep until a job comes
+            if self.poll is not None:
+                wait = next_poll - time.monotonic()
+                if wait <= 0:
+                    if not self._stopping:
+                        self._call(self.poll)
+                    next_poll = time.monotonic() + self.poll_s
+                    continue
             try:
                 job = self._jobs.get(timeout=wait)
             except queue.Empty:
