@@ -40,8 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
 from stepscope.store import SegmentWriter, Store, encode_parquet, open_store, segment_name
+from stepscope.testing import SyntheticJob, write_synthetic_job
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -68,8 +68,8 @@ def measure(rounds: int, out: str) -> dict[str, Any]:
 
     import stepscope
     from stepscope.agent import bootstrap
-    from stepscope.agent.profilers._live import Planned
     from stepscope.config import ProfilingWindow
+    from stepscope.jobfolder._requests import Planned
 
     plan = _plan(rounds)
     specs = dict(KINDS)

@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, sync_playwright
 
 import stepscope
 from stepscope.report import write_report
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
+from stepscope.testing import SyntheticJob, write_synthetic_job
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

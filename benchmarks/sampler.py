@@ -37,9 +37,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from stepscope.agent._nvml import Gpus, Row
-from stepscope.agent.sampler import SystemProbe, rows_to_batches
-from stepscope.agent.sampler_main import Sampler
+from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._probe import SystemProbe, rows_to_batches
+from stepscope.sampler.main import Sampler
 from stepscope.store import SegmentWriter, open_store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow as pa
 
 import stepscope
-from stepscope.agent.tensors._format import INDEX_SCHEMA, SCALARS_SCHEMA
+from stepscope.jobfolder._schemas import AGENT_STEPS_SCHEMA
+from stepscope.jobfolder._tensors import INDEX_SCHEMA, SCALARS_SCHEMA
 from stepscope.store import EVENTS_SCHEMA
 from stepscope.store._columns import record_batch
-from stepscope.store._schemas import AGENT_STEPS_SCHEMA
 
 
 def _same(columns: dict[str, object], schema: pa.Schema) -> None:
@@ -72,7 +72,7 @@ def test_building_a_steps_batch_imports_no_pandas() -> None:
         """
         import sys
         from stepscope.store._columns import record_batch
-        from stepscope.store._schemas import AGENT_STEPS_SCHEMA
+        from stepscope.jobfolder._schemas import AGENT_STEPS_SCHEMA
         cols = {f.name: [0.5, 1.5] for f in AGENT_STEPS_SCHEMA}
         cols.update(node=["n", "n"], phase=("train", "eval"), profiled=[True, False])
         cols.update(gpu_forward=[None, 1.0])

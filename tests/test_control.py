@@ -16,8 +16,8 @@ import pytest
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
 from stepscope import control
-from stepscope.agent._sampler_control import parse_interval
-from stepscope.agent.profilers._live import RequestError, parse_request
+from stepscope.jobfolder._requests import RequestError, parse_request
+from stepscope.sampler._control import parse_interval
 from stepscope.store import open_store
 
 MLP = str(SCRIPTS / "mlp.py")

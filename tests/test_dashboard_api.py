@@ -23,8 +23,8 @@ from starlette.testclient import TestClient
 
 from stepscope import control
 from stepscope.dashboard import create_app
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
 from stepscope.store import open_store
+from stepscope.testing import SyntheticJob, write_synthetic_job
 
 TOKEN = "t0ken-for-the-tests-0123456789"
 LOCAL = "http://127.0.0.1:8765"

@@ -23,8 +23,8 @@ from stepscope.analysis.rollup import Rolled, Rows, combine, fine_width, summari
 from stepscope.dashboard import _data, create_app
 from stepscope.dashboard._cache import Sized
 from stepscope.dashboard._streams import Streams
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
 from stepscope.store import SegmentWriter, encode_parquet, open_store
+from stepscope.testing import SyntheticJob, write_synthetic_job
 
 T0 = 1_763_850_000.0
 SEGMENT = 60  # rows per segment: 30 s at 500 ms

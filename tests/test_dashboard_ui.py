@@ -19,7 +19,7 @@ import pytest
 
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
+from stepscope.testing import SyntheticJob, write_synthetic_job
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from stepscope import _exitwatch
-from stepscope._exitwatch import ExitWatch, pidfd, wait_child
-from stepscope.agent.sampler import ProcessTree, descendant_pids
+from stepscope.process._exitwatch import ExitWatch, pidfd, wait_child
+from stepscope.sampler._probe import ProcessTree, descendant_pids
 
 SLEEPER = [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))"]
 

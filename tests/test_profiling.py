@@ -18,9 +18,9 @@ from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
 from stepscope.agent._windows import WindowScheduler
 from stepscope.agent.profilers import ArtifactSink, FileBounds
-from stepscope.agent.profilers._live import Planned, parse_request
 from stepscope.agent.profilers._trace import bound_trace
 from stepscope.config import ProfilingWindow
+from stepscope.jobfolder._requests import Planned, parse_request
 from stepscope.store import open_store
 
 MLP = str(SCRIPTS / "mlp.py")
@@ -264,8 +264,8 @@ def test_deep_profiling_writes_rotating_chunks(tmp_path):
 
 
 def test_show_lists_the_windows(default_windows):
-    from stepscope._text import render_show
     from stepscope.analysis.summary import summarize
+    from stepscope.cli._text import render_show
 
     summary = summarize(default_windows)
     assert [w["kind"] for w in summary["profiling"]] == [

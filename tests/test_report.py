@@ -18,7 +18,7 @@ import pytest
 import stepscope
 from stepscope.analysis.report_data import per_step, split_totals
 from stepscope.report import write_report
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
+from stepscope.testing import SyntheticJob, write_synthetic_job
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -21,7 +21,7 @@ from conftest import SCRIPTS, stepscope_run
 from stepscope.report import render_report, write_report
 from stepscope.report._profile_data import pyinstrument_functions
 from stepscope.report._profiles import safe_key, window_kind
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
+from stepscope.testing import SyntheticJob, write_synthetic_job
 from test_report import CHROMIUM, assert_clean, close, render
 
 browser = test_report.browser  # the same fixture: Chromium for one test

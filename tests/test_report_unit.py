@@ -11,11 +11,11 @@ import pytest
 
 import stepscope
 from stepscope.analysis.report_data import histogram, outlier_threshold, rank_rules
+from stepscope.cli._report import ProgressBar, report_command
 from stepscope.report import render_report, write_report
 from stepscope.report._html import script_json
-from stepscope.report._synthetic import SyntheticJob, write_synthetic_job
-from stepscope.report.cli_support import ProgressBar, report_command
 from stepscope.store import open_store
+from stepscope.testing import SyntheticJob, write_synthetic_job
 from stepscope.webcharts import script_text, style_text
 
 SMALL = SyntheticJob(hours=0.01)

@@ -9,6 +9,7 @@ import pytest
 
 import rules_data as rd
 import stepscope
+from stepscope.cli._rules import run_rules_command
 from stepscope.rules import (
     BUILTIN,
     CPUBottleneck,
@@ -23,7 +24,6 @@ from stepscope.rules import (
     evaluate_job,
 )
 from stepscope.rules._registry import PROFILER_RULES
-from stepscope.rules.cli_support import run_rules_command
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = {

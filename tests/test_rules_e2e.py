@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import SCRIPTS, stepscope_run
-from stepscope.rules.cli_support import run_rules_command
+from stepscope.cli._rules import run_rules_command
 
 pytestmark = pytest.mark.slow
 

@@ -145,7 +145,7 @@ def test_unknown_command_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize("command", [["python", "-m", "pkg.train"], ["python", "train.py"]])
 def test_default_job_name(command):
-    from stepscope.run_cli import job_name as _job_name
+    from stepscope.cli._run import job_name as _job_name
 
     assert _job_name(command).startswith("train-")
 
@@ -154,7 +154,7 @@ def test_helpers_yield_the_cores_to_the_training(tmp_path):
     """The sampler and the live rule runner: lower priority, one numeric thread."""
     import psutil
 
-    from stepscope._background import HELPER_NICE
+    from stepscope.process._background import HELPER_NICE
 
     script = "import time; time.sleep(6)"
     cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "nice", "--"]

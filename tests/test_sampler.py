@@ -27,14 +27,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from stepscope.agent._nvml import Gpus
-from stepscope.agent.sampler import (
+from stepscope.sampler._nvml import Gpus
+from stepscope.sampler._probe import (
     ACCEPTED_INTERVALS_MS,
     SystemProbe,
     rows_to_batches,
     validate_interval_ms,
 )
-from stepscope.agent.sampler_main import Sampler, next_tick
+from stepscope.sampler.main import Sampler, next_tick
 from stepscope.store import open_store
 
 FAKES = Path(__file__).parent / "fakes"
@@ -111,7 +111,7 @@ class Procs:
         return self.start([sys.executable, "-c", "import time; time.sleep(120)"])
 
     def sampler(self, job: Path, watch: int, *args: str, **kw: Any) -> subprocess.Popen[str]:
-        cmd = [sys.executable, "-m", "stepscope.agent.sampler_main", "--job-url", str(job)]
+        cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(job)]
         cmd += ["--node", NODE, "--interval-ms", "100", "--watch-pid", str(watch), *args]
         return self.start(cmd, **kw)
 
@@ -178,7 +178,7 @@ def test_interval_choices_match_the_configuration() -> None:
 
 
 def test_cli_rejects_a_bad_interval(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "stepscope.agent.sampler_main", "--job-url", str(tmp_path)]
+    cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(tmp_path)]
     p = subprocess.run(
         [*cmd, "--node", NODE, "--interval-ms", "700"], capture_output=True, text=True
     )
@@ -192,7 +192,7 @@ def test_the_sampler_process_stays_light(tmp_path: Path, procs: Procs) -> None:
     watched = procs.start([sys.executable, "-c", "import time; time.sleep(0.5)"])
     code = (
         "import sys\n"
-        "from stepscope.agent.sampler_main import main\n"
+        "from stepscope.sampler.main import main\n"
         f"main(['--job-url', {str(tmp_path)!r}, '--node', 'n0', '--interval-ms', '100',"
         f" '--watch-pid', '{watched.pid}'])\n"
         "print(sorted({'torch', 'pandas', 'duckdb'} & set(sys.modules)))\n"
@@ -279,7 +279,7 @@ def test_ends_by_itself_when_its_parent_is_killed(tmp_path: Path, procs: Procs) 
         "print(p.pid, flush=True)\n"
         "time.sleep(120)\n"
     )
-    cmd = [sys.executable, "-m", "stepscope.agent.sampler_main", "--job-url", str(job)]
+    cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(job)]
     cmd += ["--node", NODE, "--interval-ms", "100", "--watch-pid", str(sleeper.pid)]
     parent = procs.start([sys.executable, "-c", launcher, *cmd])
     assert parent.stdout is not None

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from stepscope.agent._nvml import Gpus
+from stepscope.sampler._nvml import Gpus
 
 
 def _gpu_count() -> int:
@@ -49,7 +49,7 @@ def test_real_gpus_read_plausible_values() -> None:
 
 def test_sampler_process_writes_gpu_columns(tmp_path: Path) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    cmd = [sys.executable, "-m", "stepscope.agent.sampler_main", "--job-url", str(tmp_path)]
+    cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(tmp_path)]
     cmd += ["--node", "g0", "--interval-ms", "100", "--watch-pid", str(sleeper.pid)]
     sampler = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:

@@ -22,12 +22,12 @@ import pytest
 
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
-from stepscope._clocksync import TimeServer, measure, skewed_clock
-from stepscope._dist_job import aggregate
 from stepscope.agent._collectives import CollectiveTimer
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
-from stepscope.launch_torchrun import TorchrunUsageError, plan, torchrun_command
+from stepscope.launch._clocksync import TimeServer, measure, skewed_clock
+from stepscope.launch._dist_job import aggregate
+from stepscope.launch._torchrun import TorchrunUsageError, plan, torchrun_command
 from stepscope.rules import RuleConfigError, RuleInput, Status, evaluate_job
 from stepscope.rules.straggler import Straggler
 

@@ -14,9 +14,9 @@ __version__ = "0.1.0"
 __all__ = ["Job", "__version__", "init", "list_jobs", "open", "record_scalar", "shutdown", "step"]
 
 _LAZY = {
-    "Job": ("stepscope.job", "Job"),
-    "open": ("stepscope.job", "open"),
-    "list_jobs": ("stepscope.job", "list_jobs"),
+    "Job": ("stepscope.read", "Job"),
+    "open": ("stepscope.read", "open"),
+    "list_jobs": ("stepscope.read", "list_jobs"),
     "init": ("stepscope.agent.api", "init"),
     "shutdown": ("stepscope.agent.api", "shutdown"),
     "step": ("stepscope.agent.api", "step"),
@@ -24,9 +24,9 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from .agent.api import init, shutdown, step
-    from .agent.tensors import record_scalar
-    from .job import Job, list_jobs, open
+    from stepscope.agent.api import init, shutdown, step
+    from stepscope.agent.tensors import record_scalar
+    from stepscope.read import Job, list_jobs, open
 
 
 def __getattr__(name: str) -> Any:

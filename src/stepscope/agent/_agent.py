@@ -10,15 +10,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import Store, open_store
-from ._collectives import CollectiveTimer
-from ._faults import FaultBoundary
-from ._hooks import TorchHooks
-from ._import_hook import TorchImportHook
-from ._recorder import new_recorder
-from ._stepbuf import new_step_buffer
-from ._writer import AgentWriter, Clock, Identity
-from .tensors import TensorCapture, TensorWriter, resolve
+from stepscope.agent._collectives import CollectiveTimer
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._hooks import TorchHooks
+from stepscope.agent._import_hook import TorchImportHook
+from stepscope.agent._recorder import new_recorder
+from stepscope.agent._stepbuf import new_step_buffer
+from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.agent.tensors import TensorCapture, TensorWriter, resolve
+from stepscope.store import Store, open_store
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Agent:
     def _profiling(self) -> Any:
         """Profiling windows and live profiling requests (docs/profiling.md)."""
         try:
-            from .profilers._profiling import AgentProfiling
+            from stepscope.agent.profilers._profiling import AgentProfiling
 
             return AgentProfiling(self)
         except Exception as exc:

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-from ._faults import FaultBoundary
-from ._recorder import StepRecorder
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import StepRecorder
 
 COLLECTIVES = (
     "all_reduce",

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store import Store
+from stepscope.store import Store
 
 
 @dataclass

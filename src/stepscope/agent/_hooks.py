@@ -24,12 +24,12 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-from ._cuda import DeviceTimer
-from ._faults import FaultBoundary
-from ._native_hooks import call_hook, optimizer_hooks
-from ._recorder import StepRecorder
-from ._timers import StepTimers
-from .profilers._workers import WorkerFetchTimer
+from stepscope.agent._cuda import DeviceTimer
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._native_hooks import call_hook, optimizer_hooks
+from stepscope.agent._recorder import StepRecorder
+from stepscope.agent._timers import StepTimers
+from stepscope.agent.profilers._workers import WorkerFetchTimer
 
 _INHERITED = object()  # a patched attribute the class did not define itself
 

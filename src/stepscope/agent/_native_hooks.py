@@ -13,8 +13,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ._faults import FaultBoundary
-from ._recorder import StepRecorder, native_module
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import StepRecorder, native_module
 
 _SCOPE = "step-hooks"  # the fault scope of every step hook
 

@@ -17,7 +17,7 @@ import traceback
 from types import TracebackType
 from typing import Any
 
-from ._agent import Agent
+from stepscope.agent._agent import Agent
 
 STATUSES = ("Running", "Failed", "Terminated", "Exited")
 

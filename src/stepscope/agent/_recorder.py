@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ._cuda import DeviceTimer, Mark
+from stepscope.agent._cuda import DeviceTimer, Mark
 
 # Called at a step boundary with (phase, step number just ended, perf time); returns
 # the (train, eval) step numbers from which it wants to be called again ((0, 0) or
@@ -205,7 +205,7 @@ class StepRecorder:
 @functools.cache
 def _native_class() -> type[StepRecorder] | None:
     try:
-        from ._native import RecorderState
+        from stepscope.agent._native import RecorderState
     except ImportError:  # no compiler at install time: the pure-Python hooks run
         return None
     # The C ``_emit`` replaces the Python one; every other method is StepRecorder's.
@@ -224,6 +224,6 @@ def native_module(rec: StepRecorder) -> Any:
     cls = _native_class()
     if cls is None or not isinstance(rec, cls):
         return None
-    from . import _native
+    from stepscope.agent import _native
 
     return _native

@@ -15,7 +15,7 @@ import operator
 from collections import deque
 from typing import Any, Protocol
 
-from ._recorder import StepRow
+from stepscope.agent._recorder import StepRow
 
 PHASES = ("train", "eval")
 # Float columns of take(), as float32, and the StepRow field each is read from.
@@ -98,7 +98,7 @@ def new_step_buffer(native: bool = True) -> StepSink:
     """The C StepBuffer when ``native`` and built, else :class:`PyStepBuffer`."""
     if native:
         try:
-            from ._native import StepBuffer
+            from stepscope.agent._native import StepBuffer
 
             return StepBuffer()
         except ImportError:

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-from ._faults import FaultBoundary
-from ._native_hooks import timer_hook
-from ._recorder import StepRecorder
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._native_hooks import timer_hook
+from stepscope.agent._recorder import StepRecorder
 
 # torch.autograd.backward's parameters and defaults since torch 2.0
 BACKWARD_SIGNATURE = (

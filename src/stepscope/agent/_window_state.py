@@ -13,9 +13,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ProfilingWindow
-from .profilers import WindowProfiler
-from .profilers._live import Planned
+from stepscope.agent.profilers import WindowProfiler
+from stepscope.config import ProfilingWindow
+from stepscope.jobfolder._requests import Planned
 
 
 @dataclass

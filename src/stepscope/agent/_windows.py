@@ -19,13 +19,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from . import _window_state as state
-from ._faults import FaultBoundary
-from ._recorder import EVERY_STEP, NEVER
-from ._window_state import Active
-from .profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
-from .profilers import make_profiler as _make_profiler
-from .profilers._live import LiveRequest, Planned, describe
+from stepscope.agent import _window_state as state
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import EVERY_STEP, NEVER
+from stepscope.agent._window_state import Active
+from stepscope.agent.profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
+from stepscope.agent.profilers import make_profiler as _make_profiler
+from stepscope.jobfolder._requests import LiveRequest, Planned, describe
 
 Ack = Callable[[str, bool, str], None]
 

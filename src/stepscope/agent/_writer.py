@@ -22,12 +22,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..store import EVENTS_SCHEMA, SegmentWriter, Store, StoreUnavailable
-from ..store._columns import column, record_batch
-from ..store._schemas import AGENT_STEPS_SCHEMA
-from ._cuda import resolve
-from ._faults import FaultBoundary
-from ._stepbuf import StepSink
+from stepscope.agent._cuda import resolve
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._stepbuf import StepSink
+from stepscope.jobfolder._schemas import AGENT_STEPS_SCHEMA
+from stepscope.store import EVENTS_SCHEMA, SegmentWriter, Store, StoreUnavailable
+from stepscope.store._columns import column, record_batch
 
 EventRow = tuple[float, str, str]
 STEP_DICT = ("rank", "local_rank", "node", "pid", "phase", "profiled")

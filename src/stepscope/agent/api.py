@@ -16,9 +16,9 @@ import sys
 import time
 from typing import Any
 
-from ..store import FORMAT_VERSION, open_store
-from . import bootstrap
-from ._agent import Agent, AgentSettings
+from stepscope.agent import bootstrap
+from stepscope.agent._agent import Agent, AgentSettings
+from stepscope.store import FORMAT_VERSION, open_store
 
 
 class _Session:

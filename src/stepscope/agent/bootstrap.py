@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from types import FrameType
 from typing import Any
 
-from ._agent import Agent, AgentSettings
-from ._rank_exit import RankExit
+from stepscope.agent._agent import Agent, AgentSettings
+from stepscope.agent._rank_exit import RankExit
 
 ENV_VAR = "STEPSCOPE_AGENT"
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..store import STEP_PARTS
+from stepscope.store import STEP_PARTS
 
 SPLIT = (*STEP_PARTS, "other")
 ID_COLUMNS = ("time", "node", "interval_ms")

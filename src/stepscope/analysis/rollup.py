@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .downsample import FloatArray, IntArray, mean_frame, minmax_frame
+from stepscope.analysis.downsample import FloatArray, IntArray, mean_frame, minmax_frame
 
 FINE_PER_BUCKET = 8  # at least this many fine buckets per chart bucket
 MIN_ROWS_PER_FINE = 4  # below this many rows per fine bucket, one pass is as cheap

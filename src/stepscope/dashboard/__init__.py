@@ -2,8 +2,8 @@
 
 ``create_app(root, host, token)`` returns the ASGI application; the CLI
 (``cli_support``) serves it with uvicorn. It renders only: data comes from the
-job folders through :mod:`stepscope.job` and :mod:`stepscope.analysis`, charts
-from :mod:`stepscope.webcharts`, controls go through :mod:`stepscope.control`.
+job folders through :mod:`stepscope.read._job` and :mod:`stepscope.analysis`, charts
+from :mod:`stepscope.webcharts`, controls go through :mod:`stepscope.jobfolder.control`.
 See docs/dashboard.md for the API, the security model and the decisions.
 
 Importing this package does not import Starlette (the ``[dashboard]`` extra):
@@ -19,7 +19,7 @@ __all__ = ["create_app"]
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
-        from ._app import create_app
+        from stepscope.dashboard._app import create_app
 
         return create_app
     raise AttributeError(f"module 'stepscope.dashboard' has no attribute {name!r}")

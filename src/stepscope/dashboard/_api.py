@@ -14,10 +14,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from ..report import render_report
-from . import _controls
-from ._data import DEFAULT_BUCKETS, MAX_BUCKETS, Source, encode
-from ._paths import NotServed, local_artifact
+from stepscope.dashboard import _controls
+from stepscope.dashboard._data import DEFAULT_BUCKETS, MAX_BUCKETS, Source, encode
+from stepscope.dashboard._paths import NotServed, local_artifact
+from stepscope.report import render_report
 
 PHASES = ("train", "eval")
 

@@ -11,12 +11,12 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..store import Store, open_store
-from ..webcharts import STATIC_DIR as CHARTS_DIR
-from . import _api, _controls
-from ._data import Source
-from ._openapi import document
-from ._security import ASGIApp, Guard, Message, Receive, Scope, Send
+from stepscope.dashboard import _api, _controls
+from stepscope.dashboard._data import Source
+from stepscope.dashboard._openapi import document
+from stepscope.dashboard._security import ASGIApp, Guard, Message, Receive, Scope, Send
+from stepscope.store import Store, open_store
+from stepscope.webcharts import STATIC_DIR as CHARTS_DIR
 
 STATIC_DIR = Path(str(resources.files("stepscope.dashboard").joinpath("static")))
 HEADERS = [

@@ -1,7 +1,7 @@
 """The controls: JSON bodies of the dashboard's POSTs to control-channel requests.
 
 The same requests as ``stepscope profile`` / ``stepscope config`` / a stop
-(:mod:`stepscope.control`); the agent, the samplers and the launcher answer in
+(:mod:`stepscope.jobfolder.control`); the agent, the samplers and the launcher answer in
 ``control/ack/``. Bodies are checked completely here, with messages that say
 what was wrong and what is valid; the agent checks profile windows again.
 """
@@ -12,9 +12,9 @@ import re
 import time
 from typing import Any
 
-from .. import control
-from ..config import SYSTEM_MONITOR_INTERVALS, ConfigError
-from ..store import Store
+from stepscope.config import SYSTEM_MONITOR_INTERVALS, ConfigError
+from stepscope.jobfolder import control
+from stepscope.store import Store
 
 BY = "dashboard"
 REQUEST_NAME = re.compile(r"^(stop|config|profile)-\d{13}-[0-9a-f]{8}\.json$")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
-from ..config import SYSTEM_MONITOR_INTERVALS
+from stepscope import __version__
+from stepscope.config import SYSTEM_MONITOR_INTERVALS
 
 _JOB = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"},
         "description": "job folder name under the served root"}  # fmt: skip

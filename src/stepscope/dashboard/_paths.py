@@ -12,7 +12,7 @@ import os
 import posixpath
 import re
 
-from ..store import Store
+from stepscope.store import Store
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 ARTIFACT_DIRS = ("profiling",)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.rollup import Rolled, Rows, Summary, combine, fine_width, summarize
-from ._cache import Sized
-from ._streams import Part
+from stepscope.analysis.rollup import Rolled, Rows, Summary, combine, fine_width, summarize
+from stepscope.dashboard._cache import Sized
+from stepscope.dashboard._streams import Part
 
 Reducer = Rows | Rolled
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.downsample import compact, offsets
-from ..analysis.report_data import CORE_RE, GPU_RE, SPLIT, numbered
-from ._reduce import Reducer
+from stepscope.analysis.downsample import compact, offsets
+from stepscope.analysis.report_data import CORE_RE, GPU_RE, SPLIT, numbered
+from stepscope.dashboard._reduce import Reducer
 
 HEATMAP_BUCKETS = 300
 

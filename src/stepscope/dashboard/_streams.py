@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..store import Store
-from ..store._store import TMP_MARKER
+from stepscope.store import Store
+from stepscope.store._store import TMP_MARKER
 
 Entry = tuple[str, int, int]
 Signature = tuple[Entry, ...]

@@ -6,6 +6,6 @@ What is shown comes from ``stepscope.analysis``; the charts from
 ``stepscope.webcharts``. See docs/report.md.
 """
 
-from ._render import REPORT_NAME, render_report, write_report
+from stepscope.report._render import REPORT_NAME, render_report, write_report
 
 __all__ = ["REPORT_NAME", "render_report", "write_report"]

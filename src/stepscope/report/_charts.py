@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy.typing as npt
 
-from ..analysis.downsample import compact, mean_frame, minmax_frame, offsets
+from stepscope.analysis.downsample import compact, mean_frame, minmax_frame, offsets
 
 REPORT_BUCKETS = 2000  # 2 points per bucket: ~4 points per pixel column of a laptop-wide chart
 HEATMAP_BUCKETS = 600

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..job import Job
-from ._charts import Charts
+from stepscope.read._job import Job
+from stepscope.report._charts import Charts
 
 Progress = Callable[[str, float], None]
 """Called with a stage name and the fraction of the report done (0..1)."""

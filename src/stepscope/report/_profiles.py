@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from ..job import Job
-from . import _profile_data as data
-from ._context import Context
-from ._html import esc, fmt_duration, fmt_time, note, section, table
+from stepscope.read._job import Job
+from stepscope.report import _profile_data as data
+from stepscope.report._context import Context
+from stepscope.report._html import esc, fmt_duration, fmt_time, note, section, table
 
 MAX_WINDOWS = 200  # rows of the windows table
 MAX_DETAILED = 20  # windows per kind shown in detail (the newest ones)

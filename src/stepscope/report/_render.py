@@ -6,17 +6,17 @@ import os
 from functools import cache
 from importlib import resources
 
-from .. import __version__
-from ..job import Job
-from ..webcharts import script_text, style_text
-from ._context import Context, Progress, no_progress
-from ._html import esc, fmt_time, script_json
-from ._profiles import profiles_section
-from ._rules import rule_anchor, rules_section
-from ._steps import steps_section
-from ._summary import faults_section, summary_section
-from ._system import node_anchor, system_section
-from ._tensors import tensors_section
+from stepscope import __version__
+from stepscope.read._job import Job
+from stepscope.report._context import Context, Progress, no_progress
+from stepscope.report._html import esc, fmt_time, script_json
+from stepscope.report._profiles import profiles_section
+from stepscope.report._rules import rule_anchor, rules_section
+from stepscope.report._steps import steps_section
+from stepscope.report._summary import faults_section, summary_section
+from stepscope.report._system import node_anchor, system_section
+from stepscope.report._tensors import tensors_section
+from stepscope.webcharts import script_text, style_text
 
 REPORT_NAME = "report.html"
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.report_data import GPU_RE, finite, numbered, per_step, rank_rules
-from ._context import Context
-from ._html import badge, chart, esc, fmt_duration, fmt_time, note, section, table
+from stepscope.analysis.report_data import GPU_RE, finite, numbered, per_step, rank_rules
+from stepscope.report._context import Context
+from stepscope.report._html import badge, chart, esc, fmt_duration, fmt_time, note, section, table
 
 MAX_FINDINGS = 50
 

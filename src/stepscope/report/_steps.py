@@ -8,9 +8,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.report_data import SPLIT, histogram, outlier_threshold, per_step, split_totals
-from ._context import Context
-from ._html import chart, fmt_duration, fmt_time, note, section, table
+from stepscope.analysis.report_data import (
+    SPLIT,
+    histogram,
+    outlier_threshold,
+    per_step,
+    split_totals,
+)
+from stepscope.report._context import Context
+from stepscope.report._html import chart, fmt_duration, fmt_time, note, section, table
 
 TOP_OUTLIERS = 10
 LIMIT = "mean + 3\u03c3"

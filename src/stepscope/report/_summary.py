@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ..analysis.report_data import lifecycle
-from ._context import Context
-from ._html import badge, esc, fmt_duration, fmt_time, note, section, table
+from stepscope.analysis.report_data import lifecycle
+from stepscope.report._context import Context
+from stepscope.report._html import badge, esc, fmt_duration, fmt_time, note, section, table
 
 
 def _command(meta: dict[str, Any]) -> str:

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.report_data import CORE_RE, GPU_RE, metric_table, numbered
-from ._context import Context
-from ._html import chart, esc, fmt_value, note, section, table
+from stepscope.analysis.report_data import CORE_RE, GPU_RE, metric_table, numbered
+from stepscope.report._context import Context
+from stepscope.report._html import chart, esc, fmt_value, note, section, table
 
 # (title, unit, {label: column}, y range): the time series drawn for every node.
 _PLAIN_CHARTS: list[tuple[str, str, dict[str, str], list[float] | None]] = [

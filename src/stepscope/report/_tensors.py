@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.report_data import rank_rules
-from . import _tensor_data as td
-from ._context import Context
-from ._html import badge, chart, esc, note, section, table
-from ._rules import rule_anchor
+from stepscope.analysis.report_data import rank_rules
+from stepscope.report import _tensor_data as td
+from stepscope.report._context import Context
+from stepscope.report._html import badge, chart, esc, note, section, table
+from stepscope.report._rules import rule_anchor
 
 MAX_CHARTS = 12
 MAX_SERIES = 10
@@ -80,7 +80,7 @@ def _table(rows: list[Any]) -> str:
 
 
 def _rule_links(ctx: Context) -> str:
-    from ..rules.debugging import DEBUGGING_RULES
+    from stepscope.rules.debugging import DEBUGGING_RULES
 
     found = rank_rules([r for r in ctx.rules if r.get("rule") in DEBUGGING_RULES])
     if not found:

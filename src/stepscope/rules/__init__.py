@@ -5,17 +5,17 @@
 for the built-in rules and docs/custom-rules.md to write your own.
 """
 
-from ._balance import LoadBalancing
-from ._base import NodeRule, Part, Rule
-from ._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
-from ._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
-from ._input import RuleInput
-from ._params import Param, RuleConfigError
-from ._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
-from ._step_rules import DataLoading, MaxInitializationTime, StepOutlier
-from ._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
-from ._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
-from ._types import Finding, RuleResult, Status
+from stepscope.rules._balance import LoadBalancing
+from stepscope.rules._base import NodeRule, Part, Rule
+from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
+from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, RuleConfigError
+from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
+from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
+from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
+from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
+from stepscope.rules._types import Finding, RuleResult, Status
 
 __all__ = [
     "BUILTIN",

@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._base import Part
-from ._input import RuleInput
-from ._params import Param, patience, window
-from ._reduce import Groups
-from ._system_base import SystemRule, lasted
-from ._types import Finding, RuleResult
-from ._windows import Hit, node_gpus, runs, severity, window_index
+from stepscope.rules._base import Part
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, patience, window
+from stepscope.rules._reduce import Groups
+from stepscope.rules._system_base import SystemRule, lasted
+from stepscope.rules._types import Finding, RuleResult
+from stepscope.rules._windows import Hit, node_gpus, runs, severity, window_index
 
 RANKS = "_rank_medians"
 STEP_COLUMNS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")

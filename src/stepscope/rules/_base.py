@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ._input import RuleInput
-from ._params import SCAN_INTERVAL, Param, resolve_params
-from ._types import Finding, RuleResult, Status
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import SCAN_INTERVAL, Param, resolve_params
+from stepscope.rules._types import Finding, RuleResult, Status
 
 
 class Rule:

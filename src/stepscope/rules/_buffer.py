@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from ._base import NodeRule, Rule
-from ._evaluate import _Evaluation
-from ._input import RuleInput, empty_events, empty_steps, empty_system
-from ._live import merge
-from ._types import RuleResult, Status
+from stepscope.rules._base import NodeRule, Rule
+from stepscope.rules._evaluate import _Evaluation
+from stepscope.rules._input import RuleInput, empty_events, empty_steps, empty_system
+from stepscope.rules._live import merge
+from stepscope.rules._types import RuleResult, Status
 
 Frames = dict[str | None, pd.DataFrame]  # node (None: rows without one) -> its rows
 EMPTY = {"steps": empty_steps, "system": empty_system, "events": empty_events}

@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..store import Store, read_tables
-from ..store._store import TMP_MARKER
+from stepscope.store import Store, read_tables
+from stepscope.store._store import TMP_MARKER
 
 
 def read_segments(

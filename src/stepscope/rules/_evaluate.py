@@ -14,12 +14,12 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from ..job import Job
-from ._base import NodeRule, Part, Rule
-from ._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
-from ._input import RuleInput, empty_events, empty_steps, empty_system
-from ._registry import RuleSpec, build_rules
-from ._types import RuleResult, Status
+from stepscope.read._job import Job
+from stepscope.rules._base import NodeRule, Part, Rule
+from stepscope.rules._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
+from stepscope.rules._input import RuleInput, empty_events, empty_steps, empty_system
+from stepscope.rules._registry import RuleSpec, build_rules
+from stepscope.rules._types import RuleResult, Status
 
 T = TypeVar("T")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._base import Part
-from ._input import RuleInput
-from ._params import Param, patience, window
-from ._reduce import Windows
-from ._system_base import SystemRule, lasted, pct
-from ._types import Finding
-from ._windows import (
+from stepscope.rules._base import Part
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, patience, window
+from stepscope.rules._reduce import Windows
+from stepscope.rules._system_base import SystemRule, lasted, pct
+from stepscope.rules._types import Finding
+from stepscope.rules._windows import (
     GPU_UTIL,
     Hit,
     gpu_indices,

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from ..store import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
+from stepscope.store import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
 
 DEFAULT_INTERVAL_S = 0.5
 
@@ -52,7 +52,7 @@ class RuleInput:
     now: float = 0.0
     origin: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    # The job's output tensors (stepscope.tensors.Tensors) for the debugging rules.
+    # The job's output tensors (stepscope.read._tensors.Tensors) for the debugging rules.
     tensors: Any = None
     # Rank -> start of its first step, when ``steps`` holds only recent steps (live).
     first_steps: dict[int, float] = field(default_factory=dict)

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 import duckdb
 import pandas as pd
 
-from ..store import Store
-from ._base import NodeRule, Rule
-from ._data import RULE_SYSTEM_COLUMNS, list_names, read_segments
-from ._types import Finding, RuleResult, Status
+from stepscope.rules._base import NodeRule, Rule
+from stepscope.rules._data import RULE_SYSTEM_COLUMNS, list_names, read_segments
+from stepscope.rules._types import Finding, RuleResult, Status
+from stepscope.store import Store
 
 TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
 ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}

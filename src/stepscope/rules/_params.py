@@ -7,9 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-class RuleConfigError(ValueError):
-    """A rule set, rule or parameter is invalid; the message says how to fix it."""
+from stepscope.errors import RuleConfigError
 
 
 @dataclass(frozen=True)

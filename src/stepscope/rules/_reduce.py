@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._windows import Hit
+from stepscope.rules._windows import Hit
 
 
 class Windows:

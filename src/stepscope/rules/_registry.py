@@ -18,15 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._balance import LoadBalancing
-from ._base import Rule
-from ._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
-from ._params import RuleConfigError
-from ._step_rules import DataLoading, MaxInitializationTime, StepOutlier
-from ._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
-from ._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
-from .debugging import DEBUGGING_RULES
-from .straggler import Straggler
+from stepscope.rules._balance import LoadBalancing
+from stepscope.rules._base import Rule
+from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._params import RuleConfigError
+from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
+from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
+from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
+from stepscope.rules.debugging import DEBUGGING_RULES
+from stepscope.rules.straggler import Straggler
 
 BUILTIN: dict[str, type[Rule]] = {
     c.name: c

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._base import NodeRule, Part
-from ._input import RuleInput
-from ._params import Param, window
-from ._reduce import Groups
-from ._types import Finding
-from ._windows import Hit, runs, severity
+from stepscope.rules._base import NodeRule, Part
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, window
+from stepscope.rules._reduce import Groups
+from stepscope.rules._types import Finding
+from stepscope.rules._windows import Hit, runs, severity
 
 MIN_STEPS = 3
 STD_FLOOR = 0.01  # a spread below 1% of the mean is treated as 1%: no outliers from jitter

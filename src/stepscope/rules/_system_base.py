@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ._base import NodeRule, Part
-from ._input import RuleInput
-from ._params import Param
-from ._reduce import Windows
-from ._types import Finding
-from ._windows import (
+from stepscope.rules._base import NodeRule, Part
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param
+from stepscope.rules._reduce import Windows
+from stepscope.rules._types import Finding
+from stepscope.rules._windows import (
     Hit,
     no_gpu_reason,
     node_gpus,

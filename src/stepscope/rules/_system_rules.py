@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._params import patience, window
-from ._system_base import SystemRule, lasted, pct
-from ._types import Finding
-from ._windows import Hit, severity, worst_of
+from stepscope.rules._params import patience, window
+from stepscope.rules._system_base import SystemRule, lasted, pct
+from stepscope.rules._types import Finding
+from stepscope.rules._windows import Hit, severity, worst_of
 
 
 class _ShareRule(SystemRule):

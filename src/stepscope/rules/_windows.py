@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from ._input import RuleInput
+from stepscope.rules._input import RuleInput
 
 GPU_UTIL = re.compile(r"^gpu(\d+)_util$")
 T = TypeVar("T")

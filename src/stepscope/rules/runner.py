@@ -25,17 +25,17 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import control
-from .._background import add_nice_option, lower_priority
-from .._exitwatch import ExitWatch
-from ..job import Job
-from ..store import Store, open_store
-from ._base import Rule
-from ._buffer import LiveState
-from ._evaluate import evaluate_rules, job_input, job_rules
-from ._live import readers, worst
-from ._registry import RuleSpec
-from ._types import RuleResult, Status
+from stepscope.jobfolder import control
+from stepscope.process._background import add_nice_option, lower_priority
+from stepscope.process._exitwatch import ExitWatch
+from stepscope.read._job import Job
+from stepscope.rules._base import Rule
+from stepscope.rules._buffer import LiveState
+from stepscope.rules._evaluate import evaluate_rules, job_input, job_rules
+from stepscope.rules._live import readers, worst
+from stepscope.rules._registry import RuleSpec
+from stepscope.rules._types import RuleResult, Status
+from stepscope.store import Store, open_store
 
 FIRST_SCAN_S = 10.0
 POLL_S = 0.5

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._base import Rule
-from ._input import RuleInput
-from ._params import Param, RuleConfigError, window
-from ._reduce import peer_medians
-from ._types import Finding, RuleResult, Status
-from ._windows import Hit, runs, severity
+from stepscope.rules._base import Rule
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, RuleConfigError, window
+from stepscope.rules._reduce import peer_medians
+from stepscope.rules._types import Finding, RuleResult, Status
+from stepscope.rules._windows import Hit, runs, severity
 
 METRICS = ("duration", "data_wait", "forward", "backward", "optimizer", "other", "busy")
 DEFAULT_METRICS = "data_wait,forward,optimizer,other,busy"

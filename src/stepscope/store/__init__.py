@@ -1,7 +1,6 @@
 """Storage of job folders: one interface, backends chosen by URL scheme."""
 
-from ._buffered import StoreUnavailable
-from ._schemas import (
+from stepscope.jobfolder._schemas import (
     EVENTS_SCHEMA,
     FORMAT_VERSION,
     HEARTBEAT_STALE_S,
@@ -10,8 +9,9 @@ from ._schemas import (
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
 )
-from ._segments import SegmentWriter, encode_parquet, read_tables, segment_name
-from ._store import REMOTE_MIN_INTERVAL_S, Store, StoreError, open_store
+from stepscope.store._buffered import StoreUnavailable
+from stepscope.store._segments import SegmentWriter, encode_parquet, read_tables, segment_name
+from stepscope.store._store import REMOTE_MIN_INTERVAL_S, Store, StoreError, open_store
 
 __all__ = [
     "EVENTS_SCHEMA",

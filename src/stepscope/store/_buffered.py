@@ -18,15 +18,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ._store import StoreError
+from stepscope.errors import StoreUnavailable
 
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 60.0
 TIME_COLUMNS = ("time", "start")  # the column that dates a row, first found wins
-
-
-class StoreUnavailable(StoreError):
-    """A write was not tried: the store failed recently and the retry is not due yet."""
 
 
 class Backoff:

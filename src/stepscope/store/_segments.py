@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._buffered import Backoff, StreamHealth
-from ._store import Store
+from stepscope.store._buffered import Backoff, StreamHealth
+from stepscope.store._store import Store
 
 SEGMENT_ROWS = 50_000
 SEGMENT_SECONDS = 300.0

@@ -19,7 +19,8 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from ._files import write_atomic
+from stepscope.errors import StoreError
+from stepscope.store._files import write_atomic
 
 TMP_MARKER = ".tmp-"
 # Object stores are written and polled at most this often by each periodic loop
@@ -31,15 +32,6 @@ S3_CONNECT_TIMEOUT_S = 3.0
 S3_READ_TIMEOUT_S = 15.0
 S3_MAX_ATTEMPTS = 3
 _LOCALISH = ("file", "local", "memory")
-
-
-class StoreError(OSError):
-    """A store could not be opened or a key could not be read or written.
-
-    Hierarchy: ``OSError`` > ``StoreError`` > ``StoreUnavailable`` (a write not
-    tried because the store failed recently, store/_buffered.py). A missing key
-    is a plain ``FileNotFoundError``.
-    """
 
 
 _REMOTE_HINT = (

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ...config import ProfilingWindow
-from ._dataloader import DataloaderProfiler
-from ._detailed import DetailedProfiler
-from ._python import ProfileHookBusy, python_profiler
-from ._sink import ArtifactSink, FileBounds, Finish
+from stepscope.agent.profilers._dataloader import DataloaderProfiler
+from stepscope.agent.profilers._detailed import DetailedProfiler
+from stepscope.agent.profilers._python import ProfileHookBusy, python_profiler
+from stepscope.agent.profilers._sink import ArtifactSink, FileBounds, Finish
+from stepscope.config import ProfilingWindow
 
 
 class WindowProfiler(Protocol):

@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ...config import ProfilingWindow
-from ._sink import ArtifactSink, Finish
-from ._workers import FETCH_METRIC
+from stepscope.agent.profilers._sink import ArtifactSink, Finish
+from stepscope.agent.profilers._workers import FETCH_METRIC
+from stepscope.config import ProfilingWindow
 
 BATCH_METRIC = "DataLoader.wait"
 WORKER_METRIC = "DataLoaderWorker.cpu"

@@ -11,9 +11,9 @@ import contextlib
 import os
 from typing import Any
 
-from ...config import ProfilingWindow
-from ._sink import ArtifactSink, Finish
-from ._trace import bound_trace
+from stepscope.agent.profilers._sink import ArtifactSink, Finish
+from stepscope.agent.profilers._trace import bound_trace
+from stepscope.config import ProfilingWindow
 
 TOP_OPERATORS = 50
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ... import control
-from ...config import ProfilingWindow, StepscopeConfig
-from .._windows import WindowScheduler
-from ._live import Background, Planned, RequestError, parse_request
-from ._sink import ArtifactSink, FileBounds
+from stepscope.agent._windows import WindowScheduler
+from stepscope.agent.profilers._background import Background
+from stepscope.agent.profilers._sink import ArtifactSink, FileBounds
+from stepscope.config import ProfilingWindow, StepscopeConfig
+from stepscope.jobfolder import control
+from stepscope.jobfolder._requests import Planned, RequestError, parse_request
 
 
 def plan_from_config(config: dict[str, Any]) -> tuple[list[Planned], FileBounds]:

@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...config import ProfilingWindow, PythonProfiler, cProfileTimer
-from ._sink import ArtifactSink, Finish
+from stepscope.agent.profilers._sink import ArtifactSink, Finish
+from stepscope.config import ProfilingWindow, PythonProfiler, cProfileTimer
+from stepscope.errors import ProfileHookBusy
 
 TOP_FUNCTIONS = 50
 PYINSTRUMENT_INTERVAL_S = 0.001
@@ -32,10 +33,6 @@ TIMERS: dict[cProfileTimer, Callable[[], float]] = {
     cProfileTimer.CPU_TIME: time.thread_time,
     cProfileTimer.OFF_CPU_TIME: _off_cpu,
 }
-
-
-class ProfileHookBusy(RuntimeError):
-    """The interpreter's profile hook is taken by something else."""
 
 
 def _check_hook_free() -> None:

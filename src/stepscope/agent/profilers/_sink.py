@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...store import Store
-from .._faults import FaultBoundary
+from stepscope.agent._faults import FaultBoundary
+from stepscope.store import Store
 
 PREFIX = "profiling"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._capture import TensorCapture
-from ._collections import KINDS, RULE_COLLECTIONS, Collection, resolve
-from ._writer import StepBatch, TensorWriter
+from stepscope.agent.tensors._capture import TensorCapture
+from stepscope.agent.tensors._collections import KINDS, RULE_COLLECTIONS, Collection, resolve
+from stepscope.agent.tensors._writer import StepBatch, TensorWriter
 
 __all__ = [
     "KINDS",
@@ -34,7 +34,7 @@ def record_scalar(name: str, value: Any, step: int | None = None, phase: str = "
     """
     if phase not in ("train", "eval"):
         raise ValueError(f"Invalid phase {phase!r} for record_scalar. Accepted: 'train', 'eval'.")
-    from .. import bootstrap
+    from stepscope.agent import bootstrap
 
     agent = bootstrap.current()
     capture = getattr(agent, "tensors", None)

@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._faults import FaultBoundary
-from .._recorder import EVERY_STEP, StepRecorder
-from ._capture_params import PARAM_KINDS, ParamCapture
-from ._collections import Collection
-from ._modules import MODULE_KINDS, ModuleTaps, tensors_of
-from ._pending import Pending
-from ._plans import Plan, SavePlanner
-from ._writer import TensorWriter
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import EVERY_STEP, StepRecorder
+from stepscope.agent.tensors._capture_params import PARAM_KINDS, ParamCapture
+from stepscope.agent.tensors._collections import Collection
+from stepscope.agent.tensors._modules import MODULE_KINDS, ModuleTaps, tensors_of
+from stepscope.agent.tensors._pending import Pending
+from stepscope.agent.tensors._plans import Plan, SavePlanner
+from stepscope.agent.tensors._writer import TensorWriter
 
 
 class TensorCapture(ParamCapture):

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._recorder import StepRecorder
-from ._modules import param_names
-from ._pending import Pending
-from ._plans import Plan
+from stepscope.agent._recorder import StepRecorder
+from stepscope.agent.tensors._modules import param_names
+from stepscope.agent.tensors._pending import Pending
+from stepscope.agent.tensors._plans import Plan
 
 PARAM_KINDS = frozenset({"weight", "bias", "gradient", "optimizer"})
 

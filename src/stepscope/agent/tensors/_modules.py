@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._collections import Collection
+from stepscope.agent.tensors._collections import Collection
 
 MODULE_KINDS = frozenset({"input", "output"})
 

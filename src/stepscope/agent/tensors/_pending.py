@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._format import VALUE_KEY
-from ._reduce import reduce, scalar, stack_to_host, to_host
-from ._writer import StepBatch
+from stepscope.agent.tensors._reduce import reduce, scalar, stack_to_host, to_host
+from stepscope.agent.tensors._writer import StepBatch
+from stepscope.jobfolder._tensors import VALUE_KEY
 
 Key = tuple[str, int, str]  # phase, step, name
 KIND_COLLECTION = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from ._collections import Collection
+from stepscope.agent.tensors._collections import Collection
 
 Plan = tuple[Collection, ...]
 

@@ -20,11 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from ...store import SegmentWriter, Store
-from ...store._columns import record_batch
-from .._faults import FaultBoundary
-from ._format import INDEX_SCHEMA, SCALARS_SCHEMA, VALUE_KEY, blob_name, rank_prefix
-from ._reduce import HostVector
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent.tensors._reduce import HostVector
+from stepscope.jobfolder._tensors import (
+    INDEX_SCHEMA,
+    SCALARS_SCHEMA,
+    VALUE_KEY,
+    blob_name,
+    rank_prefix,
+)
+from stepscope.store import SegmentWriter, Store
+from stepscope.store._columns import record_batch
 
 MAX_QUEUED = 10_000  # batches kept while the store fails; older ones are dropped
 

@@ -4,16 +4,25 @@ Each rule declares the collections it reads (``collections``); configuring the
 rule in ``[[rules]]`` makes the agent save them (``RULE_COLLECTIONS``).
 """
 
-from ._activation_rules import ClassImbalance, DeadRelu, SaturatedActivation
-from ._base import TensorRule
-from ._gradient_rules import (
+from stepscope.rules.debugging._activation_rules import (
+    ClassImbalance,
+    DeadRelu,
+    SaturatedActivation,
+)
+from stepscope.rules.debugging._base import TensorRule
+from stepscope.rules.debugging._gradient_rules import (
     ExplodingTensor,
     PoorWeightInitialization,
     VanishingGradient,
     WeightUpdateRatio,
 )
-from ._loss_rules import LossNotDecreasing, Overfit, Overtraining
-from ._tensor_rules import AllZero, StalledTrainingRule, TensorVariance, UnchangedTensor
+from stepscope.rules.debugging._loss_rules import LossNotDecreasing, Overfit, Overtraining
+from stepscope.rules.debugging._tensor_rules import (
+    AllZero,
+    StalledTrainingRule,
+    TensorVariance,
+    UnchangedTensor,
+)
 
 DEBUGGING_RULES: dict[str, type[TensorRule]] = {
     c.name: c

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from .._input import RuleInput
-from .._params import Param
-from .._types import Finding, RuleResult
-from ._base import TensorRule, regex_param, step_span
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param
+from stepscope.rules._types import Finding, RuleResult
+from stepscope.rules.debugging._base import TensorRule, regex_param, step_span
 
 
 def per_unit(x: np.ndarray) -> np.ndarray:

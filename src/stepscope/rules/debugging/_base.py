@@ -1,6 +1,6 @@
 """The base of the debugging rules: rules over a job's output tensors.
 
-A :class:`TensorRule` reads ``data.tensors`` (a :class:`stepscope.tensors.Tensors`,
+A :class:`TensorRule` reads ``data.tensors`` (a :class:`stepscope.read._tensors.Tensors`,
 set by the evaluator from the job) and returns the same :class:`RuleResult` as
 every rule, so the live runner, ``stepscope rules`` and the report treat it
 like the others. Without saved tensors it is ``NotApplicable``, with the reason.
@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from .._base import Rule
-from .._input import RuleInput
-from .._params import Param
-from .._types import Finding, RuleResult, Status
+from stepscope.rules._base import Rule
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param
+from stepscope.rules._types import Finding, RuleResult, Status
 
 VALUE = "value"
 
@@ -78,7 +78,7 @@ class TensorRule(Rule):
     @staticmethod
     def stat(tensors: Any, names: list[str], key: str, phase: str = "train") -> pd.DataFrame:
         """``name, step, value`` of reduction ``key`` (stored, else from raw tensors)."""
-        from ...tensors import np_reduce
+        from stepscope.read._tensors import np_reduce
 
         if not names:
             return pd.DataFrame({"name": [], "step": [], "value": []})

@@ -7,10 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from .._input import RuleInput
-from .._params import Param
-from .._types import Finding, RuleResult
-from ._base import VALUE, TensorRule, collection_param, regex_param, split_names, step_span
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param
+from stepscope.rules._types import Finding, RuleResult
+from stepscope.rules.debugging._base import (
+    VALUE,
+    TensorRule,
+    collection_param,
+    regex_param,
+    split_names,
+    step_span,
+)
 
 
 class VanishingGradient(TensorRule):

@@ -6,10 +6,16 @@ from typing import Any
 
 import numpy as np
 
-from .._input import RuleInput
-from .._params import Param, RuleConfigError
-from .._types import RuleResult
-from ._base import TensorRule, collection_param, regex_param, split_names, step_span
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, RuleConfigError
+from stepscope.rules._types import RuleResult
+from stepscope.rules.debugging._base import (
+    TensorRule,
+    collection_param,
+    regex_param,
+    split_names,
+    step_span,
+)
 
 
 class AllZero(TensorRule):

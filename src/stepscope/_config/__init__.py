@@ -1,1 +1,0 @@
-"""Implementation of :mod:`stepscope.config`; import the public names from there."""

@@ -1,0 +1,13 @@
+"""The ``stepscope`` command: one small function per subcommand.
+
+Each subcommand lives in a module of its own (:mod:`._run`, :mod:`._profile`,
+:mod:`._ui`, :mod:`._rules`, :mod:`._report`, :mod:`._demo`; the readers in
+:mod:`._main`). One convention: a subcommand returns its exit code and writes its
+result to stdout; bad input raises :class:`stepscope.errors.UsageError` (or any
+other :class:`stepscope.errors.StepscopeError`), which :func:`main` prints to
+stderr as one line with exit code 2. Nothing else imports this package.
+"""
+
+from stepscope.cli._main import main, parser
+
+__all__ = ["main", "parser"]

@@ -1,0 +1,50 @@
+"""``stepscope demo``: run the demo job under stepscope, summarize, report, point at the UI."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from stepscope.launch._launcher import RunSpec, run
+
+
+def run_demo(output: str) -> int:
+    from stepscope.analysis.summary import summarize
+    from stepscope.cli._text import render_show
+    from stepscope.config import StepscopeConfig
+    from stepscope.read._job import open as open_job
+
+    name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
+    spec = RunSpec(
+        command=[sys.executable, "-m", "stepscope.cli.demo_train"],
+        output=output,
+        job=name,
+        config=StepscopeConfig().to_dict(),
+    )
+    code = run(spec)
+    job = open_job(f"{output.rstrip('/')}/{name}")
+    print("\n" + render_show(summarize(job)))
+    _rules(job.path)
+    _report(job.path)
+    print(f"\nOpen the dashboard:  stepscope ui {output}")
+    return code
+
+
+def _rules(path: str) -> None:
+    try:
+        from stepscope.cli._rules import run_rules_command
+    except ImportError:
+        return
+    text, _ = run_rules_command(path, [], [], False)
+    print("\n" + text)
+
+
+def _report(path: str) -> None:
+    try:
+        from stepscope.cli._report import report_command
+    except ImportError:
+        return
+    import io
+
+    text, _ = report_command(path, None, stdout=io.StringIO())  # printed once, labelled
+    print(f"\nReport: {text}")

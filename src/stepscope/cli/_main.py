@@ -1,0 +1,177 @@
+"""The ``stepscope`` command: one small function per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from stepscope.cli._profile import add_parsers as add_profiling_parsers
+from stepscope.cli._run import add_parser as add_run_parser
+from stepscope.cli._ui import add_parser as add_ui_parser
+from stepscope.config._stepscope import DEFAULT_OUTPUT
+from stepscope.errors import StepscopeError
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    from stepscope.cli._text import render_ls
+    from stepscope.read._job import list_jobs
+
+    rows = []
+    for job in list_jobs(args.output):
+        meta = job.meta
+        end = meta.get("end_time") or time.time()
+        n = job.sql("SELECT count(*) AS n FROM steps WHERE phase = 'train' AND rank = 0")
+        rows.append(
+            {
+                "name": meta["name"],
+                "path": job.path,
+                "status": meta["status"],
+                "start_time": meta.get("start_time"),
+                "duration_seconds": end - meta.get("start_time", end),
+                "steps": int(n["n"].iloc[0]),
+            }
+        )
+    print(json.dumps(rows, indent=1) if args.json else render_ls(rows))
+    return 0
+
+
+def _open(path: str) -> Any:
+    from stepscope.read import open
+
+    return open(path)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from stepscope.analysis.summary import summarize
+    from stepscope.cli._text import render_show
+
+    summary = summarize(_open(args.job))
+    print(json.dumps(summary, indent=1, default=str) if args.json else render_show(summary))
+    return 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from stepscope.cli._rules import run_rules_command
+
+    _open(args.job)
+    text, code = run_rules_command(args.job, args.rule or [], args.param or [], args.json)
+    print(text)
+    return code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from stepscope.cli._report import report_command
+
+    _open(args.job)
+    text, code = report_command(args.job, args.output)
+    print(text)
+    return code
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from stepscope.cli._demo import run_demo
+
+    return run_demo(args.output)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from stepscope.export.tensorboard import export_tensorboard
+
+    done = export_tensorboard(_open(args.job), args.dir)
+    print(
+        f"wrote {done.scalars} scalars and {done.histograms} histograms in {done.runs} "
+        f"run(s) to {args.dir}: tensorboard --logdir {args.dir}"
+    )
+    return 0
+
+
+def _add_export(sub: Any) -> None:
+    p = sub.add_parser("export", help="export a job's data to another tool")
+    kinds = p.add_subparsers(dest="kind", required=True)
+    tb = kinds.add_parser("tensorboard", help="the job's tensors as TensorBoard event files")
+    tb.add_argument("job")
+    tb.add_argument("dir", help="folder for the event files (tensorboard --logdir DIR)")
+    tb.set_defaults(fn=cmd_export)
+
+
+def _add_readers(sub: Any) -> None:
+    p = sub.add_parser("ls", help="list the jobs of an output folder")
+    p.add_argument("output", nargs="?", default=DEFAULT_OUTPUT)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_ls)
+    p = sub.add_parser("show", help="one-screen summary of a job")
+    p.add_argument("job")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_show)
+    p = sub.add_parser("rules", help="rule statuses and findings of a job")
+    p.add_argument("job")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--rule", action="append", help="only this rule (repeatable)")
+    p.add_argument("--param", action="append", help="NAME.key=value (repeatable)")
+    p.set_defaults(fn=cmd_rules)
+    p = sub.add_parser("report", help="write the HTML profiling report of a job")
+    p.add_argument("job")
+    p.add_argument("-o", "--output", help="file to write (default JOB/report.html)")
+    p.set_defaults(fn=cmd_report)
+    p = sub.add_parser("demo", help="run a small demo training job under stepscope")
+    p.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
+    p.set_defaults(fn=cmd_demo)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stepscope", description="Training debugger and profiler for PyTorch."
+    )
+    p.add_argument("--version", action="version", version=f"stepscope {_version()}")
+    sub = p.add_subparsers(dest="subcommand", required=True)
+    add_run_parser(sub)
+    _add_readers(sub)
+    _add_export(sub)
+    add_profiling_parsers(sub)
+    add_ui_parser(sub)
+    return p
+
+
+def _version() -> str:
+    from stepscope import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    fn: Callable[[argparse.Namespace], int] = args.fn
+    try:
+        return fn(args)
+    except StepscopeError as exc:  # usage, config, job folder, store: one line, exit 2
+        print(f"stepscope: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        return _missing_extra(exc)
+
+
+def _missing_extra(exc: ModuleNotFoundError) -> int:
+    extras = {
+        "torch": "torch",
+        "starlette": "dashboard",
+        "uvicorn": "dashboard",
+        "s3fs": "s3",
+        "tensorboardX": "tensorboard",
+    }
+    extra = extras.get((exc.name or "").split(".")[0])
+    if extra is None:
+        raise exc
+    pin = " torch==2.13.0" if extra == "torch" else ""
+    print(
+        f"stepscope: error: this needs the [{extra}] extra: pip install 'stepscope[{extra}]'{pin}",
+        file=sys.stderr,
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""``stepscope profile`` and ``stepscope config``: change a running job.
+
+Both write one control request into the job folder (``stepscope.jobfolder.control``)
+and wait, bounded, for its acknowledgement (``--no-wait`` returns at once)::
+
+    stepscope profile JOB --python cprofile --timer cpu_time --steps 120:3
+    stepscope profile JOB --detailed --start-time now --duration 5
+    stepscope profile JOB --off python
+    stepscope config JOB --interval-ms 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from stepscope.errors import UsageError
+
+WAIT_S = 10.0
+BY = "cli"
+
+
+def parse_steps(text: str) -> tuple[int | None, int | None]:
+    """``START:N`` (either may be blank: the next step, one step) or ``START``."""
+    start, _, count = text.partition(":")
+    try:
+        return (int(start) if start.strip() else None, int(count) if count.strip() else None)
+    except ValueError:
+        raise UsageError(
+            f"--steps {text!r}: give START:N, e.g. 120:3, or :3 for the next 3 steps"
+        ) from None
+
+
+def _range(args: argparse.Namespace) -> dict[str, Any]:
+    if args.steps is not None and (args.start_time is not None or args.duration is not None):
+        raise UsageError("--steps and --start-time/--duration conflict: give one of the two")
+    if args.start_time is not None or args.duration is not None:
+        start = args.start_time
+        if start is None or start == "now":
+            return {"start_unix_time": time.time(), "duration": args.duration}
+        try:
+            return {"start_unix_time": float(start), "duration": args.duration}
+        except ValueError:
+            raise UsageError(f"--start-time {start!r}: give 'now' or unix seconds") from None
+    start, count = parse_steps(args.steps) if args.steps else (None, None)
+    return {"start_step": start, "num_steps": count}
+
+
+def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The windows the options ask for, as ``control.request_profile`` bodies."""
+    from stepscope.config import ConfigError
+    from stepscope.jobfolder import control
+
+    span, windows = _range(args), []
+    if args.detailed:
+        windows.append(
+            {
+                "kind": "detailed",
+                **span,
+                "record_shapes": args.record_shapes,
+                "profile_memory": args.profile_memory,
+                "with_stack": args.with_stack,
+            }
+        )
+    if args.python:
+        timer = args.timer if args.python == "cprofile" else None
+        windows.append(
+            {"kind": "python", **span, "python_profiler": args.python, "cprofile_timer": timer}
+        )
+    if args.dataloader:
+        windows.append({"kind": "dataloader", **span, "metrics_regex": args.metrics_regex})
+    try:  # the agent checks again; this catches mistakes early
+        control.check_windows(windows)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return windows
+
+
+def _running_job(path: str) -> Any:
+    from stepscope.read._job import JobNotFoundError, open
+
+    try:
+        job = open(path)
+    except JobNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    meta = job.meta
+    if meta["status"] != "Running":
+        raise UsageError(
+            f"job {meta.get('name')!r} is {meta['status']}: only a running job takes requests"
+        )
+    return job
+
+
+def _wait(store: Any, name: str, args: argparse.Namespace) -> int:
+    from stepscope.jobfolder import control
+
+    print(f"requested: {name}")
+    if args.no_wait:
+        return 0
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        ack = control.acknowledgement(store, name)
+        if ack is not None:
+            print(f"{'accepted' if ack['accepted'] else 'rejected'}: {ack.get('detail', '')}")
+            return 0 if ack["accepted"] else 1
+        time.sleep(0.2)
+    print(
+        f"no answer after {args.wait:g} s: the request stays pending and applies at the "
+        "job's next step boundary; its answer will be in control/ack/"
+    )
+    return 3
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from stepscope.jobfolder import control
+
+    windows = profile_windows(args)
+    if not windows and not args.off:
+        raise UsageError("nothing to do: give --detailed, --python, --dataloader or --off KIND")
+    job = _running_job(args.job)
+    name = control.request_profile(job.store, windows, BY, off=args.off)
+    return _wait(job.store, name, args)
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from stepscope.config import SYSTEM_MONITOR_INTERVALS
+    from stepscope.jobfolder import control
+
+    if args.interval_ms not in SYSTEM_MONITOR_INTERVALS:
+        accepted = ", ".join(map(str, SYSTEM_MONITOR_INTERVALS))
+        raise UsageError(
+            f"Invalid value {args.interval_ms} for --interval-ms. Accepted values are {accepted}."
+        )
+    job = _running_job(args.job)
+    return _wait(job.store, control.request_interval(job.store, args.interval_ms, BY), args)
+
+
+def _add_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-wait", action="store_true", help="do not wait for the answer")
+    p.add_argument("--wait", type=float, default=WAIT_S, help="seconds to wait (default 10)")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``profile`` and ``config`` on the ``stepscope`` parser."""
+    p = sub.add_parser("profile", help="open (or switch off) profiling windows of a running job")
+    p.add_argument("job")
+    p.add_argument("--detailed", action="store_true", help="PyTorch profiler trace")
+    p.add_argument("--record-shapes", action="store_true")
+    p.add_argument("--profile-memory", action="store_true")
+    p.add_argument("--with-stack", action="store_true")
+    p.add_argument("--python", choices=["cprofile", "pyinstrument"], help="Python profiler")
+    p.add_argument(
+        "--timer",
+        default="total_time",
+        choices=["total_time", "cpu_time", "off_cpu_time"],
+        help="cProfile's timer",
+    )
+    p.add_argument("--dataloader", action="store_true", help="per-batch data loader timings")
+    p.add_argument("--metrics-regex", default=".*", help="data loader metrics to keep")
+    p.add_argument("--steps", help="START:N (blank START: the next step; blank N: one step)")
+    p.add_argument("--start-time", help="'now' or unix seconds (a time window)")
+    p.add_argument("--duration", type=float, help="seconds (a time window)")
+    p.add_argument(
+        "--off",
+        action="append",
+        choices=["detailed", "python", "dataloader", "deep"],
+        help="switch open and planned windows of KIND off (repeatable)",
+    )
+    _add_wait(p)
+    p.set_defaults(fn=cmd_profile)
+    p = sub.add_parser("config", help="change a running job's settings (sampling interval)")
+    p.add_argument("job")
+    p.add_argument(
+        "--interval-ms",
+        type=int,
+        required=True,
+        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000",
+    )
+    _add_wait(p)
+    p.set_defaults(fn=cmd_config)

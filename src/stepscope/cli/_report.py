@@ -1,0 +1,73 @@
+"""``stepscope report JOB [-o FILE]``: what cli.py calls, with a progress bar.
+
+The bar goes to stderr, only when stderr is a terminal and only once the
+report has taken longer than :data:`BAR_AFTER_S` (a small job's report is
+written before the bar would have shown). Piped or redirected output gets
+no bar, so logs and scripts only see the path printed on stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from stepscope.read._job import JobNotFoundError
+from stepscope.read._job import open as open_job
+from stepscope.report._render import write_report
+from stepscope.store import StoreError
+
+BAR_AFTER_S = 0.5
+BAR_WIDTH = 30
+
+
+class ProgressBar:
+    """A one-line ``\\r`` bar with the current stage, shown after a delay."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        enabled: bool,
+        delay: float = BAR_AFTER_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stream, self.enabled, self.delay, self.clock = stream, enabled, delay, clock
+        self.started = clock()
+        self.shown = False
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        if not self.enabled or self.clock() - self.started < self.delay:
+            return
+        done = int(BAR_WIDTH * min(max(fraction, 0.0), 1.0))
+        bar = "#" * done + "-" * (BAR_WIDTH - done)
+        self.stream.write(f"\rreport [{bar}] {100 * fraction:3.0f}% {stage[:30]:<30}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        """Erase the bar so that the next line starts clean."""
+        if self.shown:
+            self.stream.write("\r" + " " * (BAR_WIDTH + 50) + "\r")
+            self.stream.flush()
+
+
+def report_command(
+    job_path: str, output: str | None, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> tuple[str, int]:
+    """Write the report of the job at ``job_path``; print and return its path.
+
+    Returns ``(path, 0)``, or ``("", 2)`` after printing to stderr why the job
+    could not be read (no job there, unreadable store).
+    """
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    bar = ProgressBar(err, enabled=err.isatty())
+    try:
+        path = write_report(open_job(job_path), output, progress=bar)
+    except (JobNotFoundError, StoreError) as exc:
+        bar.close()
+        err.write(f"stepscope report: {exc}\n")
+        return "", 2
+    bar.close()
+    out.write(path + "\n")
+    return path, 0

@@ -1,0 +1,122 @@
+"""``stepscope rules JOB [--json] [--rule NAME ...] [--param NAME.key=value ...]``."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from stepscope.read._job import Job, JobNotFoundError
+from stepscope.read._job import open as open_job
+from stepscope.rules._evaluate import evaluate_rules, job_rules
+from stepscope.rules._params import RuleConfigError
+from stepscope.rules._registry import BUILTIN, RuleSpec
+from stepscope.rules._types import RuleResult, Status
+
+ORDER = ("IssuesFound", "Error", "InProgress", "NoIssuesFound", "NotApplicable")
+FINDINGS_SHOWN = 5
+USAGE = 2
+
+
+def parse_params(params: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``["StepOutlier.stddev=3"]`` -> ``{"StepOutlier": {"stddev": "3"}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in params:
+        name, dot, rest = item.partition(".")
+        key, eq, value = rest.partition("=")
+        if not (dot and eq and name and key):
+            raise RuleConfigError(
+                f"Bad --param {item!r}: expected NAME.key=value, e.g. StepOutlier.stddev=3."
+            )
+        out.setdefault(name, {})[key.strip()] = value.strip()
+    return out
+
+
+def select(specs: list[RuleSpec], names: Sequence[str]) -> list[RuleSpec]:
+    """The rules named ``names`` (a built-in not in the job's set runs with defaults)."""
+    if not names:
+        return specs
+    by_name = {s.rule.rule_name: s for s in specs}
+    out = []
+    for name in names:
+        if name in by_name:
+            out.append(by_name[name])
+        elif name in BUILTIN:
+            out.append(RuleSpec(BUILTIN[name]()))
+        else:
+            valid = ", ".join(sorted(set(by_name) | set(BUILTIN)))
+            raise RuleConfigError(f"Unknown rule {name!r}. Valid rules: {valid}.")
+    return out
+
+
+def rank(results: Sequence[RuleResult]) -> list[RuleResult]:
+    """Most severe first: by (provisional) status, worst finding, triggers, name."""
+
+    def key(r: RuleResult) -> tuple[int, float, int, str]:
+        status = (r.verdict or r.status).value
+        return ORDER.index(status), -r.max_severity, -r.triggers, r.rule
+
+    return sorted(results, key=key)
+
+
+def _status_text(r: RuleResult) -> str:
+    return f"{r.status.value} ({r.verdict.value})" if r.verdict else r.status.value
+
+
+def render_table(results: Sequence[RuleResult]) -> str:
+    """A readable table, most severe first, with the worst findings of firing rules."""
+    rows = [
+        (r.rule, _status_text(r), str(r.triggers), str(r.datapoints), r.message) for r in results
+    ]
+    head = ("Rule", "Status", "Triggers", "Datapoints", "Message")
+    widths = [max(len(x[i]) for x in [head, *rows]) for i in range(4)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head[:4], widths, strict=True)) + "  " + head[4]]
+    for row in rows:
+        cells = [c.ljust(w) for c, w in zip(row[:4], widths, strict=True)]
+        lines.append("  ".join(cells) + "  " + row[4])
+    for r in results:
+        if (r.verdict or r.status) is Status.ISSUES_FOUND and r.findings:
+            lines += ["", f"{r.rule}: {r.recommendation}"]
+            lines += [f"  [{f.severity:.2f}] {f.message}" for f in r.findings[:FINDINGS_SHOWN]]
+            if len(r.findings) > FINDINGS_SHOWN:
+                lines.append(f"  ... and {len(r.findings) - FINDINGS_SHOWN} more")
+    return "\n".join(lines)
+
+
+def rules_results(job: Job, rule_names: Sequence[str], params: Sequence[str]) -> list[RuleResult]:
+    """Evaluate the job's rules (or ``rule_names``) now, with ``params`` overrides."""
+    overrides = parse_params(params)
+    specs = select(job_rules(job), rule_names)
+    named = {s.rule.rule_name for s in specs}
+    specs = [_with(s, overrides.pop(s.rule.rule_name, None)) for s in specs]
+    if overrides:
+        raise RuleConfigError(
+            f"--param for rule {next(iter(overrides))!r}, which is not evaluated. "
+            f"Rules: {', '.join(sorted(named))}."
+        )
+    results = evaluate_rules(job, [s.rule for s in specs], time.time())
+    if job.meta.get("status") == "Running":
+        results = [replace(r, status=Status.IN_PROGRESS, verdict=r.status) for r in results]
+    return rank(results)
+
+
+def _with(spec: RuleSpec, given: dict[str, Any] | None) -> RuleSpec:
+    if not given:
+        return spec
+    rule = spec.rule
+    return RuleSpec(type(rule)(name=rule.rule_name, **{**rule.parameters, **given}), spec.actions)
+
+
+def run_rules_command(
+    job_path: str, rule_names: list[str], params: list[str], as_json: bool
+) -> tuple[str, int]:
+    """The output of ``stepscope rules`` and its exit code (2: bad input)."""
+    try:
+        results = rules_results(open_job(job_path), rule_names, params)
+    except (RuleConfigError, JobNotFoundError) as exc:
+        return f"stepscope: error: {exc}", USAGE
+    if as_json:
+        return json.dumps([r.to_dict() for r in results], indent=1), 0
+    return render_table(results), 0

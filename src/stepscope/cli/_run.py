@@ -1,0 +1,105 @@
+"""``stepscope run``: run a training command as a watched job (one process, or torchrun).
+
+stepscope run -- python train.py --lr 0.1
+stepscope run -o runs --job bert-42 --interval-ms 100 -- python -m mypkg.train
+stepscope run --nproc-per-node 4 -- train.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from typing import Any
+
+from stepscope.config._stepscope import DEFAULT_OUTPUT
+from stepscope.errors import UsageError
+from stepscope.launch._torchrun import add_options as add_torchrun_options
+
+
+def job_name(command: list[str]) -> str:
+    """``<script>-<timestamp>`` from ``python train.py`` or ``python -m pkg.train``."""
+    script = "job"
+    for i, arg in enumerate(command):
+        if arg == "-m" and i + 1 < len(command):
+            script = command[i + 1].rsplit(".", 1)[-1]
+            break
+        if arg.endswith(".py"):
+            script = os.path.splitext(os.path.basename(arg))[0]
+            break
+    else:
+        script = os.path.basename(command[0]) if command else "job"
+    return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _resolve(args: argparse.Namespace) -> Any:
+    from stepscope.config import resolve_config
+
+    given = {"output": args.output, "job": args.job, "interval_ms": args.interval_ms}
+    return resolve_config(args.config, env=os.environ, args=given)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from stepscope.launch._launcher import RunSpec, run
+    from stepscope.launch._torchrun import attach, prepare
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("no command to run. Usage: stepscope run [OPTIONS] -- python train.py")
+    named, (command, plan) = command, prepare(args, command)
+    if shutil.which(command[0]) is None:
+        raise UsageError(f"command not found: {command[0]!r}. Check the name and your PATH.")
+    cfg = _resolve(args)
+    if cfg.profiler.disable_profiler:
+        print("stepscope: disable_profiler is set: running the command unwatched", file=sys.stderr)
+        import subprocess
+
+        return subprocess.call(command)
+    name = cfg.job.name or job_name(named)
+    output = cfg.job.output or DEFAULT_OUTPUT
+    if plan is None or not plan.multi_node:  # the nodes of a torchrun job share the folder
+        _refuse_existing(output, name)
+    spec = RunSpec(
+        command=command,
+        output=output,
+        job=name,
+        config=cfg.to_dict(),
+        interval_ms=cfg.profiler.system_monitor_interval_millis,
+        rules=not args.no_rules,
+    )
+    return run(spec if plan is None else attach(spec, plan))
+
+
+def _refuse_existing(output: str, name: str) -> None:
+    from stepscope.store import open_store
+
+    if open_store(output).exists(f"{name}/job.json"):
+        raise UsageError(
+            f"a job named {name!r} already exists in {output}. "
+            "Choose another --job, or remove the old job folder."
+        )
+
+
+def add_parser(sub: Any) -> None:
+    """The ``run`` subcommand."""
+    p = sub.add_parser(
+        "run",
+        help="run a training command as a watched job",
+        usage="stepscope run [OPTIONS] -- COMMAND...",
+    )
+    p.add_argument("-o", "--output", help=f"output folder or URL (default {DEFAULT_OUTPUT})")
+    p.add_argument("--job", help="job name (default: <script>-<timestamp>)")
+    p.add_argument(
+        "--interval-ms",
+        type=int,
+        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000 ms (default 500)",
+    )
+    p.add_argument("--config", help="TOML configuration file (see docs/config.md)")
+    p.add_argument("--no-rules", action="store_true", help="do not run rules live")
+    add_torchrun_options(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    p.set_defaults(fn=cmd_run)

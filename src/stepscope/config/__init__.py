@@ -1,0 +1,59 @@
+"""The one configuration model of stepscope, named as in the SageMaker SDK.
+
+Frozen dataclasses validated when built; every class has ``to_dict()`` and
+``from_dict()``. :func:`resolve_config` reads a TOML file, the environment and
+command-line arguments (in that order of precedence). See docs/config.md.
+"""
+
+from __future__ import annotations
+
+from stepscope.config._base import (
+    MAX_CHEAP_SECONDS,
+    MAX_CHEAP_STEPS,
+    ConfigError,
+    ProfilingCostWarning,
+)
+from stepscope.config._debugger import CollectionConfig, DebuggerHookConfig, SaveConfig
+from stepscope.config._framework import FrameworkProfile
+from stepscope.config._metrics import (
+    DataloaderProfilingConfig,
+    DetailedProfilingConfig,
+    MetricsConfigBase,
+    PythonProfilingConfig,
+)
+from stepscope.config._profiler import SYSTEM_MONITOR_INTERVALS, Profiler, ProfilerConfig
+from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, cProfileTimer
+from stepscope.config._resolve import ENV_VARS, load_toml, resolve_config
+from stepscope.config._stepscope import DEFAULT_OUTPUT, JobConfig, StepscopeConfig
+from stepscope.config._window import WINDOW_KINDS, ProfilingWindow, WindowKind
+
+__all__ = [
+    "DEFAULT_OUTPUT",
+    "ENV_VARS",
+    "MAX_CHEAP_SECONDS",
+    "MAX_CHEAP_STEPS",
+    "SYSTEM_MONITOR_INTERVALS",
+    "WINDOW_KINDS",
+    "CollectionConfig",
+    "ConfigError",
+    "DataloaderProfilingConfig",
+    "DebuggerHookConfig",
+    "DetailedProfilingConfig",
+    "FrameworkProfile",
+    "JobConfig",
+    "MetricsConfigBase",
+    "Profiler",
+    "ProfilerConfig",
+    "ProfilingCostWarning",
+    "ProfilingWindow",
+    "PythonProfiler",
+    "PythonProfilingConfig",
+    "SaveConfig",
+    "StepRange",
+    "StepscopeConfig",
+    "TimeRange",
+    "WindowKind",
+    "cProfileTimer",
+    "load_toml",
+    "resolve_config",
+]

@@ -1,0 +1,182 @@
+"""Errors, warnings and the value checks shared by every configuration class.
+
+Exception hierarchy::
+
+    ValueError
+    └── ConfigError            every configuration problem (bad value, unknown key,
+                               conflicting ranges, unreadable file)
+    UserWarning
+    └── ProfilingCostWarning   a profiling window that will slow training down
+
+Every message says what was wrong, the accepted values and how to fix it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import math
+import os
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any, TypeVar
+
+from stepscope.errors import ConfigError
+
+T = TypeVar("T")
+
+#: Detailed and dataloader windows longer than this warn (ProfilingCostWarning).
+MAX_CHEAP_STEPS = 3
+MAX_CHEAP_SECONDS = 10.0
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+class ProfilingCostWarning(UserWarning):
+    """A profiling window long enough to slow training down noticeably."""
+
+
+def invalid(value: Any, name: str, accepted: str, fix: str = "") -> ConfigError:
+    """``Invalid value <value> for <name>. Accepted values are <accepted>. <fix>``."""
+    message = f"Invalid value {value!r} for {name}. Accepted values are {accepted}."
+    return ConfigError(f"{message} {fix}" if fix else message)
+
+
+def as_int(value: Any, name: str, minimum: int, fix: str = "") -> int:
+    """``value`` as an int >= ``minimum``; accepts "5" and 5.0 (pasted or from JSON)."""
+    accepted = f"whole numbers >= {minimum}"
+    result: int
+    if isinstance(value, bool):
+        raise invalid(value, name, accepted, fix)
+    if isinstance(value, int):
+        result = value
+    elif isinstance(value, float) and value.is_integer():
+        result = int(value)
+    elif isinstance(value, str):
+        try:
+            result = int(value.strip())
+        except ValueError:
+            raise invalid(value, name, accepted, fix) from None
+    else:
+        raise invalid(value, name, accepted, fix)
+    if result < minimum:
+        raise invalid(value, name, accepted, fix)
+    return result
+
+
+def as_float(value: Any, name: str, *, positive: bool, fix: str = "") -> float:
+    """``value`` as a finite float, > 0 if ``positive`` else >= 0; accepts "1.5"."""
+    accepted = "numbers > 0" if positive else "numbers >= 0"
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise invalid(value, name, accepted, fix)
+    try:
+        result = float(value)
+    except ValueError:
+        raise invalid(value, name, accepted, fix) from None
+    if not math.isfinite(result) or result < 0 or (positive and result == 0):
+        raise invalid(value, name, accepted, fix)
+    return result
+
+
+def as_bool(value: Any, name: str) -> bool:
+    """``value`` as a bool; accepts "true"/"false"/"1"/"0"/"yes"/"no" in any case."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise invalid(value, name, "true or false (also 1/0, yes/no)")
+
+
+def as_text(value: Any, name: str, *, allow_none: bool = False) -> str | None:
+    """``value`` as a non-empty string (paths may be ``os.PathLike``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(value, name, "non-empty strings (a path or URL)")
+    return value
+
+
+def suggest(key: str, valid: Iterable[str]) -> str | None:
+    """The valid key ``key`` was probably meant to be, or None."""
+    valid = list(valid)
+    # A key that is part of a valid one ("profiler" for "python_profiler") first.
+    containing = sorted((v for v in valid if len(key) >= 4 and key.lower() in v), key=len)
+    if containing:
+        return containing[0]
+    close = difflib.get_close_matches(key, valid, n=1)
+    return close[0] if close else None
+
+
+def check_keys(data: Any, valid: Iterable[str], section: str) -> Mapping[str, Any]:
+    """Refuse anything but a mapping whose keys are all in ``valid``, suggesting fixes."""
+    valid = list(valid)
+    where = f"[{section}]"
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"Expected a table of keys, got {type(data).__name__} {data!r}. "
+            f"Valid keys are {', '.join(valid)}.",
+            where,
+        )
+    for key in data:
+        if key not in valid:
+            close = suggest(str(key), valid)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise ConfigError(
+                f"Unknown key {key!r}.{hint} Valid keys are {', '.join(valid)}. "
+                "Fix the spelling or remove the key.",
+                where,
+            )
+    return data
+
+
+def given(data: Mapping[str, Any], aliases: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Keys of ``data`` whose value is not None, with seed aliases renamed to our names.
+
+    None means "not given" (JSON null; TOML has none), so the field keeps its default.
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = (aliases or {}).get(key, key)
+        if value is None:
+            continue
+        if name in out:
+            alias = key if key != name else next(a for a, n in (aliases or {}).items() if n == name)
+            raise ConfigError(f"Both {name!r} and its alias {alias!r} are set. Keep only {name!r}.")
+        out[name] = value
+    return out
+
+
+def build(cls: type[T], kwargs: Mapping[str, Any], section: str) -> T:
+    """``cls(**kwargs)``, with ``[section]`` prefixed to the message of a ConfigError."""
+    try:
+        return cls(**kwargs)
+    except ConfigError as error:
+        raise error.in_section(section) from None
+
+
+def fields_to_dict(obj: Any) -> dict[str, Any]:
+    """The fields of a config dataclass as JSON-serialisable values (enums by value)."""
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        if isinstance(value, Enum):
+            value = value.value
+        elif hasattr(value, "to_dict"):
+            value = value.to_dict()
+        elif isinstance(value, tuple | list):
+            value = [copy.deepcopy(item) for item in value]
+        else:
+            value = copy.deepcopy(value)
+        out[field.name] = value
+    return out
+
+
+def field_names(cls: Any) -> list[str]:
+    """The names of the fields of a dataclass, in order."""
+    return [field.name for field in dataclasses.fields(cls)]

@@ -1,0 +1,218 @@
+"""The three framework profiling options: detailed, dataloader and Python profiling."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+from stepscope.config._base import (
+    ConfigError,
+    as_bool,
+    build,
+    check_keys,
+    field_names,
+    fields_to_dict,
+    given,
+    invalid,
+)
+from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, as_enum, cProfileTimer
+from stepscope.config._window import ProfilingWindow, WindowKind
+
+SECTION = "profiler.framework_profile_params"
+
+
+def check_range_conflict(owner: str, steps: StepRange, times: TimeRange) -> None:
+    """Refuse a step range and a time range on the same object (the seed's conflict)."""
+    step_set = {k: v for k, v in steps.to_dict().items() if v is not None}
+    time_set = {k: v for k, v in times.to_dict().items() if v is not None}
+    if step_set and time_set:
+        shown = ", ".join(f"{k}={v!r}" for k, v in {**step_set, **time_set}.items())
+        raise ConfigError(
+            f"{owner} sets both a step range and a time range ({shown}); they conflict. "
+            "Accepted: start_step/num_steps, or start_unix_time/duration. "
+            "Fix: remove one of the two pairs."
+        )
+
+
+@dataclass(frozen=True)
+class MetricsConfigBase:
+    """What the three profiling options share: a step range or a time range.
+
+    Give ``start_step``/``num_steps`` (steps are numbered from 0; a missing start is
+    step 0 and a missing count is one step) or ``start_unix_time``/``duration``, not
+    both. With neither, the option's default window applies, whatever
+    ``profile_default_steps`` says; with a range, ``profile_default_steps`` is ignored.
+    """
+
+    start_step: int | None = None
+    num_steps: int | None = None
+    start_unix_time: float | None = None
+    duration: float | None = None
+    profile_default_steps: bool = False
+
+    kind: ClassVar[WindowKind]
+    default_start_step: ClassVar[int]
+    default_num_steps: ClassVar[int] = 1
+
+    def __post_init__(self) -> None:
+        steps = StepRange(self.start_step, self.num_steps)
+        times = TimeRange(self.start_unix_time, self.duration)
+        check_range_conflict(type(self).__name__, steps, times)
+        for name, value in {**steps.to_dict(), **times.to_dict()}.items():
+            object.__setattr__(self, name, value)
+        default = as_bool(self.profile_default_steps, "profile_default_steps")
+        object.__setattr__(self, "profile_default_steps", default)
+
+    @property
+    def has_range(self) -> bool:
+        """Whether a step or time range was given (else the default window applies)."""
+        ranges = (self.start_step, self.num_steps, self.start_unix_time, self.duration)
+        return any(value is not None for value in ranges)
+
+    @property
+    def range(self) -> StepRange | TimeRange:
+        """The range this option profiles, with defaults filled in."""
+        if self.start_unix_time is not None or self.duration is not None:
+            return TimeRange(self.start_unix_time, self.duration)
+        if not self.has_range:
+            return StepRange(self.default_start_step, self.default_num_steps)
+        return StepRange(self.start_step, self.num_steps).resolved()
+
+    def windows(self) -> list[ProfilingWindow]:
+        """The resolved windows of this option (one, except for the default Python ones)."""
+        return [ProfilingWindow(kind=self.kind, **self.range.to_dict(), **self._options())]
+
+    def _options(self) -> dict[str, Any]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The option as a JSON-serialisable dict (``from_dict`` reads it back)."""
+        return fields_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, section: str | None = None) -> Self:
+        """The option from a dict of its parameters (strings like ``"5"`` are accepted)."""
+        section = section or f"{SECTION}.{cls.kind}_profiling_config"
+        return build(cls, given(check_keys(data, field_names(cls), section)), section)
+
+
+@dataclass(frozen=True)
+class DetailedProfilingConfig(MetricsConfigBase):
+    """Detailed profiling with the PyTorch profiler; by default step 5, for one step.
+
+    ``record_shapes``, ``profile_memory`` and ``with_stack`` are passed to
+    ``torch.profiler.profile``; ``include_prestep`` also traces the step before the
+    window (normally run only to warm the profiler up).
+    """
+
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    include_prestep: bool = False
+
+    kind: ClassVar[WindowKind] = "detailed"
+    default_start_step: ClassVar[int] = 5
+    _FLAGS: ClassVar[tuple[str, ...]] = (
+        "record_shapes",
+        "profile_memory",
+        "with_stack",
+        "include_prestep",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in self._FLAGS:
+            object.__setattr__(self, name, as_bool(getattr(self, name), name))
+
+    def _options(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._FLAGS}
+
+
+@dataclass(frozen=True)
+class DataloaderProfilingConfig(MetricsConfigBase):
+    """Data loader profiling; by default step 7, for one step.
+
+    ``metrics_regex`` selects the data loader metrics to record (``re.search`` on
+    their names); it must be a valid Python regular expression.
+    """
+
+    metrics_regex: str = ".*"
+
+    kind: ClassVar[WindowKind] = "dataloader"
+    default_start_step: ClassVar[int] = 7
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        accepted = "Python regular expressions, e.g. '.*' for every metric"
+        if not isinstance(self.metrics_regex, str):
+            raise invalid(self.metrics_regex, "metrics_regex", accepted)
+        try:
+            re.compile(self.metrics_regex)
+        except re.error as error:
+            raise invalid(
+                self.metrics_regex,
+                "metrics_regex",
+                accepted,
+                f"It does not compile ({error}); escape special characters with a backslash.",
+            ) from None
+
+    def _options(self) -> dict[str, Any]:
+        return {"metrics_regex": self.metrics_regex}
+
+
+@dataclass(frozen=True)
+class PythonProfilingConfig(MetricsConfigBase):
+    """Python profiling with cProfile or Pyinstrument; by default steps 9, 10 and 11.
+
+    The default window (no range given) with cProfile and the default timer, or
+    with ``profile_default_steps=True``, profiles step 9 with the ``total_time``
+    timer, step 10 with ``cpu_time`` and step 11 with ``off_cpu_time``.
+    ``cprofile_timer`` is ignored with Pyinstrument.
+    """
+
+    python_profiler: PythonProfiler = PythonProfiler.CPROFILE
+    cprofile_timer: cProfileTimer = cProfileTimer.TOTAL_TIME
+
+    kind: ClassVar[WindowKind] = "python"
+    default_start_step: ClassVar[int] = 9
+    default_num_steps: ClassVar[int] = 3
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        profiler = as_enum(PythonProfiler, self.python_profiler, "python_profiler")
+        object.__setattr__(self, "python_profiler", profiler)
+        timer = as_enum(cProfileTimer, self.cprofile_timer, "cprofile_timer")
+        object.__setattr__(self, "cprofile_timer", timer)
+
+    @property
+    def rotates_timers(self) -> bool:
+        """Whether the default window profiles its three steps with the three timers."""
+        return (
+            not self.has_range
+            and self.python_profiler is PythonProfiler.CPROFILE
+            and (self.profile_default_steps or self.cprofile_timer is cProfileTimer.TOTAL_TIME)
+        )
+
+    def windows(self) -> list[ProfilingWindow]:
+        """The resolved windows: three one-step windows when the timers rotate."""
+        if not self.rotates_timers:
+            return super().windows()
+        return [
+            ProfilingWindow(
+                kind="python",
+                start_step=self.default_start_step + i,
+                num_steps=1,
+                python_profiler=PythonProfiler.CPROFILE,
+                cprofile_timer=timer,
+            )
+            for i, timer in enumerate(cProfileTimer)
+        ]
+
+    def _options(self) -> dict[str, Any]:
+        cprofile = self.python_profiler is PythonProfiler.CPROFILE
+        return {
+            "python_profiler": self.python_profiler,
+            "cprofile_timer": self.cprofile_timer if cprofile else None,
+        }

@@ -1,0 +1,124 @@
+"""Reading the configuration: a TOML file, then the environment, then arguments.
+
+This is the one place where configuration comes in; the environment is read
+only here, and only from the mapping the caller passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from stepscope.config._base import ConfigError, as_bool, suggest
+from stepscope.config._stepscope import JobConfig, StepscopeConfig
+
+#: Environment variables read by :func:`resolve_config`, and the ``args`` they match.
+ENV_VARS = {
+    "STEPSCOPE_OUTPUT": "output",
+    "STEPSCOPE_JOB": "job",
+    "STEPSCOPE_INTERVAL_MS": "interval_ms",
+    "STEPSCOPE_DISABLE": "disable_profiler",
+}
+ARGS = tuple(ENV_VARS.values())
+_TOML_FIX = 'Fix the syntax (strings need quotes: name = "bert-42"); see docs/config.md.'
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """The contents of a TOML file as a dict; a ConfigError if it is missing or invalid."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"Configuration file {str(path)!r} not found. Fix: check the path "
+            "(relative paths start in the current folder) or create the file."
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"Cannot read configuration file {str(path)!r}: {error}.") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        found = re.search(r"\(at line (\d+), column (\d+)\)", str(error))
+        reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error)) or "syntax error"
+        if found is None:
+            raise ConfigError(f"Invalid TOML: {reason}. {_TOML_FIX}", str(path)) from None
+        line, column = found.groups()
+        raise ConfigError(
+            f"Invalid TOML at line {line}, column {column}: {reason}. {_TOML_FIX}",
+            f"{path}:{line}:{column}",
+        ) from None
+
+
+def _with_output(config: StepscopeConfig, value: Any) -> StepscopeConfig:
+    # A later source's output replaces the file's, whichever of its two names it used.
+    profiler = dataclasses.replace(config.profiler, output_path=None)
+    job = JobConfig(value, config.job.name)
+    return dataclasses.replace(config, profiler=profiler, job=job)
+
+
+def _with_job(config: StepscopeConfig, value: Any) -> StepscopeConfig:
+    return dataclasses.replace(config, job=dataclasses.replace(config.job, name=value))
+
+
+def _with_interval(config: StepscopeConfig, value: Any) -> StepscopeConfig:
+    profiler = dataclasses.replace(config.profiler, system_monitor_interval_millis=value)
+    return dataclasses.replace(config, profiler=profiler)
+
+
+def _with_disable(config: StepscopeConfig, value: Any) -> StepscopeConfig:
+    disable = as_bool(value, "disable_profiler")
+    profiler = dataclasses.replace(config.profiler, disable_profiler=disable)
+    return dataclasses.replace(config, profiler=profiler)
+
+
+_SETTERS: dict[str, Callable[[StepscopeConfig, Any], StepscopeConfig]] = {
+    "output": _with_output,
+    "job": _with_job,
+    "interval_ms": _with_interval,
+    "disable_profiler": _with_disable,
+}
+
+
+def resolve_config(
+    file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    args: Mapping[str, Any] | None = None,
+) -> StepscopeConfig:
+    """The configuration from defaults < ``file`` (TOML) < ``env`` < ``args``.
+
+    ``env`` is a mapping such as ``os.environ``; only ``STEPSCOPE_OUTPUT``,
+    ``STEPSCOPE_JOB``, ``STEPSCOPE_INTERVAL_MS`` and ``STEPSCOPE_DISABLE`` are read,
+    and an empty value counts as unset. ``args`` may hold ``output``, ``job``,
+    ``interval_ms`` and ``disable_profiler``; None means "not given".
+    """
+    config = StepscopeConfig()
+    if file is not None:
+        data = load_toml(file)  # its errors name the file already
+        try:
+            config = StepscopeConfig.from_dict(data)
+        except ConfigError as error:
+            raise error.in_source(str(file)) from None
+    for var, key in ENV_VARS.items():
+        value = (env or {}).get(var)
+        if value is not None and value.strip():
+            try:
+                config = _SETTERS[key](config, value.strip())
+            except ConfigError as error:
+                raise error.in_source(f"environment variable {var}={value!r}") from None
+    for key, value in (args or {}).items():
+        if key not in _SETTERS:
+            close = suggest(key, ARGS)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise ConfigError(
+                f"Unknown argument {key!r}.{hint} Valid arguments are {', '.join(ARGS)}."
+            )
+        if value is not None:
+            try:
+                config = _SETTERS[key](config, value)
+            except ConfigError as error:
+                raise error.in_source(f"argument {key}={value!r}") from None
+    return config

@@ -1,0 +1,103 @@
+"""ProfilingWindow: one resolved window of framework profiling, as the agent runs it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from stepscope.config._base import (
+    ConfigError,
+    as_bool,
+    build,
+    check_keys,
+    field_names,
+    fields_to_dict,
+    given,
+    invalid,
+)
+from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, as_enum, cProfileTimer
+
+WindowKind = Literal["detailed", "dataloader", "python"]
+WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
+
+
+@dataclass(frozen=True)
+class ProfilingWindow:
+    """One window of one kind of framework profiling, with every default resolved.
+
+    A window is either a step window (``start_step`` and ``num_steps`` set, the time
+    fields None) or a time window (``start_unix_time`` and/or ``duration`` set).
+    In a time window a None ``start_unix_time`` means "from the start of training"
+    and a None ``duration`` means "for one step" (the seed's semantics).
+
+    Only the fields of the window's ``kind`` are set: ``python_profiler`` and
+    ``cprofile_timer`` (None with Pyinstrument) for ``"python"``, ``metrics_regex``
+    for ``"dataloader"``, and the PyTorch profiler options for ``"detailed"``.
+    """
+
+    kind: WindowKind
+    start_step: int | None = None
+    num_steps: int | None = None
+    start_unix_time: float | None = None
+    duration: float | None = None
+    python_profiler: PythonProfiler | None = None
+    cprofile_timer: cProfileTimer | None = None
+    metrics_regex: str | None = None
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    include_prestep: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in WINDOW_KINDS:
+            raise invalid(self.kind, "kind", ", ".join(map(repr, WINDOW_KINDS)))
+        steps = StepRange(self.start_step, self.num_steps)
+        times = TimeRange(self.start_unix_time, self.duration)
+        if self.is_time_window:
+            if self.start_step is not None or self.num_steps is not None:
+                raise ConfigError("A profiling window is either a step window or a time window.")
+        else:
+            steps = steps.resolved()
+        for name, value in {**steps.to_dict(), **times.to_dict()}.items():
+            object.__setattr__(self, name, value)
+        for name in ("record_shapes", "profile_memory", "with_stack", "include_prestep"):
+            object.__setattr__(self, name, as_bool(getattr(self, name), name))
+        if self.python_profiler is not None:
+            profiler = as_enum(PythonProfiler, self.python_profiler, "python_profiler")
+            object.__setattr__(self, "python_profiler", profiler)
+        if self.cprofile_timer is not None:
+            timer = as_enum(cProfileTimer, self.cprofile_timer, "cprofile_timer")
+            object.__setattr__(self, "cprofile_timer", timer)
+
+    @property
+    def is_time_window(self) -> bool:
+        """True for a time window, False for a step window."""
+        return self.start_unix_time is not None or self.duration is not None
+
+    @property
+    def end_step(self) -> int | None:
+        """The first step after a step window (None for a time window)."""
+        if self.start_step is None or self.num_steps is None:
+            return None
+        return self.start_step + self.num_steps
+
+    def covers_step(self, step: int) -> bool:
+        """Whether ``step`` is inside this step window (always False for a time window)."""
+        end = self.end_step
+        return end is not None and self.start_step is not None and self.start_step <= step < end
+
+    def to_dict(self) -> dict[str, Any]:
+        """The window as a JSON-serialisable dict (``from_dict`` reads it back)."""
+        return fields_to_dict(self)
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, section: str = "ProfilingWindow"
+    ) -> ProfilingWindow:
+        """A ProfilingWindow from the dict :meth:`to_dict` gives."""
+        kwargs = given(check_keys(data, field_names(cls), section))
+        if "kind" not in kwargs:
+            kinds = ", ".join(map(repr, WINDOW_KINDS))
+            raise ConfigError(f"Missing key 'kind'. Accepted values are {kinds}.", f"[{section}]")
+        return build(cls, kwargs, section)

@@ -1,0 +1,36 @@
+"""The job folder as code: the contract between every part of stepscope.
+
+The agent, the sampler and the launcher write a job folder; the reader, the rules,
+the report and the dashboard read it. This package says what is in it, and every
+part reads and writes the folder only through it: the file names (:mod:`._paths`),
+the typed records of its JSON files (job metadata, heartbeats, faults, profiling
+windows, rule verdicts), the Arrow schemas of its row streams, the control
+requests, and the format version with its check. docs/format.md is the same
+contract in prose; a test checks that the two name the same things.
+
+It imports nothing of stepscope but :mod:`stepscope.errors` and
+:mod:`stepscope.config` (a profiling request carries the configuration's window
+settings). I/O goes through :class:`FolderIO`, the few methods of a store it needs.
+"""
+
+from stepscope.jobfolder._schemas import (
+    AGENT_STEPS_SCHEMA,
+    EVENTS_SCHEMA,
+    FORMAT_VERSION,
+    HEARTBEAT_STALE_S,
+    JOB_STATUSES,
+    STEP_PARTS,
+    STEPS_SCHEMA,
+    SYSTEM_BASE_SCHEMA,
+)
+
+__all__ = [
+    "AGENT_STEPS_SCHEMA",
+    "EVENTS_SCHEMA",
+    "FORMAT_VERSION",
+    "HEARTBEAT_STALE_S",
+    "JOB_STATUSES",
+    "STEPS_SCHEMA",
+    "STEP_PARTS",
+    "SYSTEM_BASE_SCHEMA",
+]

@@ -1,0 +1,209 @@
+"""One node's launcher in a torchrun job: shared job.json, clock offset, the job's end.
+
+Every node runs its own ``stepscope run`` into the same job folder. Node files
+never collide (``launchers/<node>.json``, ``clock/<node>.json``,
+``heartbeat/<node>.json``, ``system/<node>/``); ``job.json`` is written by node
+rank 0 at the start (by any node that finds none) and, at each node's end,
+rewritten with the status aggregated over every node and rank. docs/distributed.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from stepscope.launch._clocksync import Offset, TimeServer, measure, skewed_clock
+from stepscope.launch._launcher import node_status, say
+from stepscope.launch._torchrun import Plan
+from stepscope.store import HEARTBEAT_STALE_S, Store
+
+CLOCK_WAIT_S = 120.0
+REFERENCE = "clock/reference.json"
+
+
+def _read_all(store: Store, prefix: str) -> list[dict[str, Any]]:
+    out = []
+    for key in store.list(prefix, suffix=".json"):
+        try:
+            out.append(store.read_json(key))
+        except (OSError, ValueError):
+            continue  # a file being replaced: the next read sees it
+    return out
+
+
+def culprit(ranks: list[dict[str, Any]]) -> str | None:
+    """Which rank failed first, on which node, and how (from ``ranks/rank-<r>.json``)."""
+    failed = sorted((r for r in ranks if r.get("status") == "Failed"), key=lambda r: r["time"])
+    if failed:
+        r = failed[0]
+        at = f" at {r['at']}" if r.get("at") else ""
+        return (
+            f"rank {r['rank']} (local rank {r['local_rank']}) on node {r['node']} failed "
+            f"first: {r.get('error')}{at}"
+        )
+    silent = [r for r in ranks if r.get("status") == "Running"]
+    if silent:
+        names = ", ".join(f"rank {r['rank']} on node {r['node']}" for r in silent)
+        return f"{names} ended without a record (killed, or crashed hard)"
+    return None
+
+
+def aggregate(
+    nodes: list[dict[str, Any]],
+    ranks: list[dict[str, Any]],
+    beats: dict[str, float],
+    now: float,
+) -> dict[str, Any]:
+    """The job's status fields from every node's launcher record and every rank's record.
+
+    ``beats`` holds each node's newest heartbeat: a node whose launcher died
+    still says ``Running``, and counts as failed once its heartbeat is stale.
+    """
+    statuses = {n["node"]: n["status"] for n in nodes}
+    for n in nodes:
+        if n["status"] == "Running" and now - beats.get(n["node"], 0.0) > HEARTBEAT_STALE_S:
+            statuses[n["node"]] = "Failed"
+    codes = [n.get("exit_code") for n in nodes if n.get("exit_code")]
+    out: dict[str, Any] = {"nodes_status": statuses, "hosts": sorted(statuses)}
+    out["failed_ranks"] = sorted(
+        (r for r in ranks if r.get("status") == "Failed"), key=lambda r: r["time"]
+    )
+    if "Running" in statuses.values():
+        return out | {"status": "Running", "end_time": None}
+    ends = [float(n["end_time"]) for n in nodes if n.get("end_time")]
+    out |= {"end_time": max(ends, default=now), "exit_code": codes[0] if codes else 0}
+    if "Failed" in statuses.values():
+        bad = sorted(k for k, v in statuses.items() if v == "Failed")
+        why = culprit(ranks) or next((n["reason"] for n in nodes if n.get("reason")), None)
+        return out | {"status": "Failed", "reason": f"{why} (failed nodes: {', '.join(bad)})"}
+    if "Stopped" in statuses.values():
+        reason = next(n["reason"] for n in nodes if n["status"] == "Stopped")
+        return out | {"status": "Stopped", "reason": reason}
+    return out | {"status": "Completed", "reason": None}
+
+
+class NodeLauncher:
+    """What one node's ``stepscope run`` adds to a plain run in a torchrun job."""
+
+    def __init__(self, plan: Plan, store: Store) -> None:
+        self.plan, self.store = plan, store
+        self.clock = skewed_clock(plan.clock_skew_s)
+        self.server: TimeServer | None = None
+        self.offset: Offset | None = None
+        self.record: dict[str, Any] = {}
+
+    @property
+    def key(self) -> str:
+        return f"launchers/{self.plan.node}.json"
+
+    def begin(self, meta: dict[str, Any]) -> None:
+        """Job metadata, this node's record, and its clock offset (before training starts)."""
+        meta = meta | {"distributed": {"launcher": "torchrun", "nnodes": self.plan.nnodes}}
+        if self.plan.leader or not self.store.exists("job.json"):
+            self.store.write_json("job.json", meta)
+        self.record = {
+            "node": self.plan.node,
+            "node_rank": self.plan.node_rank,
+            "pid": os.getpid(),
+            "status": "Running",
+            "start_time": meta["start_time"],
+        }
+        self.store.write_json(self.key, self.record)
+        self._sync_clock()
+
+    def agent_clock(self) -> dict[str, float]:
+        """The ``clock`` entry of the agent's settings."""
+        offset = self.offset.offset_s if self.offset is not None else 0.0
+        return {"offset_s": offset, "skew_s": self.plan.clock_skew_s}
+
+    def sampler_args(self) -> list[str]:
+        """The node's clock for its system sampler: the same offset as its agents'."""
+        offset = repr(self.offset.offset_s) if self.offset is not None else "none"
+        skew = ["--clock-skew-s", repr(self.plan.clock_skew_s)] if self.plan.clock_skew_s else []
+        return ["--clock-offset-s", offset, *skew]
+
+    def _sync_clock(self) -> None:
+        if not self.plan.multi_node:
+            self.offset = Offset(0.0, 0.0)
+        elif self.plan.leader:
+            self._serve_reference()
+            self.offset = Offset(0.0, 0.0)
+        else:
+            self.offset = self._measure()
+        reference = self.plan.node if self.plan.leader else self._reference().get("node")
+        body = {"node": self.plan.node, "reference": reference, "measured_at": self.clock()}
+        if self.offset is not None:
+            body |= {"offset_s": self.offset.offset_s, "rtt_s": self.offset.rtt_s}
+            body["error_s"] = self.offset.error_s
+        else:
+            body |= {"offset_s": None, "error": "no reference clock reached"}
+        self.store.write_json(f"clock/{self.plan.node}.json", body)
+
+    def _serve_reference(self) -> None:
+        host = self.plan.rendezvous_host
+        try:
+            self.server = TimeServer(host, self.clock).start()
+        except OSError as exc:
+            say(f"clock reference not served on {host} ({exc}): other nodes stay unaligned")
+            return
+        ref = {"node": self.plan.node, "host": host, "port": self.server.port}
+        self.store.write_json(REFERENCE, ref)
+
+    def _reference(self) -> dict[str, Any]:
+        try:
+            ref: dict[str, Any] = self.store.read_json(REFERENCE)
+            return ref
+        except (OSError, ValueError):
+            return {}
+
+    def _measure(self) -> Offset | None:
+        deadline = time.monotonic() + CLOCK_WAIT_S
+        while time.monotonic() < deadline:
+            ref = self._reference()
+            if ref:
+                try:
+                    return measure(str(ref["host"]), int(ref["port"]), self.clock)
+                except OSError as exc:
+                    say(f"clock reference {ref['host']}:{ref['port']} unreachable ({exc})")
+                    return None
+            time.sleep(0.2)
+        say(f"no clock reference from node rank 0 within {CLOCK_WAIT_S:.0f} s: times unaligned")
+        return None
+
+    def finish(self, code: int, stop_reason: str | None) -> dict[str, Any]:
+        """Record this node's end; rewrite job.json with every node's and rank's status."""
+        status, reason = node_status(code, stop_reason, "torchrun")
+        self.record |= {"status": status, "reason": reason, "exit_code": code}
+        self.record["end_time"] = time.time()
+        self.store.write_json(self.key, self.record)
+        meta: dict[str, Any] = {}
+        nodes = _read_all(self.store, "launchers")
+        for _ in range(3):  # another node may end at the same moment: settle on both
+            meta = self.store.read_json("job.json")
+            ranks, beats = _read_all(self.store, "ranks"), self._beats()
+            meta.update(aggregate(nodes, ranks, beats, time.time()))
+            self.store.write_json("job.json", meta)
+            again = _read_all(self.store, "launchers")
+            if again == nodes:
+                break
+            nodes = again
+        if meta["status"] == "Running":  # what this launcher prints: its own end
+            waiting = f"{status} here, other nodes still running"
+            return meta | {"status": waiting, "end_time": self.record["end_time"]}
+        return meta
+
+    def _beats(self) -> dict[str, float]:
+        out = {}
+        for key in self.store.list("heartbeat", suffix=".json"):
+            try:
+                out[key.rsplit("/", 1)[-1][: -len(".json")]] = float(
+                    self.store.read_json(key)["time"]
+                )
+            except (OSError, ValueError, KeyError):
+                continue
+        return out
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()

@@ -1,0 +1,209 @@
+"""``stepscope run``: run a command as a managed, watched job.
+
+The launcher creates the job folder, injects the agent into the Python process
+(``sitecustomize`` on ``PYTHONPATH``, no change to the script), starts the node's
+system sampler and the live rule runner in their own processes, keeps a
+heartbeat, forwards signals, takes stop requests from the control channel, and
+records how the job ended. It exits with the command's own exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepscope import __version__
+from stepscope.jobfolder import control
+from stepscope.launch._helpers import start_helpers, stop_helpers
+from stepscope.process._exitwatch import pidfd, wait_child
+from stepscope.store import FORMAT_VERSION, Store, open_store
+
+BOOTSTRAP_DIR = str(Path(__file__).parent / "_bootstrap")
+HEARTBEAT_S = 2.0
+STOP_GRACE_S = 10.0
+
+
+@dataclass
+class RunSpec:
+    """What to run and where, resolved by the CLI from the configuration."""
+
+    command: list[str]
+    output: str
+    job: str
+    interval_ms: int = 500
+    config: dict[str, Any] = field(default_factory=dict)
+    node: str = field(
+        default_factory=lambda: os.environ.get("STEPSCOPE_NODE") or socket.gethostname()
+    )
+    rules: bool = True
+    # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
+    dist: Any = None
+
+
+def say(msg: str) -> None:
+    print(f"stepscope: {msg}", file=sys.stderr, flush=True)
+
+
+def _job_meta(spec: RunSpec) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "name": spec.job,
+        "command": spec.command,
+        "cwd": os.getcwd(),
+        "config": spec.config,
+        "hosts": [spec.node],
+        "start_time": time.time(),
+        "end_time": None,
+        "status": "Running",
+        "exit_code": None,
+        "reason": None,
+        "stepscope_version": __version__,
+    }
+
+
+def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP_DIR, env.get("PYTHONPATH")) if p)
+    agent = {"job_url": store.url, "node": spec.node, "config": spec.config}
+    if spec.dist is not None:
+        agent["clock"] = spec.dist.agent_clock()
+    env["STEPSCOPE_AGENT"] = json.dumps(agent)
+    return env
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class _Supervisor:
+    """Waits for the command; heartbeats, signals and stop requests meanwhile."""
+
+    def __init__(self, store: Store, spec: RunSpec, child: subprocess.Popen[bytes]) -> None:
+        self.store, self.spec, self.child = store, spec, child
+        self.stop_reason: str | None = None
+        self._stop_sent = 0.0
+        self._requests = control.Requests(self.store, "stop")
+        self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
+
+    def on_signal(self, signum: int, _frame: Any) -> None:
+        self.stop_reason = self.stop_reason or f"interrupted by {signal.Signals(signum).name}"
+        if signum == signal.SIGINT and _terminal_sent_it():
+            return  # the terminal already sent it to the whole foreground group
+        self.child.send_signal(signum)
+
+    def wait(self) -> int:
+        last_beat = 0.0
+        fd = pidfd(self.child.pid)  # sleep until the command ends, without polling it
+        try:
+            while (code := wait_child(self.child, fd, 0.25)) is None:
+                now = time.time()
+                if now - last_beat >= self.beat_s:
+                    last_beat = now
+                    self._guarded(self._beat)
+                    self._guarded(self._take_stop_requests)
+                self._escalate(now)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return code
+
+    def _guarded(self, fn: Any) -> None:
+        try:
+            fn()
+        except Exception as exc:  # storage trouble must not end the supervision
+            say(f"job folder unavailable ({exc}); the command keeps running")
+
+    def _beat(self) -> None:
+        beat = {"time": time.time(), "pid": os.getpid(), "interval_s": self.beat_s}
+        self.store.write_json(f"heartbeat/{self.spec.node}.json", beat)
+
+    def _take_stop_requests(self) -> None:
+        for name, body in self._requests.pending():
+            if not isinstance(body, dict):
+                control.acknowledge(self.store, name, False, "not a JSON object")
+                continue
+            reason = str(body.get("reason", "stop requested"))
+            self.stop_reason = f"{reason} (by {body.get('by', 'unknown')})"
+            control.acknowledge(self.store, name, True, "stopping")
+            say(f"stopping the job: {self.stop_reason}")
+            if not self._stop_sent:
+                self._stop_sent = time.time()
+                self.child.send_signal(signal.SIGINT)
+
+    def _escalate(self, now: float) -> None:
+        """A graceful stop that is ignored becomes SIGTERM, then SIGKILL."""
+        if self._stop_sent and now - self._stop_sent > STOP_GRACE_S:
+            sig = signal.SIGKILL if now - self._stop_sent > 2 * STOP_GRACE_S else signal.SIGTERM
+            self.child.send_signal(sig)
+
+
+def _terminal_sent_it() -> bool:
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def node_status(
+    code: int, stop_reason: str | None, what: str = "the command"
+) -> tuple[str, str | None]:
+    """Status and reason of a job (or a torchrun node) whose ``what`` exited with ``code``."""
+    if stop_reason is not None:
+        return "Stopped", stop_reason
+    if code == 0:
+        return "Completed", None
+    return "Failed", f"{what} exited with code {code}"
+
+
+def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = store.read_json("job.json")
+    status, reason = node_status(code, stop_reason)
+    meta.update(status=status, reason=reason, exit_code=code, end_time=time.time())
+    store.write_json("job.json", meta)
+    return meta
+
+
+def run(spec: RunSpec) -> int:
+    """Run ``spec.command`` as a job; returns the command's exit code."""
+    store = open_store(spec.output).sub(spec.job)
+    if spec.dist is None:
+        store.write_json("job.json", _job_meta(spec))
+    else:
+        spec.dist.begin(_job_meta(spec))
+    say(f"job {spec.job!r} -> {store.url}")
+    started = time.time()
+    child = subprocess.Popen(spec.command, env=_child_env(spec, store))
+    sup = _Supervisor(store, spec, child)
+    old = {s: signal.signal(s, sup.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    helpers = start_helpers(spec, store, child.pid)
+    try:
+        code = _exit_code(sup.wait())
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    try:
+        if spec.dist is None:
+            meta = _finish(store, spec, code, sup.stop_reason)
+        else:
+            meta = spec.dist.finish(code, sup.stop_reason)
+    except OSError as exc:  # the store is failing: the exit code is still the command's
+        say(f"could not record the end of the job ({exc})")
+        meta = {"status": "unrecorded", "end_time": time.time(), "start_time": started}
+    finally:
+        if spec.dist is not None:
+            spec.dist.close()
+    stop_helpers(helpers)
+    took = meta["end_time"] - meta["start_time"]
+    say(
+        f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
+        f"stepscope show {store.url}"
+    )
+    return code

@@ -1,0 +1,14 @@
+"""The reader API: ``stepscope.open(path)`` returns a :class:`Job` with DataFrames.
+
+Reads what docs/format.md describes, through :mod:`stepscope.jobfolder`, from any
+store (a local folder, ``memory://``, ``s3://``), while the job runs or after it
+ended: steps, events and system samples as DataFrames (DuckDB over the Parquet
+segments), tensors (:class:`Tensors`), faults and profiling artifacts. It never
+imports the code that writes a job.
+"""
+
+from stepscope.errors import JobNotFoundError
+from stepscope.read._job import Job, list_jobs, open
+from stepscope.read._tensors import Tensor, Tensors
+
+__all__ = ["Job", "JobNotFoundError", "Tensor", "Tensors", "list_jobs", "open"]

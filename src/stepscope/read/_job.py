@@ -1,0 +1,215 @@
+"""Reader API: ``stepscope.open(path)`` returns a :class:`Job` with DataFrames.
+
+Reads exactly what docs/format.md describes, from any store (local folder,
+``memory://``, ``s3://``), while the job runs or after it ended. Queries run
+in DuckDB over the job's Parquet segments, with time-window and rank/node
+selection pushed down.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from stepscope.errors import JobNotFoundError
+from stepscope.read._segment_query import register_segments, where_clause
+from stepscope.store import (
+    EVENTS_SCHEMA,
+    FORMAT_VERSION,
+    HEARTBEAT_STALE_S,
+    STEPS_SCHEMA,
+    SYSTEM_BASE_SCHEMA,
+    Store,
+    open_store,
+)
+
+
+class Job:
+    """One job folder. Cheap to create; every accessor reads the folder anew."""
+
+    def __init__(self, store: Store, now: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self._now = now
+        self.path = store.url
+        if not store.exists("job.json"):
+            raise JobNotFoundError(
+                f"No stepscope job at {store.url!r}: it has no job.json. "
+                "Pass a job folder (OUT/JOB), e.g. one listed by `stepscope ls OUT`."
+            )
+        self._con = duckdb.connect()
+
+    def __repr__(self) -> str:
+        return f"<Job {self.name!r} {self.status} at {self.path}>"
+
+    # -- metadata -------------------------------------------------------------
+    @property
+    def meta(self) -> dict[str, Any]:
+        """job.json, with ``status`` corrected for a launcher that died."""
+        meta: dict[str, Any] = self.store.read_json("job.json")
+        version = meta.get("format_version", 1)
+        if version > FORMAT_VERSION:
+            raise ValueError(
+                f"Job {self.path} has format version {version}; this stepscope reads up to "
+                f"{FORMAT_VERSION}. Upgrade: pip install -U stepscope"
+            )
+        meta["alive"] = False
+        if meta.get("status") == "Running":
+            newest = self._newest_heartbeat()
+            age = self._now() - newest if newest else None
+            if age is not None and age <= HEARTBEAT_STALE_S:
+                meta["alive"] = True
+            else:
+                seen = f"for {age:.0f} s" if age is not None else "recorded"
+                meta["status"] = "Failed"
+                meta["reason"] = f"lost: no heartbeat {seen} (launcher killed?)"
+        return meta
+
+    def _newest_heartbeat(self) -> float | None:
+        times = []
+        for key in self.store.list("heartbeat", suffix=".json"):
+            try:
+                times.append(float(self.store.read_json(key)["time"]))
+            except (OSError, ValueError, KeyError):
+                continue
+        return max(times) if times else None
+
+    @property
+    def name(self) -> str:
+        return str(self.store.read_json("job.json").get("name", ""))
+
+    @property
+    def status(self) -> str:
+        return str(self.meta["status"])
+
+    def nodes(self) -> list[str]:
+        """Node ids that wrote system metrics or node facts."""
+        names = {k.split("/")[1][: -len(".json")] for k in self.store.list("nodes", ".json")}
+        return sorted(names | set(self.store.listdir("system")))
+
+    def node_info(self, node: str) -> dict[str, Any]:
+        info: dict[str, Any] = self.store.read_json(f"nodes/{node}.json")
+        return info
+
+    def ranks(self) -> list[int]:
+        dirs = self.store.listdir("steps") + self.store.listdir("events")
+        return sorted({int(d.split("-", 1)[1]) for d in dirs if d.startswith("rank-")})
+
+    @property
+    def tensors(self) -> Any:
+        """The output tensors of rank 0 (a :class:`stepscope.read._tensors.Tensors`;
+        ``job.tensors.rank(r)`` for another rank). See docs/tensors.md."""
+        from stepscope.read._tensors import Tensors
+
+        return Tensors(self.store)
+
+    def faults(self) -> list[dict[str, Any]]:
+        """Faults recorded at the fault boundaries of the agent and the sampler."""
+        out = []
+        for key in self.store.list("faults", suffix=".json"):
+            try:
+                out.append(self.store.read_json(key))
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def profiling_artifacts(self) -> list[dict[str, Any]]:
+        """Every finished profiling window of every rank, oldest first (docs/profiling.md).
+
+        Each is the window's record ``profiling/rank-<r>/<base>.window.json``: ``kind``
+        (detailed, python, dataloader, deep), ``rank``, ``start_step``, ``end_step``
+        (inclusive), ``start_time``, ``end_time``, ``path`` (the main artifact, relative
+        to the job folder), ``files`` (all of them), ``window`` (the settings),
+        ``request`` (the control request, for live windows), and ``truncated``.
+        """
+        out = []
+        for key in self.store.list("profiling", suffix=".window.json"):
+            try:
+                out.append(self.store.read_json(key))
+            except (OSError, ValueError):
+                continue
+        return sorted(out, key=lambda r: (r.get("start_time") or 0.0, r.get("rank", 0)))
+
+    # -- row streams ------------------------------------------------------------
+    def _query(
+        self, prefix: str, schema: pa.Schema, where: str, params: list[Any], order: str
+    ) -> pd.DataFrame:
+        view = prefix.replace("/", "_")
+        register_segments(self._con, self.store, view, prefix, schema)
+        sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
+        return self._con.execute(sql, params).df()
+
+    def sql(self, query: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        """Run SQL over the views ``steps``, ``events`` and ``system`` of this job."""
+        register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
+        register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
+        register_segments(self._con, self.store, "system", "system", SYSTEM_BASE_SCHEMA)
+        return self._con.execute(query, list(params)).df()
+
+    def steps(
+        self,
+        phase: str | None = None,
+        ranks: Sequence[int] | None = None,
+        nodes: Sequence[str] | None = None,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> pd.DataFrame:
+        """One row per step (columns of docs/format.md), ordered by rank, phase, step.
+
+        ``start``/``end`` select steps that began in ``[start, end)`` (unix seconds).
+        """
+        phases = None if phase is None else [phase]
+        where, params = where_clause("start", start, end, rank=ranks, node=nodes, phase=phases)
+        return self._query("steps", STEPS_SCHEMA, where, params, "rank, phase, step")
+
+    def events(
+        self,
+        kinds: Sequence[str] | None = None,
+        ranks: Sequence[int] | None = None,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> pd.DataFrame:
+        """Lifecycle events of every rank, ordered by time."""
+        where, params = where_clause("time", start, end, rank=ranks, kind=kinds)
+        return self._query("events", EVENTS_SCHEMA, where, params, "time")
+
+    def system(
+        self,
+        nodes: Sequence[str] | None = None,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> pd.DataFrame:
+        """System samples, wide (one row per node and sample), ordered by node, time."""
+        where, params = where_clause("time", start, end, node=nodes)
+        return self._query("system", SYSTEM_BASE_SCHEMA, where, params, "node, time")
+
+    def system_long(
+        self,
+        nodes: Sequence[str] | None = None,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> pd.DataFrame:
+        """System samples, long: columns ``time``, ``node``, ``metric``, ``value``."""
+        wide = self.system(nodes, start, end)
+        value_cols = [c for c in wide.columns if c not in ("time", "node", "interval_ms")]
+        long = wide.melt(id_vars=["time", "node"], value_vars=value_cols, var_name="metric")
+        return long.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def open(path: str | Any) -> Job:
+    """Open the job folder at ``path`` (a local path or a URL such as ``s3://b/runs/job``)."""
+    return Job(open_store(path))
+
+
+def list_jobs(out: str | Any) -> list[Job]:
+    """Every job directly under the output folder ``out``, oldest first."""
+    store = open_store(out)
+    jobs = []
+    for name in store.listdir():
+        if store.exists(f"{name}/job.json"):
+            jobs.append(Job(store.sub(name)))
+    return sorted(jobs, key=lambda j: float(j.store.read_json("job.json").get("start_time", 0)))

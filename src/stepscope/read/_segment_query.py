@@ -1,0 +1,63 @@
+"""DuckDB plumbing behind :class:`stepscope.read._job.Job`: segment views and WHERE clauses.
+
+A job's row streams are Parquet segments under a prefix of its store (docs/format.md).
+This module turns one prefix into a DuckDB view and builds the parameterised
+filters (time window, IN-lists) the reader pushes down into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from stepscope.store import Store, read_tables
+
+
+def where_clause(
+    time_col: str,
+    start: float | None,
+    end: float | None,
+    **members: Sequence[Any] | None,
+) -> tuple[str, list[Any]]:
+    """A WHERE clause and its parameters for a time window and IN-lists."""
+    clauses, params = ["TRUE"], []
+    if start is not None:
+        clauses.append(f"{time_col} >= ?")
+        params.append(start)
+    if end is not None:
+        clauses.append(f"{time_col} < ?")
+        params.append(end)
+    for col, values in members.items():
+        if values is not None:
+            values = list(values)
+            clauses.append(f"{col} IN ({', '.join('?' * len(values))})" if values else "FALSE")
+            params.extend(values)
+    return " AND ".join(clauses), params
+
+
+def register_segments(
+    con: duckdb.DuckDBPyConnection, store: Store, view: str, prefix: str, schema: pa.Schema
+) -> None:
+    """Make ``view`` the union (by column name) of all segments under ``prefix``.
+
+    Local segments are scanned by DuckDB itself, so filters and column
+    selection are pushed down into the Parquet files.
+    """
+    keys = store.list(prefix, suffix=".parquet")
+    # Drop both kinds of earlier binding: the segments may have moved between
+    # local files and an Arrow table since the last query.
+    con.unregister(view)
+    con.execute(f"DROP VIEW IF EXISTS {view}")
+    if keys and store.is_local:
+        files = [store.path(k) for k in keys]
+        con.read_parquet(files, union_by_name=True).create_view(view, replace=True)
+        return
+    if keys:
+        table = pa.concat_tables(read_tables(store, keys), promote_options="default")
+    else:
+        # An empty job still gets a view, so queries return typed empty frames.
+        table = schema.empty_table()
+    con.register(view, table)

@@ -1,0 +1,243 @@
+"""Reader of a job's output tensors: ``job.tensors`` (docs/tensors.md, docs/format.md).
+
+```python
+job = stepscope.open("runs/bert-42")
+job.tensors.names()                          # every tensor saved (rank 0)
+w = job.tensors["layer3.weight"]
+w.steps(phase="train")                       # the steps it was saved at
+w.value(100)                                 # numpy array (raw) or float (scalars)
+w.reduction(100, "l2")                       # stored, or computed from the raw tensor
+job.tensors.scalars(names=["loss"])          # a DataFrame, for rules and exports
+```
+Lookups filter the Parquet index and scalar segments by name, phase and step
+(pushed down into the files), then read only the bytes of the one raw tensor
+asked for, so a lookup does not scan the other tensors' data. Works on every store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from stepscope.jobfolder._tensors import (
+    INDEX_SCHEMA,
+    SCALARS_SCHEMA,
+    TENSORS,
+    VALUE_KEY,
+    rank_prefix,
+)
+from stepscope.store import Store
+
+_NUMPY = {
+    "float32": "<f4",
+    "float64": "<f8",
+    "float16": "<f2",
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "i1",
+    "uint8": "u1",
+    "bool": "?",
+}
+_NP_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
+    "min": np.min,
+    "max": np.max,
+    "mean": np.mean,
+    "std": np.std,
+    "variance": np.var,
+    "sum": np.sum,
+    "prod": np.prod,
+    "l1": lambda x: np.abs(x).sum(),
+    "l2": lambda x: np.sqrt(np.square(x, dtype=np.float64).sum()),
+}
+
+
+def decode(data: bytes, dtype: str, shape: Sequence[int]) -> np.ndarray:
+    """A raw tensor's bytes as a numpy array (bfloat16 widened exactly to float32)."""
+    if dtype == "bfloat16":
+        bits = np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(tuple(shape))
+    if dtype not in _NUMPY:
+        raise ValueError(f"Cannot decode a tensor of dtype {dtype!r}; known: {sorted(_NUMPY)}.")
+    return np.frombuffer(data, dtype=_NUMPY[dtype]).reshape(tuple(shape)).copy()
+
+
+def np_reduce(x: np.ndarray, name: str) -> float:
+    """Reduction ``name`` (``l2``, ``abs_mean``, ...) of an array, as the agent computes it."""
+    base = name.removeprefix("abs_")
+    if base not in _NP_REDUCE:
+        raise KeyError(
+            f"Unknown reduction {name!r}. Known: {', '.join(_NP_REDUCE)} and their abs_ forms."
+        )
+    x = np.asarray(x, dtype=np.float64)
+    return float(_NP_REDUCE[base](np.abs(x) if base != name else x))
+
+
+class Tensors:
+    """The output tensors of one rank of a job (rank 0 unless chosen)."""
+
+    def __init__(self, store: Store, rank: int = 0) -> None:
+        self.store, self.rank_id = store, rank
+        self.prefix = rank_prefix(rank)
+
+    def __repr__(self) -> str:
+        return f"<Tensors rank {self.rank_id} of {self.store.url}>"
+
+    def ranks(self) -> list[int]:
+        """The ranks that saved tensors."""
+        dirs = self.store.listdir(TENSORS)
+        return sorted(int(d.split("-", 1)[1]) for d in dirs if d.startswith("rank-"))
+
+    def rank(self, rank: int) -> Tensors:
+        """The tensors of another rank."""
+        return Tensors(self.store, rank)
+
+    def _dataset(self, stream: str, schema: pa.Schema) -> ds.Dataset | None:
+        keys = self.store.list(f"{self.prefix}/{stream}", suffix=".parquet")
+        if not keys:
+            return None
+        paths = [self.store.path(k) for k in keys]
+        return ds.dataset(paths, schema=schema, format="parquet", filesystem=self.store.fs)
+
+    def _read(
+        self,
+        stream: str,
+        schema: pa.Schema,
+        names: Sequence[str] | None,
+        phase: str | None,
+        step: int | None,
+        columns: list[str] | None = None,
+    ) -> pd.DataFrame:
+        data = self._dataset(stream, schema)
+        if data is None or (names is not None and not len(names)):
+            return schema.empty_table().to_pandas()
+        where = ds.field("rank") == self.rank_id
+        if names is not None:
+            where &= ds.field("name").isin(list(names))
+        if phase is not None:
+            where &= ds.field("phase") == phase
+        if step is not None:
+            where &= ds.field("step") == step
+        return data.to_table(filter=where, columns=columns).to_pandas()
+
+    def scalars(
+        self, names: Sequence[str] | None = None, phase: str | None = None, step: int | None = None
+    ) -> pd.DataFrame:
+        """Scalar rows (``phase, step, name, key, value``; ``key`` is ``value`` for a
+        scalar's own value, else a reduction), ordered by name, phase, step."""
+        df = self._read("scalars", SCALARS_SCHEMA, names, phase, step)
+        return df.sort_values(["name", "phase", "step", "key"], kind="stable", ignore_index=True)
+
+    def index(
+        self, names: Sequence[str] | None = None, phase: str | None = None, step: int | None = None
+    ) -> pd.DataFrame:
+        """Raw tensor index rows (``name, phase, step, dtype, shape, blob, offset, nbytes``)."""
+        df = self._read("index", INDEX_SCHEMA, names, phase, step)
+        return df.sort_values(["name", "phase", "step"], kind="stable", ignore_index=True)
+
+    def load(self, row: Any) -> np.ndarray:
+        """The raw tensor of one index row (reads only its bytes)."""
+        path = self.store.path(f"{self.prefix}/blobs/{row['blob']}")
+        start = int(row["offset"])
+        data = self.store.fs.cat_file(path, start=start, end=start + int(row["nbytes"]))
+        return decode(data, str(row["dtype"]), list(row["shape"]))
+
+    def names(self, phase: str | None = None) -> list[str]:
+        """Every tensor name saved (in ``phase`` if given), sorted."""
+        cols = ["name"]
+        found = set(self._read("scalars", SCALARS_SCHEMA, None, phase, None, cols)["name"])
+        found |= set(self._read("index", INDEX_SCHEMA, None, phase, None, cols)["name"])
+        return sorted(found)
+
+    def collections(self) -> dict[str, list[str]]:
+        """``{collection: [tensor names]}`` as the agent saw them."""
+        key = f"{self.prefix}/collections.json"
+        if not self.store.exists(key):
+            return {}
+        found: dict[str, list[str]] = json.loads(self.store.read_bytes(key))
+        return found
+
+    def __getitem__(self, name: str) -> Tensor:
+        return Tensor(self, name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(self[name].steps())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+
+class Tensor:
+    """One named tensor across steps."""
+
+    def __init__(self, tensors: Tensors, name: str) -> None:
+        self.tensors, self.name = tensors, name
+
+    def __repr__(self) -> str:
+        return f"<Tensor {self.name!r}>"
+
+    def steps(self, phase: str | None = None) -> list[int]:
+        """The steps at which anything of this tensor was saved (of ``phase`` if given)."""
+        cols = ["step"]
+        t = self.tensors
+        found = set(t._read("scalars", SCALARS_SCHEMA, [self.name], phase, None, cols)["step"])
+        found |= set(t._read("index", INDEX_SCHEMA, [self.name], phase, None, cols)["step"])
+        return sorted(int(s) for s in found)
+
+    def _phase(self, step: int, phase: str | None) -> str:
+        if phase is not None:
+            return phase
+        return "train" if step in self.steps("train") else "eval"
+
+    def value(self, step: int, phase: str | None = None) -> Any:
+        """The tensor at ``step``: a numpy array, or a float for a scalar (a loss).
+
+        ``phase`` None means training if saved there, else evaluation.
+        """
+        phase = self._phase(step, phase)
+        rows = self.tensors.index([self.name], phase, step)
+        if len(rows):
+            return self.tensors.load(rows.iloc[-1])
+        scalars = self.tensors.scalars([self.name], phase, step)
+        own = scalars[scalars["key"] == VALUE_KEY]
+        if len(own):
+            return float(own["value"].iloc[-1])
+        stored = sorted(set(scalars["key"]))
+        raise KeyError(
+            f"No value of {self.name!r} at {phase} step {step}"
+            + (f"; only reductions {stored}" if stored else "")
+            + f". Saved steps: {self.steps(phase)[:20]}."
+        )
+
+    def reduction(self, step: int, name: str, phase: str | None = None) -> float:
+        """Reduction ``name`` at ``step``: the one saved, else computed from the raw tensor."""
+        phase = self._phase(step, phase)
+        scalars = self.tensors.scalars([self.name], phase, step)
+        hit = scalars[scalars["key"] == name]
+        if len(hit):
+            return float(hit["value"].iloc[-1])
+        return np_reduce(np.asarray(self.value(step, phase)), name)
+
+    def reductions(self, step: int, phase: str | None = None) -> dict[str, float]:
+        """Every reduction saved at ``step``."""
+        phase = self._phase(step, phase)
+        scalars = self.tensors.scalars([self.name], phase, step)
+        rows = scalars[scalars["key"] != VALUE_KEY]
+        return {str(k): float(v) for k, v in zip(rows["key"], rows["value"], strict=True)}
+
+    def values(self, phase: str = "train") -> dict[int, Any]:
+        """``{step: value}`` for every saved step of ``phase``."""
+        out: dict[int, Any] = {}
+        scalars = self.tensors.scalars([self.name], phase)
+        own = scalars[scalars["key"] == VALUE_KEY]
+        out.update({int(s): float(v) for s, v in zip(own["step"], own["value"], strict=True)})
+        index = self.tensors.index([self.name], phase)
+        for _, row in index.iterrows():
+            out[int(row["step"])] = self.tensors.load(row)
+        return dict(sorted(out.items()))
