@@ -47,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _mlp_loop import Loop
 from _switched import thread_state
 
-from stepscope import control
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import PyStepBuffer, new_step_buffer
 from stepscope.agent._writer import STEP_DICT, AgentWriter, Clock, Identity
+from stepscope.jobfolder import control
 from stepscope.store import Store, encode_parquet, open_store
 
 POOL = 800  # filled step buffers, one per ``batch`` call
