@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.store import STEPS_SCHEMA, SegmentWriter, Store, open_store
+from stepscope.jobfolder import STEPS_SCHEMA
+from stepscope.store import SegmentWriter, Store, open_store
 
 T0 = 1_760_000_000.0
 SEGMENT_S = 300.0

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store, open_store
+from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA
+from stepscope.store import SegmentWriter, Store, open_store
 
 T0 = 1_760_000_000.0
 MEM_TOTAL = 42949672960.0

@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 
 import stepscope
+from stepscope.jobfolder import EVENTS_SCHEMA
 from stepscope.jobfolder._schemas import AGENT_STEPS_SCHEMA
 from stepscope.jobfolder._tensors import INDEX_SCHEMA, SCALARS_SCHEMA
-from stepscope.store import EVENTS_SCHEMA
 from stepscope.store._columns import record_batch
 
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 import stepscope
-from stepscope.store import STEPS_SCHEMA, SYSTEM_BASE_SCHEMA, SegmentWriter, open_store
+from stepscope.jobfolder import STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
+from stepscope.store import SegmentWriter, open_store
 
 
 def _steps(rank: int, node: str, n: int, t0: float) -> pa.RecordBatch:

@@ -11,7 +11,8 @@ import pytest
 
 import stepscope
 from stepscope.analysis.report_data import histogram, outlier_threshold, rank_rules
-from stepscope.cli._report import ProgressBar, report_command
+from stepscope.cli import main
+from stepscope.cli._report import ProgressBar, write_with_progress
 from stepscope.report import render_report, write_report
 from stepscope.report._html import script_json
 from stepscope.store import open_store
@@ -129,19 +130,21 @@ def test_outliers_and_histogram() -> None:
     assert sum(hist["counts"]) == 101 and len(hist["edges"]) == 11
 
 
-def test_report_command_prints_the_path(tmp_path: Path) -> None:
+def test_report_command_prints_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_synthetic_job(str(tmp_path / "job"), SMALL)
-    out, err = io.StringIO(), io.StringIO()
-    path, code = report_command(str(tmp_path / "job"), None, stdout=out, stderr=err)
-    assert code == 0 and out.getvalue() == path + "\n" and Path(path).exists()
-    assert err.getvalue() == ""  # not a terminal: no bar
-
-
-def test_report_command_explains_a_missing_job(tmp_path: Path) -> None:
     err = io.StringIO()
-    path, code = report_command(str(tmp_path / "nope"), None, stdout=io.StringIO(), stderr=err)
-    assert (path, code) == ("", 2)
-    assert "No stepscope job" in err.getvalue()
+    path = write_with_progress(str(tmp_path / "job"), None, stderr=err)
+    assert Path(path).exists() and err.getvalue() == ""  # not a terminal: no bar
+    assert main(["report", str(tmp_path / "job")]) == 0
+    assert capsys.readouterr().out == path + "\n"  # the path, once
+
+
+def test_report_command_explains_a_missing_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("stepscope: error: No stepscope job")
 
 
 def test_progress_bar_shows_after_a_delay_and_erases_itself() -> None:

@@ -9,7 +9,8 @@ import pytest
 
 import rules_data as rd
 import stepscope
-from stepscope.cli._rules import run_rules_command
+from stepscope.cli import main
+from stepscope.cli._rules import rules_text
 from stepscope.rules import (
     BUILTIN,
     CPUBottleneck,
@@ -131,15 +132,14 @@ def test_custom_rule_from_a_file(tmp_path: Path) -> None:
         build_rules([{**entry, "rule_to_invoke": "Nope"}])
 
 
-def test_cli_support(tmp_path: Path) -> None:
+def test_cli_support(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = rd.new_job(tmp_path / "j")
     rd.write_steps(store, rd.steps_frame(100, duration=0.2, data_wait=0.1))
     path = str(tmp_path / "j")
-    text, code = run_rules_command(path, [], [], False)
-    assert code == 0 and text.splitlines()[1].startswith("DataLoading")  # most severe first
-    out, code = run_rules_command(path, ["DataLoading"], ["DataLoading.threshold=60"], True)
-    (res,) = json.loads(out)
-    assert code == 0 and set(res) >= KEYS and res["status"] == "NoIssuesFound"
+    text = rules_text(path, [], [], False)
+    assert text.splitlines()[1].startswith("DataLoading")  # most severe first
+    (res,) = json.loads(rules_text(path, ["DataLoading"], ["DataLoading.threshold=60"], True))
+    assert set(res) >= KEYS and res["status"] == "NoIssuesFound"
     assert res["parameters"]["threshold"] == 60
     for params, names in (
         (["DataLoading:threshold=1"], []),
@@ -147,5 +147,7 @@ def test_cli_support(tmp_path: Path) -> None:
         ([], ["NoSuchRule"]),
         (["StepOutlier.stddev=3"], ["DataLoading"]),
     ):
-        text, code = run_rules_command(path, names, params, False)
-        assert code == 2 and text.startswith("stepscope: error:"), text
+        argv = ["rules", path, *(f"--rule={n}" for n in names), *(f"--param={p}" for p in params)]
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == 2 and err.startswith("stepscope: error:") and out == "", err

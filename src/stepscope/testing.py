@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stepscope.store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store, open_store
+from stepscope import __version__
+from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA, JobMeta, paths, write_meta
+from stepscope.store import SegmentWriter, Store, open_store
 
 
 @dataclass(frozen=True)
@@ -183,26 +185,22 @@ def write_synthetic_job(
     spec = spec or SyntheticJob()
     store = open_store(url)
     rng = np.random.default_rng(spec.seed)
-    store.write_json(
-        "job.json",
-        {
-            "format_version": 1,
-            "name": spec.name,
-            "command": list(spec.command),
-            "cwd": "/home/me/project",
-            "config": {},
-            "hosts": list(spec.nodes),
-            "start_time": spec.start_time,
-            "end_time": spec.end_time,
-            "status": "Completed",
-            "exit_code": 0,
-            "reason": None,
-            "stepscope_version": "0.1.0",
-        },
+    meta = JobMeta(
+        name=spec.name,
+        command=list(spec.command),
+        cwd="/home/me/project",
+        config={},
+        hosts=list(spec.nodes),
+        start_time=spec.start_time,
+        end_time=spec.end_time,
+        status="Completed",
+        exit_code=0,
+        stepscope_version=__version__,
     )
+    write_meta(store, meta)
     for i, node in enumerate(spec.nodes):
         store.write_json(
-            f"nodes/{node}.json",
+            paths.node_key(node),
             {
                 "node": node,
                 "hostname": node,
@@ -217,11 +215,13 @@ def write_synthetic_job(
                 "boot_time": spec.start_time - 1e5,
             },
         )
-        _write_stream(store, f"system/{node}", _system_table(spec, node, rng), "time")
+        _write_stream(store, paths.system_stream(node), _system_table(spec, node, rng), "time")
         for local in range(spec.ranks_per_node):
             rank = i * spec.ranks_per_node + local
-            _write_stream(store, f"steps/rank-{rank}", _steps_table(spec, node, rank, rng), "start")
-            _write_stream(store, f"events/rank-{rank}", _events_table(spec, node, rank), "time")
+            _write_stream(
+                store, paths.steps_stream(rank), _steps_table(spec, node, rank, rng), "start"
+            )
+            _write_stream(store, paths.events_stream(rank), _events_table(spec, node, rank), "time")
     for result in rules:
-        store.write_json(f"rules/{result['rule']}.json", result)
+        store.write_json(paths.rule_key(result["rule"]), result)
     return store

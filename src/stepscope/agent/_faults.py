@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stepscope.jobfolder import paths
 from stepscope.store import Store
 
 
@@ -72,7 +73,7 @@ class FaultBoundary:
         if self.store is None:
             return
         pid = self.identity.get("pid", 0)
-        key = f"faults/{component}-{self.identity.get('node', 'node')}-{pid}.json"
+        key = paths.fault_key(component, str(self.identity.get("node", "node")), int(pid))
         body = {
             "component": component,
             "time": time.time(),

@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from stepscope.agent._agent import Agent
+from stepscope.jobfolder import paths
 
 STATUSES = ("Running", "Failed", "Terminated", "Exited")
 
@@ -27,7 +28,7 @@ class RankExit:
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
-        self.key = f"ranks/rank-{agent.ident.rank}.json"
+        self.key = paths.rank_key(agent.ident.rank)
         self.ended = False
         self._previous_hook = sys.excepthook
 

@@ -25,8 +25,9 @@ import pyarrow as pa
 from stepscope.agent._cuda import resolve
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import StepSink
+from stepscope.jobfolder import EVENTS_SCHEMA, Heartbeat, paths, write_heartbeat
 from stepscope.jobfolder._schemas import AGENT_STEPS_SCHEMA
-from stepscope.store import EVENTS_SCHEMA, SegmentWriter, Store, StoreUnavailable
+from stepscope.store import SegmentWriter, Store, StoreUnavailable
 from stepscope.store._columns import column, record_batch
 
 EventRow = tuple[float, str, str]
@@ -112,11 +113,11 @@ class AgentWriter:
         # dictionary-encoded (about 3x less encoding time, smaller files).
         self._steps_w = SegmentWriter(
             store,
-            f"steps/rank-{ident.rank}",
+            paths.steps_stream(ident.rank),
             segment_rows=STEP_SEGMENT_ROWS,
             dictionary=STEP_DICT,
         )
-        self._events_w = SegmentWriter(store, f"events/rank-{ident.rank}")
+        self._events_w = SegmentWriter(store, paths.events_stream(ident.rank))
         self._constant: dict[str, Any] = {"rank": ()}  # built at the first flush
         # Flushes of other writers of the process (the tensors), run by this thread
         # after its own: one thread waking every flush_s instead of one per writer, as
@@ -173,8 +174,8 @@ class AgentWriter:
         self._steps_w.flush(force)
         self._events_w.flush(force)
         if self.heartbeat:
-            hb = {"time": time.time(), "pid": self.ident.pid, "interval_s": self.flush_s}
-            self.store.write_json(f"heartbeat/{self.ident.node}.json", hb)
+            beat = Heartbeat(time.time(), self.ident.pid, self.flush_s)
+            write_heartbeat(self.store, self.ident.node, beat)
 
     def _constants(self, n: int) -> dict[str, Any]:
         """The columns of one value (identity, and device times without CUDA) for

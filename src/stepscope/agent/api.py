@@ -18,7 +18,8 @@ from typing import Any
 
 from stepscope.agent import bootstrap
 from stepscope.agent._agent import Agent, AgentSettings
-from stepscope.store import FORMAT_VERSION, open_store
+from stepscope.jobfolder import JobMeta, update_meta, write_meta
+from stepscope.store import open_store
 
 
 class _Session:
@@ -56,22 +57,12 @@ def init(output: str = "./stepscope-runs", job: str | None = None, config: Any =
         job = job or config.job.name
     name = job or _default_job_name()
     url = f"{output.rstrip('/')}/{name}"
-    meta = {
-        "format_version": FORMAT_VERSION,
-        "name": name,
-        "command": sys.argv,
-        "cwd": os.getcwd(),
-        "hosts": [socket.gethostname()],
-        "start_time": time.time(),
-        "status": "Running",
-        "exit_code": None,
-        "end_time": None,
-        "reason": None,
-        "config": config.to_dict() if config is not None else {},
-    }
-    open_store(url).write_json("job.json", meta)
+    meta = JobMeta.new(
+        name, sys.argv, config.to_dict() if config is not None else {}, [socket.gethostname()]
+    )
+    write_meta(open_store(url), meta)
     native = bootstrap.native_hooks_from_env()  # the agent reads the environment there
-    agent = Agent(AgentSettings(url, standalone=True, config=meta["config"], native_hooks=native))
+    agent = Agent(AgentSettings(url, standalone=True, config=meta.config, native_hooks=native))
     bootstrap.set_current(agent.start())
     return _Session(agent, owns_job=True)
 
@@ -91,10 +82,5 @@ def shutdown(failed: bool = False) -> None:
     agent.stop()
     bootstrap.set_current(None)
     store = agent.store
-    meta = store.read_json("job.json")
-    meta.update(
-        status="Failed" if failed else "Completed",
-        end_time=time.time(),
-        exit_code=1 if failed else 0,
-    )
-    store.write_json("job.json", meta)
+    status = "Failed" if failed else "Completed"
+    update_meta(store, status=status, end_time=time.time(), exit_code=1 if failed else 0)

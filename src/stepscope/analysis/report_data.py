@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stepscope.store import STEP_PARTS
+from stepscope.jobfolder import STEP_PARTS
 
 SPLIT = (*STEP_PARTS, "other")
 ID_COLUMNS = ("time", "node", "interval_ms")

@@ -32,19 +32,15 @@ def run_demo(output: str) -> int:
 
 def _rules(path: str) -> None:
     try:
-        from stepscope.cli._rules import run_rules_command
+        from stepscope.cli._rules import rules_text
     except ImportError:
         return
-    text, _ = run_rules_command(path, [], [], False)
-    print("\n" + text)
+    print("\n" + rules_text(path, [], [], False))
 
 
 def _report(path: str) -> None:
     try:
-        from stepscope.cli._report import report_command
+        from stepscope.cli._report import write_with_progress
     except ImportError:
         return
-    import io
-
-    text, _ = report_command(path, None, stdout=io.StringIO())  # printed once, labelled
-    print(f"\nReport: {text}")
+    print(f"\nReport: {write_with_progress(path, None)}")

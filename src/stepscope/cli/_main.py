@@ -55,21 +55,17 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from stepscope.cli._rules import run_rules_command
+    from stepscope.cli._rules import rules_text
 
-    _open(args.job)
-    text, code = run_rules_command(args.job, args.rule or [], args.param or [], args.json)
-    print(text)
-    return code
+    print(rules_text(args.job, args.rule or [], args.param or [], args.json))
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from stepscope.cli._report import report_command
+    from stepscope.cli._report import write_with_progress
 
-    _open(args.job)
-    text, code = report_command(args.job, args.output)
-    print(text)
-    return code
+    print(write_with_progress(args.job, args.output))
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

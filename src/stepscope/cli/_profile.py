@@ -49,7 +49,6 @@ def _range(args: argparse.Namespace) -> dict[str, Any]:
 
 def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The windows the options ask for, as ``control.request_profile`` bodies."""
-    from stepscope.config import ConfigError
     from stepscope.jobfolder import control
 
     span, windows = _range(args), []
@@ -70,20 +69,14 @@ def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
         )
     if args.dataloader:
         windows.append({"kind": "dataloader", **span, "metrics_regex": args.metrics_regex})
-    try:  # the agent checks again; this catches mistakes early
-        control.check_windows(windows)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    control.check_windows(windows)  # the agent checks again; this catches mistakes early
     return windows
 
 
 def _running_job(path: str) -> Any:
-    from stepscope.read._job import JobNotFoundError, open
+    from stepscope.read import open
 
-    try:
-        job = open(path)
-    except JobNotFoundError as exc:
-        raise UsageError(str(exc)) from exc
+    job = open(path)
     meta = job.meta
     if meta["status"] != "Running":
         raise UsageError(

@@ -1,4 +1,4 @@
-"""``stepscope report JOB [-o FILE]``: what cli.py calls, with a progress bar.
+"""``stepscope report JOB [-o FILE]``: the report, with a progress bar.
 
 The bar goes to stderr, only when stderr is a terminal and only once the
 report has taken longer than :data:`BAR_AFTER_S` (a small job's report is
@@ -13,10 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from stepscope.read._job import JobNotFoundError
-from stepscope.read._job import open as open_job
+from stepscope.read import open as open_job
 from stepscope.report._render import write_report
-from stepscope.store import StoreError
 
 BAR_AFTER_S = 0.5
 BAR_WIDTH = 30
@@ -52,22 +50,13 @@ class ProgressBar:
             self.stream.flush()
 
 
-def report_command(
-    job_path: str, output: str | None, stdout: TextIO | None = None, stderr: TextIO | None = None
-) -> tuple[str, int]:
-    """Write the report of the job at ``job_path``; print and return its path.
-
-    Returns ``(path, 0)``, or ``("", 2)`` after printing to stderr why the job
-    could not be read (no job there, unreadable store).
-    """
-    out, err = stdout or sys.stdout, stderr or sys.stderr
+def write_with_progress(job_path: str, output: str | None, stderr: TextIO | None = None) -> str:
+    """Write the report of the job at ``job_path`` and return its path; a bar on
+    ``stderr`` while it takes long. A job that cannot be read raises its
+    ``StepscopeError`` (no job there, unreadable store)."""
+    err = stderr or sys.stderr
     bar = ProgressBar(err, enabled=err.isatty())
     try:
-        path = write_report(open_job(job_path), output, progress=bar)
-    except (JobNotFoundError, StoreError) as exc:
+        return write_report(open_job(job_path), output, progress=bar)
+    finally:
         bar.close()
-        err.write(f"stepscope report: {exc}\n")
-        return "", 2
-    bar.close()
-    out.write(path + "\n")
-    return path, 0

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from stepscope.read._job import Job, JobNotFoundError
-from stepscope.read._job import open as open_job
+from stepscope.read import Job
+from stepscope.read import open as open_job
 from stepscope.rules._evaluate import evaluate_rules, job_rules
 from stepscope.rules._params import RuleConfigError
 from stepscope.rules._registry import BUILTIN, RuleSpec
@@ -17,7 +17,6 @@ from stepscope.rules._types import RuleResult, Status
 
 ORDER = ("IssuesFound", "Error", "InProgress", "NoIssuesFound", "NotApplicable")
 FINDINGS_SHOWN = 5
-USAGE = 2
 
 
 def parse_params(params: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -109,14 +108,9 @@ def _with(spec: RuleSpec, given: dict[str, Any] | None) -> RuleSpec:
     return RuleSpec(type(rule)(name=rule.rule_name, **{**rule.parameters, **given}), spec.actions)
 
 
-def run_rules_command(
-    job_path: str, rule_names: list[str], params: list[str], as_json: bool
-) -> tuple[str, int]:
-    """The output of ``stepscope rules`` and its exit code (2: bad input)."""
-    try:
-        results = rules_results(open_job(job_path), rule_names, params)
-    except (RuleConfigError, JobNotFoundError) as exc:
-        return f"stepscope: error: {exc}", USAGE
+def rules_text(job_path: str, rule_names: list[str], params: list[str], as_json: bool) -> str:
+    """The output of ``stepscope rules``; bad input raises a ``StepscopeError``."""
+    results = rules_results(open_job(job_path), rule_names, params)
     if as_json:
-        return json.dumps([r.to_dict() for r in results], indent=1), 0
-    return render_table(results), 0
+        return json.dumps([r.to_dict() for r in results], indent=1)
+    return render_table(results)

@@ -75,9 +75,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _refuse_existing(output: str, name: str) -> None:
+    from stepscope.jobfolder import is_job
     from stepscope.store import open_store
 
-    if open_store(output).exists(f"{name}/job.json"):
+    if is_job(open_store(output), name):
         raise UsageError(
             f"a job named {name!r} already exists in {output}. "
             "Choose another --job, or remove the old job folder."

@@ -17,12 +17,15 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from stepscope.dashboard import _controls
 from stepscope.dashboard._data import DEFAULT_BUCKETS, MAX_BUCKETS, Source, encode
 from stepscope.dashboard._paths import NotServed, local_artifact
+from stepscope.errors import StepscopeError
 from stepscope.report import render_report
 
 PHASES = ("train", "eval")
 
 
-class HTTPError(Exception):
+class HTTPError(StepscopeError):
+    """An answer other than 200: ``status`` and a message for the client."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from stepscope.config import SYSTEM_MONITOR_INTERVALS, ConfigError
+from stepscope.errors import UsageError
 from stepscope.jobfolder import control
 from stepscope.store import Store
 
@@ -24,7 +25,7 @@ PYTHON_PROFILERS = ("cprofile", "pyinstrument")
 TIMERS = ("total_time", "cpu_time", "off_cpu_time")
 
 
-class BadRequest(ValueError):
+class BadRequest(UsageError, ValueError):
     """A body the dashboard refuses (HTTP 400, the message says why)."""
 
 

@@ -27,6 +27,7 @@ from stepscope.dashboard._paths import JOB_NAME, job_store
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
+from stepscope.jobfolder import is_job
 from stepscope.read._job import Job
 from stepscope.report._context import read_rules
 from stepscope.store import Store
@@ -76,7 +77,7 @@ class Source:
             return self._jobs[name]
 
     def names(self) -> list[str]:
-        return [n for n in self.root.listdir() if self.root.exists(f"{n}/job.json")]
+        return [n for n in self.root.listdir() if is_job(self.root, n)]
 
     # -- row streams ---------------------------------------------------------------
     def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Any:

@@ -12,13 +12,15 @@ import os
 import posixpath
 import re
 
+from stepscope.errors import StepscopeError
+from stepscope.jobfolder import is_job
 from stepscope.store import Store
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 ARTIFACT_DIRS = ("profiling",)
 
 
-class NotServed(LookupError):
+class NotServed(StepscopeError, LookupError):
     """The name does not lead to something the dashboard serves (a 404, never a hint)."""
 
 
@@ -26,7 +28,7 @@ def job_store(root: Store, name: str) -> Store:
     """The store of job ``name`` under ``root``; NotServed for anything else."""
     if not JOB_NAME.match(name) or ".." in name:
         raise NotServed(f"no job named {name!r}")
-    if not root.exists(f"{name}/job.json"):
+    if not is_job(root, name):
         raise NotServed(f"no job named {name!r}")
     return root.sub(name)
 

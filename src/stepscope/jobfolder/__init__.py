@@ -13,6 +13,21 @@ It imports nothing of stepscope but :mod:`stepscope.errors` and
 settings). I/O goes through :class:`FolderIO`, the few methods of a store it needs.
 """
 
+from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._records import (
+    FolderIO,
+    Heartbeat,
+    JobMeta,
+    check_version,
+    heartbeats,
+    is_job,
+    liveness,
+    read_all,
+    read_meta,
+    update_meta,
+    write_heartbeat,
+    write_meta,
+)
 from stepscope.jobfolder._schemas import (
     AGENT_STEPS_SCHEMA,
     EVENTS_SCHEMA,
@@ -33,4 +48,17 @@ __all__ = [
     "STEPS_SCHEMA",
     "STEP_PARTS",
     "SYSTEM_BASE_SCHEMA",
+    "FolderIO",
+    "Heartbeat",
+    "JobMeta",
+    "check_version",
+    "heartbeats",
+    "is_job",
+    "liveness",
+    "paths",
+    "read_all",
+    "read_meta",
+    "update_meta",
+    "write_heartbeat",
+    "write_meta",
 ]

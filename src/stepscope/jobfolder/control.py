@@ -16,14 +16,15 @@ import secrets
 import time
 from typing import Any
 
-from stepscope.store import Store
+from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._records import FolderIO
 
-CONTROL = "control"
-ACK = "control/ack"
+CONTROL = paths.CONTROL
+ACK = paths.ACK
 KINDS = ("stop", "config", "profile")
 
 
-def request(store: Store, kind: str, body: dict[str, Any], by: str) -> str:
+def request(store: FolderIO, kind: str, body: dict[str, Any], by: str) -> str:
     """Write a request of ``kind`` into the job and return its name."""
     if kind not in KINDS:
         raise ValueError(f"Unknown control request {kind!r}. Valid kinds: {', '.join(KINDS)}.")
@@ -33,12 +34,12 @@ def request(store: Store, kind: str, body: dict[str, Any], by: str) -> str:
     return name
 
 
-def request_stop(store: Store, reason: str, by: str) -> str:
+def request_stop(store: FolderIO, reason: str, by: str) -> str:
     """Ask the launcher to stop the job gracefully; it ends as ``Stopped``."""
     return request(store, "stop", {"reason": reason}, by)
 
 
-def pending(store: Store, kind: str, seen: set[str]) -> list[tuple[str, Any]]:
+def pending(store: FolderIO, kind: str, seen: set[str]) -> list[tuple[str, Any]]:
     """Requests of ``kind`` not yet in ``seen``, oldest first (bad JSON gives None)."""
     out: list[tuple[str, Any]] = []
     for key in store.list(CONTROL, suffix=".json"):
@@ -73,7 +74,7 @@ class Requests:
     in ``control/`` (a file in a subfolder does not change its mtime).
     """
 
-    def __init__(self, store: Store, kind: str) -> None:
+    def __init__(self, store: FolderIO, kind: str) -> None:
         self.store, self.kind = store, kind
         self.seen: set[str] = set()
         self._stamp: int | None = None
@@ -105,12 +106,12 @@ class Requests:
             return None  # the listing reports what is wrong
 
 
-def acknowledge(store: Store, name: str, accepted: bool, detail: str = "") -> None:
+def acknowledge(store: FolderIO, name: str, accepted: bool, detail: str = "") -> None:
     """Record that a request was applied (or rejected, and why)."""
     store.write_json(f"{ACK}/{name}", {"accepted": accepted, "detail": detail, "time": time.time()})
 
 
-def acknowledgement(store: Store, name: str) -> dict[str, Any] | None:
+def acknowledgement(store: FolderIO, name: str) -> dict[str, Any] | None:
     """The acknowledgement of request ``name``, or None while it is pending."""
     key = f"{ACK}/{name}"
     if not store.exists(key):
@@ -129,23 +130,19 @@ def acknowledgement(store: Store, name: str) -> dict[str, Any] | None:
 
 
 def check_windows(windows: list[dict[str, Any]]) -> None:
-    """Validate live window requests exactly as the agent will (``ConfigError`` if bad).
+    """Validate live window requests exactly as the agent will (``RequestError`` if bad).
 
     The agent's own parser decides (a blank start is the current step, a lone
     duration a time window from now), so the CLI and the dashboard never accept
     what the job would reject, nor reject what it would take.
     """
-    from stepscope.config import ConfigError
-    from stepscope.jobfolder._requests import RequestError, parse_request
+    from stepscope.jobfolder._requests import parse_request
 
-    try:
-        parse_request("check", {"windows": windows}, time.time())
-    except RequestError as exc:
-        raise ConfigError(str(exc)) from None
+    parse_request("check", {"windows": windows}, time.time())
 
 
 def request_profile(
-    store: Store, windows: list[dict[str, Any]], by: str, off: list[str] | None = None
+    store: FolderIO, windows: list[dict[str, Any]], by: str, off: list[str] | None = None
 ) -> str:
     """Ask the running agent(s) to open profiling ``windows`` (or switch kinds ``off``)."""
     body: dict[str, Any] = {"windows": windows}
@@ -154,6 +151,6 @@ def request_profile(
     return request(store, "profile", body, by)
 
 
-def request_interval(store: Store, interval_ms: int, by: str) -> str:
+def request_interval(store: FolderIO, interval_ms: int, by: str) -> str:
     """Ask the job's system sampler(s) to sample every ``interval_ms`` from now on."""
     return request(store, "config", {"system_monitor_interval_millis": interval_ms}, by)

@@ -13,23 +13,23 @@ import os
 import time
 from typing import Any
 
+from stepscope.jobfolder import (
+    HEARTBEAT_STALE_S,
+    JobMeta,
+    heartbeats,
+    is_job,
+    paths,
+    read_all,
+    update_meta,
+    write_meta,
+)
 from stepscope.launch._clocksync import Offset, TimeServer, measure, skewed_clock
 from stepscope.launch._launcher import node_status, say
 from stepscope.launch._torchrun import Plan
-from stepscope.store import HEARTBEAT_STALE_S, Store
+from stepscope.store import Store
 
 CLOCK_WAIT_S = 120.0
-REFERENCE = "clock/reference.json"
-
-
-def _read_all(store: Store, prefix: str) -> list[dict[str, Any]]:
-    out = []
-    for key in store.list(prefix, suffix=".json"):
-        try:
-            out.append(store.read_json(key))
-        except (OSError, ValueError):
-            continue  # a file being replaced: the next read sees it
-    return out
+REFERENCE = paths.CLOCK_REFERENCE
 
 
 def culprit(ranks: list[dict[str, Any]]) -> str | None:
@@ -95,19 +95,19 @@ class NodeLauncher:
 
     @property
     def key(self) -> str:
-        return f"launchers/{self.plan.node}.json"
+        return paths.launcher_key(self.plan.node)
 
-    def begin(self, meta: dict[str, Any]) -> None:
+    def begin(self, meta: JobMeta) -> None:
         """Job metadata, this node's record, and its clock offset (before training starts)."""
-        meta = meta | {"distributed": {"launcher": "torchrun", "nnodes": self.plan.nnodes}}
-        if self.plan.leader or not self.store.exists("job.json"):
-            self.store.write_json("job.json", meta)
+        meta.extra["distributed"] = {"launcher": "torchrun", "nnodes": self.plan.nnodes}
+        if self.plan.leader or not is_job(self.store):
+            write_meta(self.store, meta)
         self.record = {
             "node": self.plan.node,
             "node_rank": self.plan.node_rank,
             "pid": os.getpid(),
             "status": "Running",
-            "start_time": meta["start_time"],
+            "start_time": meta.start_time,
         }
         self.store.write_json(self.key, self.record)
         self._sync_clock()
@@ -138,7 +138,7 @@ class NodeLauncher:
             body["error_s"] = self.offset.error_s
         else:
             body |= {"offset_s": None, "error": "no reference clock reached"}
-        self.store.write_json(f"clock/{self.plan.node}.json", body)
+        self.store.write_json(paths.clock_key(self.plan.node), body)
 
     def _serve_reference(self) -> None:
         host = self.plan.rendezvous_host
@@ -178,13 +178,11 @@ class NodeLauncher:
         self.record["end_time"] = time.time()
         self.store.write_json(self.key, self.record)
         meta: dict[str, Any] = {}
-        nodes = _read_all(self.store, "launchers")
+        nodes = read_all(self.store, paths.LAUNCHERS)
         for _ in range(3):  # another node may end at the same moment: settle on both
-            meta = self.store.read_json("job.json")
-            ranks, beats = _read_all(self.store, "ranks"), self._beats()
-            meta.update(aggregate(nodes, ranks, beats, time.time()))
-            self.store.write_json("job.json", meta)
-            again = _read_all(self.store, "launchers")
+            ranks, beats = read_all(self.store, paths.RANKS), heartbeats(self.store)
+            meta = update_meta(self.store, **aggregate(nodes, ranks, beats, time.time()))
+            again = read_all(self.store, paths.LAUNCHERS)
             if again == nodes:
                 break
             nodes = again
@@ -192,17 +190,6 @@ class NodeLauncher:
             waiting = f"{status} here, other nodes still running"
             return meta | {"status": waiting, "end_time": self.record["end_time"]}
         return meta
-
-    def _beats(self) -> dict[str, float]:
-        out = {}
-        for key in self.store.list("heartbeat", suffix=".json"):
-            try:
-                out[key.rsplit("/", 1)[-1][: -len(".json")]] = float(
-                    self.store.read_json(key)["time"]
-                )
-            except (OSError, ValueError, KeyError):
-                continue
-        return out
 
     def close(self) -> None:
         if self.server is not None:

@@ -20,11 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stepscope import __version__
-from stepscope.jobfolder import control
+from stepscope.jobfolder import (
+    Heartbeat,
+    JobMeta,
+    control,
+    update_meta,
+    write_heartbeat,
+    write_meta,
+)
 from stepscope.launch._helpers import start_helpers, stop_helpers
 from stepscope.process._exitwatch import pidfd, wait_child
-from stepscope.store import FORMAT_VERSION, Store, open_store
+from stepscope.store import Store, open_store
 
 BOOTSTRAP_DIR = str(Path(__file__).parent / "_bootstrap")
 HEARTBEAT_S = 2.0
@@ -52,21 +58,8 @@ def say(msg: str) -> None:
     print(f"stepscope: {msg}", file=sys.stderr, flush=True)
 
 
-def _job_meta(spec: RunSpec) -> dict[str, Any]:
-    return {
-        "format_version": FORMAT_VERSION,
-        "name": spec.job,
-        "command": spec.command,
-        "cwd": os.getcwd(),
-        "config": spec.config,
-        "hosts": [spec.node],
-        "start_time": time.time(),
-        "end_time": None,
-        "status": "Running",
-        "exit_code": None,
-        "reason": None,
-        "stepscope_version": __version__,
-    }
+def _job_meta(spec: RunSpec) -> JobMeta:
+    return JobMeta.new(spec.job, spec.command, spec.config, [spec.node])
 
 
 def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
@@ -122,8 +115,7 @@ class _Supervisor:
             say(f"job folder unavailable ({exc}); the command keeps running")
 
     def _beat(self) -> None:
-        beat = {"time": time.time(), "pid": os.getpid(), "interval_s": self.beat_s}
-        self.store.write_json(f"heartbeat/{self.spec.node}.json", beat)
+        write_heartbeat(self.store, self.spec.node, Heartbeat.now(self.beat_s))
 
     def _take_stop_requests(self) -> None:
         for name, body in self._requests.pending():
@@ -164,18 +156,15 @@ def node_status(
 
 
 def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> dict[str, Any]:
-    meta: dict[str, Any] = store.read_json("job.json")
     status, reason = node_status(code, stop_reason)
-    meta.update(status=status, reason=reason, exit_code=code, end_time=time.time())
-    store.write_json("job.json", meta)
-    return meta
+    return update_meta(store, status=status, reason=reason, exit_code=code, end_time=time.time())
 
 
 def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
     if spec.dist is None:
-        store.write_json("job.json", _job_meta(spec))
+        write_meta(store, _job_meta(spec))
     else:
         spec.dist.begin(_job_meta(spec))
     say(f"job {spec.job!r} -> {store.url}")

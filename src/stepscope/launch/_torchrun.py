@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepscope.errors import TorchrunUsageError
+from stepscope.jobfolder import is_job, read_meta
 
 TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # stepscope run option -> torchrun option; every one is passed through as given.
@@ -186,7 +187,7 @@ def _check_join(store: Any, plan: Plan) -> None:
             f"node {plan.node!r} is already part of job {store.url}: give every node its own "
             "--node-rank (or STEPSCOPE_NODE), or choose another --job."
         )
-    if store.exists("job.json") and store.read_json("job.json").get("status") != "Running":
+    if is_job(store) and read_meta(store).get("status") != "Running":
         raise TorchrunUsageError(
             f"the job at {store.url} has ended: choose another --job, or remove the old folder."
         )

@@ -16,17 +16,19 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.errors import JobNotFoundError
-from stepscope.read._segment_query import register_segments, where_clause
-from stepscope.store import (
+from stepscope.jobfolder import (
     EVENTS_SCHEMA,
-    FORMAT_VERSION,
-    HEARTBEAT_STALE_S,
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
-    Store,
-    open_store,
+    heartbeats,
+    is_job,
+    liveness,
+    paths,
+    read_all,
+    read_meta,
 )
+from stepscope.read._segment_query import register_segments, where_clause
+from stepscope.store import Store, open_store
 
 
 class Job:
@@ -36,11 +38,7 @@ class Job:
         self.store = store
         self._now = now
         self.path = store.url
-        if not store.exists("job.json"):
-            raise JobNotFoundError(
-                f"No stepscope job at {store.url!r}: it has no job.json. "
-                "Pass a job folder (OUT/JOB), e.g. one listed by `stepscope ls OUT`."
-            )
+        read_meta(store)  # no job.json, or a newer format: a clear error now
         self._con = duckdb.connect()
 
     def __repr__(self) -> str:
@@ -49,38 +47,12 @@ class Job:
     # -- metadata -------------------------------------------------------------
     @property
     def meta(self) -> dict[str, Any]:
-        """job.json, with ``status`` corrected for a launcher that died."""
-        meta: dict[str, Any] = self.store.read_json("job.json")
-        version = meta.get("format_version", 1)
-        if version > FORMAT_VERSION:
-            raise ValueError(
-                f"Job {self.path} has format version {version}; this stepscope reads up to "
-                f"{FORMAT_VERSION}. Upgrade: pip install -U stepscope"
-            )
-        meta["alive"] = False
-        if meta.get("status") == "Running":
-            newest = self._newest_heartbeat()
-            age = self._now() - newest if newest else None
-            if age is not None and age <= HEARTBEAT_STALE_S:
-                meta["alive"] = True
-            else:
-                seen = f"for {age:.0f} s" if age is not None else "recorded"
-                meta["status"] = "Failed"
-                meta["reason"] = f"lost: no heartbeat {seen} (launcher killed?)"
-        return meta
-
-    def _newest_heartbeat(self) -> float | None:
-        times = []
-        for key in self.store.list("heartbeat", suffix=".json"):
-            try:
-                times.append(float(self.store.read_json(key)["time"]))
-            except (OSError, ValueError, KeyError):
-                continue
-        return max(times) if times else None
+        """job.json, with ``status`` corrected for a launcher that died (and ``alive``)."""
+        return liveness(read_meta(self.store), heartbeats(self.store), self._now())
 
     @property
     def name(self) -> str:
-        return str(self.store.read_json("job.json").get("name", ""))
+        return str(read_meta(self.store).get("name", ""))
 
     @property
     def status(self) -> str:
@@ -88,16 +60,16 @@ class Job:
 
     def nodes(self) -> list[str]:
         """Node ids that wrote system metrics or node facts."""
-        names = {k.split("/")[1][: -len(".json")] for k in self.store.list("nodes", ".json")}
-        return sorted(names | set(self.store.listdir("system")))
+        names = {k.split("/")[1][: -len(".json")] for k in self.store.list(paths.NODES, paths.JSON)}
+        return sorted(names | set(self.store.listdir(paths.SYSTEM)))
 
     def node_info(self, node: str) -> dict[str, Any]:
-        info: dict[str, Any] = self.store.read_json(f"nodes/{node}.json")
+        info: dict[str, Any] = self.store.read_json(paths.node_key(node))
         return info
 
     def ranks(self) -> list[int]:
-        dirs = self.store.listdir("steps") + self.store.listdir("events")
-        return sorted({int(d.split("-", 1)[1]) for d in dirs if d.startswith("rank-")})
+        dirs = self.store.listdir(paths.STEPS) + self.store.listdir(paths.EVENTS)
+        return sorted({r for r in map(paths.rank_of, dirs) if r is not None})
 
     @property
     def tensors(self) -> Any:
@@ -109,13 +81,7 @@ class Job:
 
     def faults(self) -> list[dict[str, Any]]:
         """Faults recorded at the fault boundaries of the agent and the sampler."""
-        out = []
-        for key in self.store.list("faults", suffix=".json"):
-            try:
-                out.append(self.store.read_json(key))
-            except (OSError, ValueError):
-                continue
-        return out
+        return read_all(self.store, paths.FAULTS)
 
     def profiling_artifacts(self) -> list[dict[str, Any]]:
         """Every finished profiling window of every rank, oldest first (docs/profiling.md).
@@ -126,12 +92,7 @@ class Job:
         to the job folder), ``files`` (all of them), ``window`` (the settings),
         ``request`` (the control request, for live windows), and ``truncated``.
         """
-        out = []
-        for key in self.store.list("profiling", suffix=".window.json"):
-            try:
-                out.append(self.store.read_json(key))
-            except (OSError, ValueError):
-                continue
+        out = read_all(self.store, paths.PROFILING, paths.WINDOW_JSON)
         return sorted(out, key=lambda r: (r.get("start_time") or 0.0, r.get("rank", 0)))
 
     # -- row streams ------------------------------------------------------------
@@ -210,6 +171,6 @@ def list_jobs(out: str | Any) -> list[Job]:
     store = open_store(out)
     jobs = []
     for name in store.listdir():
-        if store.exists(f"{name}/job.json"):
+        if is_job(store, name):
             jobs.append(Job(store.sub(name)))
-    return sorted(jobs, key=lambda j: float(j.store.read_json("job.json").get("start_time", 0)))
+    return sorted(jobs, key=lambda j: float(read_meta(j.store).get("start_time", 0)))

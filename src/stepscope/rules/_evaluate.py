@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
+from stepscope.jobfolder import read_meta
 from stepscope.read._job import Job
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
@@ -157,7 +158,7 @@ def job_rules(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[RuleSpec]:
     """The job's rule set: ``rules_config``, else job.json's ``config.rules``."""
-    meta = job.store.read_json("job.json")
+    meta = read_meta(job.store)
     if rules_config is None:
         rules_config = (meta.get("config") or {}).get("rules") or []
     return build_rules(rules_config, overrides, base_dir=str(meta.get("cwd") or "."))

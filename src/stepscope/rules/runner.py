@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from stepscope.jobfolder import control
+from stepscope.jobfolder import control, paths, read_meta
 from stepscope.process._background import add_nice_option, lower_priority
 from stepscope.process._exitwatch import ExitWatch
 from stepscope.read._job import Job
@@ -45,7 +45,7 @@ COMPONENT = "rules-runner"
 def write_results(store: Store, results: Sequence[RuleResult]) -> None:
     """``rules/<Rule>.json`` for each result, written whole (atomically)."""
     for res in results:
-        store.write_json(f"rules/{res.rule}.json", res.to_dict())
+        store.write_json(paths.rule_key(res.rule), res.to_dict())
 
 
 class Runner:
@@ -114,7 +114,7 @@ class Runner:
         if parent is None:  # a dead launcher is seen by its stale heartbeats
             return str(self.job.meta.get("status")) != "Running"
         # job.json as written: Job.meta would also read every heartbeat, twice a second.
-        return str(self.job.store.read_json("job.json").get("status")) != "Running"
+        return str(read_meta(self.job.store).get("status")) != "Running"
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely."""
@@ -140,7 +140,7 @@ def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
 def write_fault(store: Store, exc: BaseException) -> None:
     """Record the runner's own failure in ``faults/`` (docs/format.md)."""
     node, now = socket.gethostname(), time.time()
-    key = f"faults/{COMPONENT}-{node}-{os.getpid()}.json"
+    key = paths.fault_key(COMPONENT, node, os.getpid())
     error = f"{type(exc).__name__}: {exc}"
     try:
         store.write_json(

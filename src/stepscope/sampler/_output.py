@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from stepscope.jobfolder import paths
 from stepscope.sampler._nvml import Row
 from stepscope.sampler._probe import rows_to_batches
 from stepscope.store import SegmentWriter, Store, StoreUnavailable
@@ -35,7 +36,7 @@ class Faults:
     """What the fault boundary caught: first error on stderr, all in one JSON file."""
 
     def __init__(self, store: Store, node: str) -> None:
-        self._store, self._key = store, f"faults/sampler-{node}-{os.getpid()}.json"
+        self._store, self._key = store, paths.fault_key("sampler", node, os.getpid())
         self.doc: dict[str, Any] = {"component": "sampler", "node": node, "pid": os.getpid()}
         self.doc |= {"count": 0, "dropped_rows": 0}
         self._changed = False

@@ -33,6 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from stepscope.jobfolder import paths
 from stepscope.process._background import add_nice_option, lower_priority
 from stepscope.process._exitwatch import ExitWatch
 from stepscope.sampler._control import IntervalRequests
@@ -77,7 +78,7 @@ class Sampler:
         self._exits = ExitWatch(
             {"watched process exited": watch_pid, "parent process exited": parent_pid}
         )
-        self._writer = SegmentWriter(store, f"system/{node}")
+        self._writer = SegmentWriter(store, paths.system_stream(node))
         self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
         self.faults = Faults(store, node)
         self.requests = IntervalRequests(store, node)  # live interval changes (control/)
@@ -152,7 +153,7 @@ class Sampler:
         self.samples += 1
 
     def _write_node(self) -> None:
-        self.store.write_json(f"nodes/{self.node}.json", node_facts(self))
+        self.store.write_json(paths.node_key(self.node), node_facts(self))
         self._node_written = True
 
     def _sleep(self) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from stepscope.errors import StoreUnavailable
+from stepscope.jobfolder import paths
 
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 60.0
@@ -76,7 +77,7 @@ class StreamHealth:
 
     @property
     def key(self) -> str:
-        return f"faults/store-{self.stream.replace('/', '.')}-{self.pid}.json"
+        return paths.fault_key("store", self.stream.replace("/", "."), self.pid)
 
     def failed(self, exc: BaseException) -> None:
         """A write failed: count it, keep the first time and the newest error."""
