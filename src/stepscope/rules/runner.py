@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stepscope.jobfolder import control
-from stepscope.process._background import add_nice_option, lower_priority
-from stepscope.process._exitwatch import ExitWatch
+from stepscope.process import ExitWatch, add_nice_option, lower_priority
 from stepscope.read._job import Job
 from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
