@@ -2,7 +2,7 @@
 
 ``create_app(root, host, token)`` returns the ASGI application; the CLI
 (``cli_support``) serves it with uvicorn. It renders only: data comes from the
-job folders through :mod:`stepscope.read._job` and :mod:`stepscope.analysis`, charts
+job folders through :mod:`stepscope.read` and :mod:`stepscope.analysis`, charts
 from :mod:`stepscope.webcharts`, controls go through :mod:`stepscope.jobfolder.control`.
 See docs/dashboard.md for the API, the security model and the decisions.
 
