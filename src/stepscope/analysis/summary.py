@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from stepscope.read._job import Job
+from stepscope.read import Job
 from stepscope.store import STEP_PARTS
 
 SPLIT = (*STEP_PARTS, "other")

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stepscope.read._tensors import Tensors, np_reduce
+from stepscope.read import Tensors
+from stepscope.read._tensors import np_reduce  # pending in tests/layers.toml
 
 VALUE = "value"
 RAW_L2 = "l2 (from raw)"

@@ -27,7 +27,7 @@ from typing import Any
 
 from stepscope.jobfolder import control
 from stepscope.process import ExitWatch, add_nice_option, lower_priority
-from stepscope.read._job import Job
+from stepscope.read import Job
 from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input, job_rules

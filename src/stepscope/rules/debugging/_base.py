@@ -1,6 +1,6 @@
 """The base of the debugging rules: rules over a job's output tensors.
 
-A :class:`TensorRule` reads ``data.tensors`` (a :class:`stepscope.read._tensors.Tensors`,
+A :class:`TensorRule` reads ``data.tensors`` (a :class:`stepscope.read.Tensors`,
 set by the evaluator from the job) and returns the same :class:`RuleResult` as
 every rule, so the live runner, ``stepscope rules`` and the report treat it
 like the others. Without saved tensors it is ``NotApplicable``, with the reason.
