@@ -78,7 +78,7 @@ def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _running_job(path: str) -> Any:
-    from stepscope.read._job import JobNotFoundError, open
+    from stepscope.read import JobNotFoundError, open
 
     try:
         job = open(path)

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from stepscope.read._job import JobNotFoundError
-from stepscope.read._job import open as open_job
-from stepscope.report._render import write_report
+from stepscope.read import JobNotFoundError
+from stepscope.read import open as open_job
+from stepscope.report import write_report
 from stepscope.store import StoreError
 
 BAR_AFTER_S = 0.5
