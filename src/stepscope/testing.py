@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from stepscope.store import EVENTS_SCHEMA, STEPS_SCHEMA, SegmentWriter, Store, open_store
+from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA
+from stepscope.store import SegmentWriter, Store, open_store
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from stepscope.store import STEP_PARTS
+from stepscope.jobfolder import STEP_PARTS
 
 if TYPE_CHECKING:
     from stepscope.read import Job

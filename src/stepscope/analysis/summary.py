@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from stepscope.jobfolder import STEP_PARTS
 from stepscope.read import Job
-from stepscope.store import STEP_PARTS
 
 SPLIT = (*STEP_PARTS, "other")
 _ID_COLUMNS = ("time", "node", "interval_ms")

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.store import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
+from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
 
 DEFAULT_INTERVAL_S = 0.5
 

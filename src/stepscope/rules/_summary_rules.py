@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.jobfolder import STEP_PARTS
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._types import Finding, Status
-from stepscope.store import STEP_PARTS
 
 SUMMARY_METRICS = re.compile(
     r"^(cpu|cpu_iowait|mem_percent|proc_cpu|gpu\d+_(util|mem_util|power_w|temp_c))$"

@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from stepscope.jobfolder import SYSTEM_BASE_SCHEMA
 from stepscope.sampler._nvml import Row
-from stepscope.store import SYSTEM_BASE_SCHEMA
 
 # The same values as stepscope.config.SYSTEM_MONITOR_INTERVALS (a test checks it); not
 # imported from there to keep the sampler process's start-up short.
