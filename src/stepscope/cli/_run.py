@@ -43,7 +43,7 @@ def _resolve(args: argparse.Namespace) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from stepscope.launch import RunSpec, run
-    from stepscope.launch._torchrun import attach, prepare
+    from stepscope.launch._torchrun import attach, prepare  # pending: tests/layers.toml
 
     command = list(args.command)
     if command and command[0] == "--":

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stepscope.store import Store
-from stepscope.store._store import TMP_MARKER
+from stepscope.store._store import TMP_MARKER  # pending: tests/layers.toml
 
 Entry = tuple[str, int, int]
 Signature = tuple[Entry, ...]

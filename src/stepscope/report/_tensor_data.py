@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from stepscope.read import Tensors
-from stepscope.read._tensors import np_reduce  # pending in tests/layers.toml
+from stepscope.read._tensors import np_reduce  # pending: tests/layers.toml
 
 VALUE = "value"
 RAW_L2 = "l2 (from raw)"

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stepscope.store import Store, read_tables
-from stepscope.store._store import TMP_MARKER
+from stepscope.store._store import TMP_MARKER  # pending: tests/layers.toml
 
 
 def read_segments(

@@ -78,7 +78,7 @@ class TensorRule(Rule):
     @staticmethod
     def stat(tensors: Any, names: list[str], key: str, phase: str = "train") -> pd.DataFrame:
         """``name, step, value`` of reduction ``key`` (stored, else from raw tensors)."""
-        from stepscope.read._tensors import np_reduce
+        from stepscope.read._tensors import np_reduce  # pending: tests/layers.toml
 
         if not names:
             return pd.DataFrame({"name": [], "step": [], "value": []})
