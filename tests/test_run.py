@@ -164,13 +164,13 @@ def test_helpers_yield_the_cores_to_the_training(tmp_path):
         for _ in range(100):  # both are up within a few seconds
             for child in launcher.children():
                 line = " ".join(child.cmdline())
-                for kind in ("sampler_main", "rules.runner"):
+                for kind in ("sampler.main", "rules.runner"):
                     if kind in line:
                         helpers[kind] = child
             if len(helpers) == 2 and all(h.nice() == HELPER_NICE for h in helpers.values()):
                 break
             __import__("time").sleep(0.05)
-        assert set(helpers) == {"sampler_main", "rules.runner"}
+        assert set(helpers) == {"sampler.main", "rules.runner"}
         training = next(c for c in launcher.children() if "time.sleep" in " ".join(c.cmdline()))
         assert training.nice() == 0  # the training keeps its priority
         for helper in helpers.values():

@@ -15,7 +15,7 @@ from typing import Any
 
 from stepscope.agent.profilers import WindowProfiler
 from stepscope.config import ProfilingWindow
-from stepscope.jobfolder._requests import Planned
+from stepscope.jobfolder import Planned
 
 
 @dataclass

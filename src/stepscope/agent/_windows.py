@@ -25,7 +25,7 @@ from stepscope.agent._recorder import EVERY_STEP, NEVER
 from stepscope.agent._window_state import Active
 from stepscope.agent.profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
 from stepscope.agent.profilers import make_profiler as _make_profiler
-from stepscope.jobfolder._requests import LiveRequest, Planned, describe
+from stepscope.jobfolder import LiveRequest, Planned, describe
 
 Ack = Callable[[str, bool, str], None]
 

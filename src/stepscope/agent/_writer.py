@@ -25,10 +25,8 @@ import pyarrow as pa
 from stepscope.agent._cuda import resolve
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import StepSink
-from stepscope.jobfolder import EVENTS_SCHEMA, Heartbeat, paths, write_heartbeat
-from stepscope.jobfolder._schemas import AGENT_STEPS_SCHEMA
-from stepscope.store import SegmentWriter, Store, StoreUnavailable
-from stepscope.store._columns import column, record_batch
+from stepscope.jobfolder import AGENT_STEPS_SCHEMA, EVENTS_SCHEMA, Heartbeat, paths, write_heartbeat
+from stepscope.store import SegmentWriter, Store, StoreUnavailable, column, record_batch
 
 EventRow = tuple[float, str, str]
 STEP_DICT = ("rank", "local_rank", "node", "pid", "phase", "profiled")

@@ -1,6 +1,6 @@
 """Start the agent inside a process launched by ``stepscope run``.
 
-The launcher puts ``stepscope/_bootstrap`` first on ``PYTHONPATH``; its
+The launcher puts ``stepscope/agent/_bootstrap`` first on ``PYTHONPATH``; its
 ``sitecustomize`` calls :func:`start_from_env`. This is the only place where the
 agent reads the environment: ``STEPSCOPE_AGENT`` holds the resolved settings
 as JSON (its ``clock`` holds the node's clock offset, docs/distributed.md);

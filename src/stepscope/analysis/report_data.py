@@ -3,6 +3,7 @@
 The report (``stepscope.report``) only renders what these functions return:
 the job's lifecycle, quantiles of every system metric, steps aggregated over
 ranks with their outliers and histograms, and rule results ranked by severity.
+The dashboard shows its rules and splits through the same functions.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from stepscope.jobfolder import STEP_PARTS
+
+if TYPE_CHECKING:
+    from stepscope.read import Job
 
 SPLIT = (*STEP_PARTS, "other")
 ID_COLUMNS = ("time", "node", "interval_ms")
@@ -165,3 +169,17 @@ def rank_rules(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         return order, -_max_severity(r), -(finite(r.get("triggers")) or 0), str(r.get("rule"))
 
     return [dict(r) for r in sorted(results, key=key)]
+
+
+def read_rules(job: Job) -> list[dict[str, Any]]:
+    """The rule results under ``rules/*.json``; unreadable files are skipped."""
+    results = []
+    for key in job.store.list("rules", suffix=".json"):
+        try:
+            data = job.store.read_json(key)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            data.setdefault("rule", key.rsplit("/", 1)[-1][: -len(".json")])
+            results.append(data)
+    return results

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from stepscope.jobfolder import STEP_PARTS
-from stepscope.read._job import Job
+from stepscope.read import Job
 
 SPLIT = (*STEP_PARTS, "other")
 _ID_COLUMNS = ("time", "node", "interval_ms")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 import time
 
-from stepscope.launch._launcher import RunSpec, run
+from stepscope.launch import RunSpec, run
 
 
 def run_demo(output: str) -> int:
     from stepscope.analysis.summary import summarize
     from stepscope.cli._text import render_show
     from stepscope.config import StepscopeConfig
-    from stepscope.read._job import open as open_job
+    from stepscope.read import open as open_job
 
     name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     spec = RunSpec(

@@ -12,13 +12,13 @@ from typing import Any
 from stepscope.cli._profile import add_parsers as add_profiling_parsers
 from stepscope.cli._run import add_parser as add_run_parser
 from stepscope.cli._ui import add_parser as add_ui_parser
-from stepscope.config._stepscope import DEFAULT_OUTPUT
+from stepscope.config import DEFAULT_OUTPUT
 from stepscope.errors import StepscopeError
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     from stepscope.cli._text import render_ls
-    from stepscope.read._job import list_jobs
+    from stepscope.read import list_jobs
 
     rows = []
     for job in list_jobs(args.output):

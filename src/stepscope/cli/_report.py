@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from stepscope.read import open as open_job
-from stepscope.report._render import write_report
+from stepscope.report import write_report
 
 BAR_AFTER_S = 0.5
 BAR_WIDTH = 30

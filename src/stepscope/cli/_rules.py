@@ -10,10 +10,15 @@ from typing import Any
 
 from stepscope.read import Job
 from stepscope.read import open as open_job
-from stepscope.rules._evaluate import evaluate_rules, job_rules
-from stepscope.rules._params import RuleConfigError
-from stepscope.rules._registry import BUILTIN, RuleSpec
-from stepscope.rules._types import RuleResult, Status
+from stepscope.rules import (
+    BUILTIN,
+    RuleConfigError,
+    RuleResult,
+    RuleSpec,
+    Status,
+    evaluate_rules,
+    job_rules,
+)
 
 ORDER = ("IssuesFound", "Error", "InProgress", "NoIssuesFound", "NotApplicable")
 FINDINGS_SHOWN = 5

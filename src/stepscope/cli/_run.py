@@ -14,9 +14,9 @@ import sys
 import time
 from typing import Any
 
-from stepscope.config._stepscope import DEFAULT_OUTPUT
+from stepscope.config import DEFAULT_OUTPUT
 from stepscope.errors import UsageError
-from stepscope.launch._torchrun import add_options as add_torchrun_options
+from stepscope.launch import add_options as add_torchrun_options
 
 
 def job_name(command: list[str]) -> str:
@@ -42,8 +42,7 @@ def _resolve(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from stepscope.launch._launcher import RunSpec, run
-    from stepscope.launch._torchrun import attach, prepare
+    from stepscope.launch import RunSpec, attach, prepare, run
 
     command = list(args.command)
     if command and command[0] == "--":

@@ -69,8 +69,7 @@ def url_of(host: str, port: int, token: str) -> str:
 def cmd_ui(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from stepscope.dashboard._app import create_app
-    from stepscope.dashboard._security import new_token
+    from stepscope.dashboard import create_app, new_token
     from stepscope.store import StoreError, open_store
 
     token = args.token or os.environ.get(TOKEN_ENV) or ""
@@ -96,6 +95,6 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 def new_token_if_loopback(host: str, make: Any) -> str:
     """A fresh token on loopback; beyond it none (so that the binding is refused)."""
-    from stepscope.dashboard._security import is_loopback
+    from stepscope.dashboard import is_loopback
 
     return str(make()) if is_loopback(host) else ""

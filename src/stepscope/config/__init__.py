@@ -13,7 +13,13 @@ from stepscope.config._base import (
     ConfigError,
     ProfilingCostWarning,
 )
-from stepscope.config._debugger import CollectionConfig, DebuggerHookConfig, SaveConfig
+from stepscope.config._debugger import (
+    BUILTIN_COLLECTIONS,
+    PHASES,
+    CollectionConfig,
+    DebuggerHookConfig,
+    SaveConfig,
+)
 from stepscope.config._framework import FrameworkProfile
 from stepscope.config._metrics import (
     DataloaderProfilingConfig,
@@ -28,10 +34,12 @@ from stepscope.config._stepscope import DEFAULT_OUTPUT, JobConfig, StepscopeConf
 from stepscope.config._window import WINDOW_KINDS, ProfilingWindow, WindowKind
 
 __all__ = [
+    "BUILTIN_COLLECTIONS",
     "DEFAULT_OUTPUT",
     "ENV_VARS",
     "MAX_CHEAP_SECONDS",
     "MAX_CHEAP_STEPS",
+    "PHASES",
     "SYSTEM_MONITOR_INTERVALS",
     "WINDOW_KINDS",
     "CollectionConfig",

@@ -2,19 +2,26 @@
 
 ``create_app(root, host, token)`` returns the ASGI application; the CLI
 (``cli_support``) serves it with uvicorn. It renders only: data comes from the
-job folders through :mod:`stepscope.read._job` and :mod:`stepscope.analysis`, charts
+job folders through :mod:`stepscope.read` and :mod:`stepscope.analysis`, charts
 from :mod:`stepscope.webcharts`, controls go through :mod:`stepscope.jobfolder.control`.
 See docs/dashboard.md for the API, the security model and the decisions.
 
 Importing this package does not import Starlette (the ``[dashboard]`` extra):
 ``create_app`` is loaded on first use, so that the CLI works without the extra.
+``new_token`` and ``is_loopback`` (the CLI's token on loopback) need only the
+standard library.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["create_app"]
+from stepscope.dashboard._security import is_loopback, new_token
+
+__all__ = ["create_app", "is_loopback", "new_token"]
+
+if TYPE_CHECKING:
+    from stepscope.dashboard._app import create_app
 
 
 def __getattr__(name: str) -> Any:

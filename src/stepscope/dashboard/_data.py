@@ -1,6 +1,6 @@
 """What the API answers, read straight from the job folders under one root.
 
-:class:`Source` holds one :class:`~stepscope.read._job.Job` per job (its metadata
+:class:`Source` holds one :class:`~stepscope.read.Job` per job (its metadata
 methods read the folder anew on every call) and the caches of :mod:`._cache`.
 Local jobs' row streams come from :class:`._streams.Streams`, one part per
 segment; jobs on object stores are read through the Job's DuckDB queries
@@ -21,15 +21,14 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.analysis.report_data import SPLIT, rank_rules
+from stepscope.analysis.report_data import SPLIT, rank_rules, read_rules
 from stepscope.dashboard._cache import Answers, Sized
 from stepscope.dashboard._paths import JOB_NAME, job_store
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
 from stepscope.jobfolder import is_job
-from stepscope.read._job import Job
-from stepscope.report._context import read_rules
+from stepscope.read import Job
 from stepscope.store import Store
 
 DEFAULT_BUCKETS = 1000

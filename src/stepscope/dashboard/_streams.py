@@ -22,8 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from stepscope.store import Store
-from stepscope.store._store import TMP_MARKER
+from stepscope.store import TMP_MARKER, Store
 
 Entry = tuple[str, int, int]
 Signature = tuple[Entry, ...]

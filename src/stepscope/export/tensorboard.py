@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.read._tensors import Tensors
+from stepscope.read import Tensors
 
 PHASES = ("train", "eval")
 

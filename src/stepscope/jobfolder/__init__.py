@@ -28,6 +28,12 @@ from stepscope.jobfolder._records import (
     write_heartbeat,
     write_meta,
 )
+from stepscope.jobfolder._requests import (
+    LiveRequest,
+    Planned,
+    describe,
+    parse_request,
+)
 from stepscope.jobfolder._schemas import (
     AGENT_STEPS_SCHEMA,
     EVENTS_SCHEMA,
@@ -38,24 +44,40 @@ from stepscope.jobfolder._schemas import (
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
 )
+from stepscope.jobfolder._tensors import (
+    INDEX_SCHEMA,
+    SCALARS_SCHEMA,
+    VALUE_KEY,
+    blob_name,
+    rank_prefix,
+)
 
 __all__ = [
     "AGENT_STEPS_SCHEMA",
     "EVENTS_SCHEMA",
     "FORMAT_VERSION",
     "HEARTBEAT_STALE_S",
+    "INDEX_SCHEMA",
     "JOB_STATUSES",
+    "SCALARS_SCHEMA",
     "STEPS_SCHEMA",
     "STEP_PARTS",
     "SYSTEM_BASE_SCHEMA",
+    "VALUE_KEY",
     "FolderIO",
     "Heartbeat",
     "JobMeta",
+    "LiveRequest",
+    "Planned",
+    "blob_name",
     "check_version",
+    "describe",
     "heartbeats",
     "is_job",
     "liveness",
+    "parse_request",
     "paths",
+    "rank_prefix",
     "read_all",
     "read_meta",
     "update_meta",

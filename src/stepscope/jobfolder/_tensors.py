@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-TENSORS = "tensors"
+from stepscope.jobfolder import _paths as paths
+
+TENSORS = paths.TENSORS
 VALUE_KEY = "value"  # the key of a scalar's own value (a loss, a recorded scalar)
 
 SCALARS_SCHEMA = pa.schema(
@@ -46,7 +48,7 @@ INDEX_SCHEMA = pa.schema(
 
 def rank_prefix(rank: int) -> str:
     """``tensors/rank-<r>``: everything one rank writes."""
-    return f"{TENSORS}/rank-{rank}"
+    return paths.tensors_dir(rank)
 
 
 def blob_name(start: float, pid: int, seq: int) -> str:

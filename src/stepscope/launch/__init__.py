@@ -9,5 +9,6 @@ per node sharing one job folder (docs/distributed.md).
 """
 
 from stepscope.launch._launcher import RunSpec, run
+from stepscope.launch._torchrun import add_options, attach, prepare
 
-__all__ = ["RunSpec", "run"]
+__all__ = ["RunSpec", "add_options", "attach", "prepare", "run"]

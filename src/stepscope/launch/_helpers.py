@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from stepscope.process._background import HELPER_NICE, helper_env
+from stepscope.process import HELPER_NICE, helper_env
 
 if TYPE_CHECKING:  # the launcher imports this module: no import cycle at run time
     from stepscope.launch._launcher import RunSpec

@@ -29,7 +29,7 @@ from stepscope.jobfolder import (
     write_meta,
 )
 from stepscope.launch._helpers import start_helpers, stop_helpers
-from stepscope.process._exitwatch import pidfd, wait_child
+from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
 
 BOOTSTRAP_DIR = str(Path(__file__).parent / "_bootstrap")

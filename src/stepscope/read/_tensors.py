@@ -25,13 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from stepscope.jobfolder._tensors import (
-    INDEX_SCHEMA,
-    SCALARS_SCHEMA,
-    TENSORS,
-    VALUE_KEY,
-    rank_prefix,
-)
+from stepscope.jobfolder import INDEX_SCHEMA, SCALARS_SCHEMA, VALUE_KEY, paths, rank_prefix
 from stepscope.store import Store
 
 _NUMPY = {
@@ -91,7 +85,7 @@ class Tensors:
 
     def ranks(self) -> list[int]:
         """The ranks that saved tensors."""
-        dirs = self.store.listdir(TENSORS)
+        dirs = self.store.listdir(paths.TENSORS)
         return sorted(int(d.split("-", 1)[1]) for d in dirs if d.startswith("rank-"))
 
     def rank(self, rank: int) -> Tensors:

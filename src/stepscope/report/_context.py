@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from stepscope.read._job import Job
+from stepscope.analysis.report_data import read_rules
+from stepscope.read import Job
 from stepscope.report._charts import Charts
 
 Progress = Callable[[str, float], None]
@@ -18,20 +19,6 @@ Progress = Callable[[str, float], None]
 
 def no_progress(stage: str, fraction: float) -> None:
     """The default progress callback: report nothing."""
-
-
-def read_rules(job: Job) -> list[dict[str, Any]]:
-    """The rule results under ``rules/*.json``; unreadable files are skipped."""
-    results = []
-    for key in job.store.list("rules", suffix=".json"):
-        try:
-            data = job.store.read_json(key)
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            data.setdefault("rule", key.rsplit("/", 1)[-1][: -len(".json")])
-            results.append(data)
-    return results
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from stepscope.read._job import Job
+from stepscope.read import Job
 
 TOP_N = 15
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from stepscope.read._job import Job
+from stepscope.read import Job
 from stepscope.report import _profile_data as data
 from stepscope.report._context import Context
 from stepscope.report._html import esc, fmt_duration, fmt_time, note, section, table

@@ -7,7 +7,7 @@ from functools import cache
 from importlib import resources
 
 from stepscope import __version__
-from stepscope.read._job import Job
+from stepscope.read import Job
 from stepscope.report._context import Context, Progress, no_progress
 from stepscope.report._html import esc, fmt_time, script_json
 from stepscope.report._profiles import profiles_section

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stepscope.read._tensors import Tensors, np_reduce
+from stepscope.read import Tensors, np_reduce
 
 VALUE = "value"
 RAW_L2 = "l2 (from raw)"

@@ -80,7 +80,7 @@ def _table(rows: list[Any]) -> str:
 
 
 def _rule_links(ctx: Context) -> str:
-    from stepscope.rules.debugging import DEBUGGING_RULES
+    from stepscope.rules import DEBUGGING_RULES
 
     found = rank_rules([r for r in ctx.rules if r.get("rule") in DEBUGGING_RULES])
     if not found:

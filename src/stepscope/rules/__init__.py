@@ -16,9 +16,11 @@ from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, Step
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from stepscope.rules._types import Finding, RuleResult, Status
+from stepscope.rules.debugging import DEBUGGING_RULES
 
 __all__ = [
     "BUILTIN",
+    "DEBUGGING_RULES",
     "MAX_RULES",
     "PROFILER_REPORT",
     "BatchSize",

@@ -11,8 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stepscope.store import Store, read_tables
-from stepscope.store._store import TMP_MARKER
+from stepscope.store import TMP_MARKER, Store, read_tables
 
 
 def read_segments(

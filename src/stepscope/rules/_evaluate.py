@@ -15,7 +15,7 @@ import duckdb
 import pandas as pd
 
 from stepscope.jobfolder import read_meta
-from stepscope.read._job import Job
+from stepscope.read import Job
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
 from stepscope.rules._input import RuleInput, empty_events, empty_steps, empty_system

@@ -52,7 +52,7 @@ class RuleInput:
     now: float = 0.0
     origin: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    # The job's output tensors (stepscope.read._tensors.Tensors) for the debugging rules.
+    # The job's output tensors (stepscope.read.Tensors) for the debugging rules.
     tensors: Any = None
     # Rank -> start of its first step, when ``steps`` holds only recent steps (live).
     first_steps: dict[int, float] = field(default_factory=dict)

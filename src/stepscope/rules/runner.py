@@ -26,9 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stepscope.jobfolder import control, paths, read_meta
-from stepscope.process._background import add_nice_option, lower_priority
-from stepscope.process._exitwatch import ExitWatch
-from stepscope.read._job import Job
+from stepscope.process import ExitWatch, add_nice_option, lower_priority
+from stepscope.read import Job
 from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input, job_rules

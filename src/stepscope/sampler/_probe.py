@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from stepscope.process._exitwatch import process
+from stepscope.process import process
 from stepscope.sampler._encoding import (  # noqa: F401  (re-exported: the sampler's API)
     ACCEPTED_INTERVALS_MS,
     rows_to_batches,

@@ -34,8 +34,7 @@ from collections import deque
 from collections.abc import Callable
 
 from stepscope.jobfolder import paths
-from stepscope.process._background import add_nice_option, lower_priority
-from stepscope.process._exitwatch import ExitWatch
+from stepscope.process import ExitWatch, add_nice_option, lower_priority
 from stepscope.sampler._control import IntervalRequests
 from stepscope.sampler._nvml import Gpus, Row
 from stepscope.sampler._output import MAX_BUFFER_ROWS, Faults, buffer_row, node_facts, store_rows

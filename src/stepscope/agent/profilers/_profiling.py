@@ -18,8 +18,8 @@ from stepscope.agent._windows import WindowScheduler
 from stepscope.agent.profilers._background import Background
 from stepscope.agent.profilers._sink import ArtifactSink, FileBounds
 from stepscope.config import ProfilingWindow, StepscopeConfig
-from stepscope.jobfolder import control
-from stepscope.jobfolder._requests import Planned, RequestError, parse_request
+from stepscope.errors import RequestError
+from stepscope.jobfolder import Planned, control, parse_request
 
 
 def plan_from_config(config: dict[str, Any]) -> tuple[list[Planned], FileBounds]:

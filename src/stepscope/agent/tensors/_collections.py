@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepscope.config._debugger import (
+from stepscope.config import (
     BUILTIN_COLLECTIONS,
     PHASES,
     CollectionConfig,

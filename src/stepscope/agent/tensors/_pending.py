@@ -11,7 +11,7 @@ from typing import Any
 
 from stepscope.agent.tensors._reduce import reduce, scalar, stack_to_host, to_host
 from stepscope.agent.tensors._writer import StepBatch
-from stepscope.jobfolder._tensors import VALUE_KEY
+from stepscope.jobfolder import VALUE_KEY
 
 Key = tuple[str, int, str]  # phase, step, name
 KIND_COLLECTION = {

@@ -22,15 +22,14 @@ import numpy as np
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent.tensors._reduce import HostVector
-from stepscope.jobfolder._tensors import (
+from stepscope.jobfolder import (
     INDEX_SCHEMA,
     SCALARS_SCHEMA,
     VALUE_KEY,
     blob_name,
     rank_prefix,
 )
-from stepscope.store import SegmentWriter, Store
-from stepscope.store._columns import record_batch
+from stepscope.store import SegmentWriter, Store, record_batch
 
 MAX_QUEUED = 10_000  # batches kept while the store fails; older ones are dropped
 

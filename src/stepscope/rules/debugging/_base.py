@@ -1,6 +1,6 @@
 """The base of the debugging rules: rules over a job's output tensors.
 
-A :class:`TensorRule` reads ``data.tensors`` (a :class:`stepscope.read._tensors.Tensors`,
+A :class:`TensorRule` reads ``data.tensors`` (a :class:`stepscope.read.Tensors`,
 set by the evaluator from the job) and returns the same :class:`RuleResult` as
 every rule, so the live runner, ``stepscope rules`` and the report treat it
 like the others. Without saved tensors it is ``NotApplicable``, with the reason.
@@ -78,7 +78,7 @@ class TensorRule(Rule):
     @staticmethod
     def stat(tensors: Any, names: list[str], key: str, phase: str = "train") -> pd.DataFrame:
         """``name, step, value`` of reduction ``key`` (stored, else from raw tensors)."""
-        from stepscope.read._tensors import np_reduce
+        from stepscope.read import np_reduce
 
         if not names:
             return pd.DataFrame({"name": [], "step": [], "value": []})
