@@ -104,7 +104,7 @@ def _kind(proc: psutil.Process, launcher: int) -> str:
         return "launcher"
     if "rules.runner" in line:
         return "rule runner"
-    if "sampler_main" in line:
+    if "stepscope.sampler.main" in line:
         return "sampler"
     return "training" if "_mlp_loop" in line else "other"
 

@@ -69,7 +69,7 @@ def measure(rounds: int, out: str) -> dict[str, Any]:
     import stepscope
     from stepscope.agent import bootstrap
     from stepscope.config import ProfilingWindow
-    from stepscope.jobfolder._requests import Planned
+    from stepscope.jobfolder import Planned
 
     plan = _plan(rounds)
     specs = dict(KINDS)

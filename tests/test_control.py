@@ -16,7 +16,8 @@ import pytest
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
 from stepscope.jobfolder import control
-from stepscope.jobfolder._requests import RequestError, parse_request
+from stepscope.errors import RequestError
+from stepscope.jobfolder import parse_request
 from stepscope.sampler._control import parse_interval
 from stepscope.store import open_store
 

@@ -20,7 +20,7 @@ from stepscope.agent._windows import WindowScheduler
 from stepscope.agent.profilers import ArtifactSink, FileBounds
 from stepscope.agent.profilers._trace import bound_trace
 from stepscope.config import ProfilingWindow
-from stepscope.jobfolder._requests import Planned, parse_request
+from stepscope.jobfolder import Planned, parse_request
 from stepscope.store import open_store
 
 MLP = str(SCRIPTS / "mlp.py")

@@ -1,7 +1,7 @@
 """The live dashboard (``stepscope ui``): a Starlette app over the job folders.
 
 ``create_app(root, host, token)`` returns the ASGI application; the CLI
-(``cli_support``) serves it with uvicorn. It renders only: data comes from the
+(``stepscope.cli._ui``) serves it with uvicorn. It renders only: data comes from the
 job folders through :mod:`stepscope.read` and :mod:`stepscope.analysis`, charts
 from :mod:`stepscope.webcharts`, controls go through :mod:`stepscope.jobfolder.control`.
 See docs/dashboard.md for the API, the security model and the decisions.
