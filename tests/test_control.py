@@ -15,9 +15,8 @@ import pytest
 
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
-from stepscope.jobfolder import control
 from stepscope.errors import RequestError
-from stepscope.jobfolder import parse_request
+from stepscope.jobfolder import control, parse_request
 from stepscope.sampler._control import parse_interval
 from stepscope.store import open_store
 
