@@ -32,7 +32,8 @@ from stepscope.launch._helpers import start_helpers, stop_helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
 
-BOOTSTRAP_DIR = str(Path(__file__).parent / "_bootstrap")
+# The agent's sitecustomize, put on the command's PYTHONPATH by path (never imported here).
+BOOTSTRAP_DIR = str(Path(__file__).parents[1] / "agent" / "_bootstrap")
 HEARTBEAT_S = 2.0
 STOP_GRACE_S = 10.0
 
