@@ -15,7 +15,7 @@ import pytest
 
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
-from stepscope import control
+from stepscope.jobfolder import control
 from stepscope.jobfolder._requests import RequestError, parse_request
 from stepscope.sampler._control import parse_interval
 from stepscope.store import open_store

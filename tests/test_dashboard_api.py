@@ -21,8 +21,8 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from stepscope import control
 from stepscope.dashboard import create_app
+from stepscope.jobfolder import control
 from stepscope.store import open_store
 from stepscope.testing import SyntheticJob, write_synthetic_job
 

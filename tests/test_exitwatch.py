@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from stepscope import _exitwatch
+from stepscope.process import _exitwatch
 from stepscope.process._exitwatch import ExitWatch, pidfd, wait_child
 from stepscope.sampler._probe import ProcessTree, descendant_pids
 
