@@ -17,6 +17,8 @@ from stepscope.sampler._probe import ProcessTree, descendant_pids
 
 SLEEPER = [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))"]
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(params=["pidfd", "polling"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:

@@ -24,6 +24,7 @@ def _show(path: object) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.process
 def test_steps_phases_split_and_init(run_job):
     r = run_job(
         [
@@ -78,6 +79,7 @@ def test_steps_phases_split_and_init(run_job):
     assert summary["system"]["interval_ms"] in (None, 500)
 
 
+@pytest.mark.process
 def test_gradient_accumulation_counts_optimizer_steps(run_job):
     r = run_job([MLP, "--steps", "10", "--accum", "2"], "--no-rules")
     assert r.code == 0, r.stderr
@@ -87,6 +89,7 @@ def test_gradient_accumulation_counts_optimizer_steps(run_job):
     assert (train["backward"] > 0).all()
 
 
+@pytest.mark.process
 def test_hugging_face_trainer_counts_max_steps(run_job):
     r = run_job([str(SCRIPTS / "hf_trainer.py"), "8"], "--no-rules")
     assert r.code == 0, r.stderr
@@ -96,6 +99,7 @@ def test_hugging_face_trainer_counts_max_steps(run_job):
     assert (steps["phase"] == "eval").sum() == 6  # 2 evaluations x 3 batches of 4
 
 
+@pytest.mark.process
 def test_python_dash_m(run_job):
     env = env_for_tests(PYTHONPATH=str(SCRIPTS))
     r = run_job(["-m", "mlp", "--steps", "5"], "--no-rules", env=env)
@@ -103,6 +107,7 @@ def test_python_dash_m(run_job):
     assert len(stepscope.open(r.job_path).steps(phase="train")) == 5
 
 
+@pytest.mark.process
 def test_failure_exit_code_and_status(run_job):
     r = run_job([MLP, "--steps", "10", "--fail-at", "3"], "--no-rules")
     assert r.code == 1
@@ -112,6 +117,7 @@ def test_failure_exit_code_and_status(run_job):
     assert len(job.steps(phase="train")) == 3
 
 
+@pytest.mark.process
 def test_bad_interval_is_a_clear_error(tmp_path):
     p = subprocess.run(
         [
@@ -134,6 +140,7 @@ def test_bad_interval_is_a_clear_error(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.process
 def test_unknown_command_is_a_clear_error(tmp_path):
     p = subprocess.run(
         [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--", "no-such-program-xyz"],
@@ -150,6 +157,7 @@ def test_default_job_name(command):
     assert _job_name(command).startswith("train-")
 
 
+@pytest.mark.process
 def test_helpers_yield_the_cores_to_the_training(tmp_path):
     """The sampler and the live rule runner: lower priority, one numeric thread."""
     import psutil
