@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -164,22 +165,26 @@ def test_helpers_yield_the_cores_to_the_training(tmp_path):
 
     from stepscope.process._background import HELPER_NICE
 
-    script = "import time; time.sleep(6)"
+    # The training runs until the test is done looking: on a loaded machine the helpers
+    # took more than the 6 s a fixed-length script gave them to show up.
+    go = tmp_path / "go"
+    script = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)"
     cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "nice", "--"]
-    launcher = psutil.Popen([*cmd, sys.executable, "-c", script], env=env_for_tests())
+    launcher = psutil.Popen([*cmd, sys.executable, "-c", script, str(go)], env=env_for_tests())
     try:
         helpers: dict[str, psutil.Process] = {}
-        for _ in range(100):  # both are up within a few seconds
+        deadline = time.monotonic() + 120  # a hang's bound, not a measure: both are up in ~2 s
+        while time.monotonic() < deadline:
             for child in launcher.children():
                 line = " ".join(child.cmdline())
-                for kind in ("sampler_main", "rules.runner"):
+                for kind in ("stepscope.sampler.main", "stepscope.rules.runner"):
                     if kind in line:
                         helpers[kind] = child
             if len(helpers) == 2 and all(h.nice() == HELPER_NICE for h in helpers.values()):
                 break
-            __import__("time").sleep(0.05)
-        assert set(helpers) == {"sampler_main", "rules.runner"}
-        training = next(c for c in launcher.children() if "time.sleep" in " ".join(c.cmdline()))
+            time.sleep(0.05)
+        assert set(helpers) == {"stepscope.sampler.main", "stepscope.rules.runner"}
+        training = next(c for c in launcher.children() if str(go) in c.cmdline())
         assert training.nice() == 0  # the training keeps its priority
         for helper in helpers.values():
             assert helper.nice() == HELPER_NICE
@@ -189,4 +194,5 @@ def test_helpers_yield_the_cores_to_the_training(tmp_path):
                 helper.cmdline()
             )
     finally:
+        go.touch()
         assert launcher.wait(timeout=60) == 0
