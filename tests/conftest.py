@@ -1,13 +1,16 @@
-"""Shared fixtures: real jobs in subprocesses, and a guard against leaks."""
+"""Shared fixtures: real jobs in subprocesses, a guard against leaks, and the test tiers' guard."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing.process
+import multiprocessing.util
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,107 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).parent / "scripts"
 FAKES = Path(__file__).parent / "fakes"
 BIN = Path(sys.executable).parent
+
+
+# -- test tiers: a test that starts a process says so (DEVELOPERS.md, "Test tiers") ----------
+
+PROCESS = "process"
+_running: list[pytest.Item] = []  # the test being set up, run or torn down
+_unmarked: pytest.StashKey[list[str]] = pytest.StashKey()
+_reported: pytest.StashKey[bool] = pytest.StashKey()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Knows the current test through its setup too: module fixtures start runs there."""
+    _running.append(item)
+    try:
+        return (yield)
+    finally:
+        _running.pop()
+
+
+class UnmarkedProcessError(RuntimeError):
+    """A test outside the ``process`` tier started a process."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    if call.excinfo is not None and call.excinfo.errisinstance(UnmarkedProcessError):
+        item.stash[_reported] = True  # the test failed with the guard's message already
+    return (yield)
+
+
+def _check_may_start(what: str) -> None:
+    __tracebackhide__ = True
+    if not _running or _running[-1].get_closest_marker(PROCESS) is not None:
+        return  # collection (no test), or a test marked ``process``
+    item = _running[-1]
+    message = (
+        f"{item.nodeid} is not marked `{PROCESS}` but starts a process ({what}). "
+        f"Mark it: `@pytest.mark.{PROCESS}` on the test, or `pytestmark = pytest.mark.{PROCESS}` "
+        "in its module if all its tests do; `scripts/test --fast` leaves such tests out."
+    )
+    item.stash.setdefault(_unmarked, []).append(message)
+    raise UnmarkedProcessError(message)
+
+
+def _guarded(what: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def start(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        _check_may_start(what)
+        return original(*args, **kwargs)
+
+    return start
+
+
+def _describe_popen(original: Callable[..., Any]) -> Callable[..., Any]:
+    def execute_child(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> Any:
+        __tracebackhide__ = True
+        _check_may_start(f"subprocess.Popen {args!r:.120}")
+        return original(self, args, *rest, **kw)
+
+    return execute_child
+
+
+# Every way a Python test starts a process goes through one of these: subprocess.run/call/
+# check_output, psutil.Popen and asyncio's subprocesses (Playwright's driver) through
+# Popen._execute_child; multiprocessing (DataLoader workers) through Process.start or
+# spawnv_passfds (its forkserver and resource tracker); os.spawn* and pty through fork.
+_STARTS: list[tuple[Any, str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
+    (subprocess.Popen, "_execute_child", _describe_popen),
+    (multiprocessing.process.BaseProcess, "start", lambda f: _guarded("multiprocessing", f)),
+    (multiprocessing.util, "spawnv_passfds", lambda f: _guarded("multiprocessing", f)),
+    *[
+        (os, name, lambda f, n=name: _guarded(f"os.{n}", f))
+        for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system")
+        if hasattr(os, name)
+    ],
+]
+_originals: list[tuple[Any, str, Any]] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for owner, name, wrap in _STARTS:
+        original = getattr(owner, name)
+        _originals.append((owner, name, original))
+        setattr(owner, name, wrap(original))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _originals:
+        owner, name, original = _originals.pop()
+        setattr(owner, name, original)
+
+
+@pytest.fixture(autouse=True)
+def process_tier(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test outside the ``process`` tier that started a process, even where the
+    code under test caught the guard's error (a background thread, the fault boundary)."""
+    yield
+    unmarked = request.node.stash.get(_unmarked, [])
+    if unmarked and not request.node.stash.get(_reported, False):
+        pytest.fail(unmarked[0], pytrace=False)
 
 
 def _torch_global_hooks() -> int:

@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 import stepscope
 from stepscope.jobfolder import EVENTS_SCHEMA
@@ -66,6 +67,7 @@ def test_events_scalars_and_index_rows() -> None:
     _same({**index, "shape": ([3, 4],)}, INDEX_SCHEMA)  # a list column: pyarrow's own path
 
 
+@pytest.mark.process
 def test_building_a_steps_batch_imports_no_pandas() -> None:
     """pa.array() would import pandas into the training process (~0.5 s of GIL, ~50 MB)."""
     code = textwrap.dedent(
@@ -100,6 +102,7 @@ TRAIN_THEN_LOOK = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 def test_a_watched_training_process_never_imports_pandas(run_job, tmp_path) -> None:
     """End to end: steps flushed from a real training run, and no pandas in its process."""
     script = tmp_path / "train.py"

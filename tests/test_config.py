@@ -710,6 +710,7 @@ def test_public_names_are_sorted_and_exported() -> None:
         assert hasattr(config_module, name)
 
 
+@pytest.mark.process
 def test_importing_config_imports_no_torch() -> None:
     code = "import sys, stepscope.config; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -107,6 +107,7 @@ def live(tmp_path_factory: pytest.TempPathFactory):
     return stepscope.open(job_path), acks, json.loads(stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.process
 def test_a_window_switched_on_while_running_produces_its_artifact(live):
     job, acks, _result = live
     cli = acks["cli"]
@@ -126,6 +127,7 @@ def test_a_window_switched_on_while_running_produces_its_artifact(live):
     assert steps.set_index("step").loc[detailed["start_step"], "profiled"]
 
 
+@pytest.mark.process
 def test_bad_messages_are_rejected_and_training_completes(live):
     job, acks, result = live
     assert acks["garbage"]["accepted"] is False
@@ -140,6 +142,7 @@ def test_bad_messages_are_rejected_and_training_completes(live):
     assert not job.faults()
 
 
+@pytest.mark.process
 def test_interval_change_shows_in_the_data(live):
     job, acks, _ = live
     assert acks["interval"]["accepted"], acks["interval"]
@@ -188,6 +191,7 @@ def test_parse_interval_rejects(body):
         parse_interval(body)
 
 
+@pytest.mark.process
 def test_cli_refuses_a_finished_job_and_bad_steps(tmp_path):
     (tmp_path / "done").mkdir()
     (tmp_path / "done" / "job.json").write_text(

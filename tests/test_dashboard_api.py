@@ -271,6 +271,7 @@ def _serve(root: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     return proc, line.split(" at ", 1)[1].strip()
 
 
+@pytest.mark.process
 def test_real_server_on_an_ephemeral_port(root: Path) -> None:
     proc, url = _serve(root)
     try:
@@ -292,6 +293,7 @@ def test_real_server_on_an_ephemeral_port(root: Path) -> None:
         proc.communicate(timeout=20)
 
 
+@pytest.mark.process
 def test_cli_refuses_to_bind_beyond_loopback_without_a_token(root: Path) -> None:
     cmd = [STEPSCOPE, "ui", str(root), "--host", "0.0.0.0"]
     p = subprocess.run(

@@ -29,7 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]  # fmt: skip
 WAIT_MS = 60_000
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.process
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from conftest import SCRIPTS
 from stepscope.rules import evaluate_job
 
 TRAIN = str(SCRIPTS / "tensors_train.py")
+
+pytestmark = pytest.mark.process
 RULES = ("VanishingGradient", "ExplodingTensor", "LossNotDecreasing", "DeadRelu", "Overfit")
 
 CONFIG = """

@@ -8,7 +8,10 @@ import torch
 import stepscope
 from conftest import SCRIPTS
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU"),
+]
 
 
 def test_gpu_parts_are_timed_with_events(run_job, tmp_path):

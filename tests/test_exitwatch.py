@@ -17,6 +17,8 @@ from stepscope.sampler._probe import ProcessTree, descendant_pids
 
 SLEEPER = [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))"]
 
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(params=["pidfd", "polling"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -52,12 +54,15 @@ def test_exit_watch_of_a_pid_already_gone(mode: str) -> None:
 
 
 def test_wait_child_returns_the_code_or_none_after_the_timeout(mode: str) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); exit(3)"])
+    # The child ends only when its stdin closes: no clock decides what the test sees.
+    code = "import sys; sys.stdin.read(); sys.exit(3)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    assert child.stdin is not None
     fd = _exitwatch.pidfd(child.pid)
-    t0 = time.monotonic()
-    assert wait_child(child, fd, 0.05) is None
-    assert time.monotonic() - t0 < 0.4
-    assert wait_child(child, fd, 10) == 3
+    assert wait_child(child, fd, 0.05) is None  # back after the timeout, not at the exit
+    assert child.poll() is None
+    child.stdin.close()
+    assert wait_child(child, fd, 60) == 3
     if fd is not None:
         os.close(fd)
 

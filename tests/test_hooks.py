@@ -224,8 +224,17 @@ def test_inlined_hooks_and_recorder_methods_split_a_step_alike(
                 break
         rec.device = rec.on_batch = None
     steps = stepscope.open(str(tmp_path / path)).steps(phase="train").iloc[3:]
-    for part, slept in {"data_wait": 2, "forward": 4, "backward": 6, "optimizer": 8}.items():
-        got = steps[part].median() * 1e3
-        assert slept <= got < slept + 3, (part, got)
-    assert (steps["other"] < 0.003).all()
-    assert (steps["duration"] > 0.019).all()
+    # No wall-clock window (a loaded machine or `python -X dev` stretches every part):
+    # what holds whatever the speed is that a sleep never ends early, so each part holds
+    # at least its own sleep in every step, and that the parts never hold more than the
+    # step (a part counted twice, or one part's time also in another, breaks that).
+    # A part's sleep that lands in another part, or in "other", fails its own bound.
+    slept = {"data_wait": 0.002, "forward": 0.004, "backward": 0.006, "optimizer": 0.008}
+    eps = 1e-6  # the columns are float32
+    assert len(steps) == 12
+    for part, seconds in slept.items():
+        assert (steps[part] >= seconds - eps).all(), (part, steps[part].min())
+    parts = steps[list(slept)].sum(axis=1)
+    assert (parts <= steps["duration"] + eps).all(), (parts - steps["duration"]).max()
+    assert ((parts + steps["other"] - steps["duration"]).abs() < eps).all()  # other: the rest
+    assert (steps["duration"] >= sum(slept.values()) - eps).all()

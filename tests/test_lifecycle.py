@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import torch
 
 import stepscope
@@ -19,6 +20,8 @@ from stepscope.store import open_store
 
 MLP = str(SCRIPTS / "mlp.py")
 LONG = [MLP, "--steps", "100000", "--step-sleep", "0.01"]
+
+pytestmark = pytest.mark.process
 
 
 def _start(tmp: Path, args: list[str], job: str = "job") -> subprocess.Popen[str]:

@@ -36,7 +36,10 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
+pytestmark = [
+    pytest.mark.process,  # Chromium
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium"),
+]
 
 FINDINGS_RULES = [
     {

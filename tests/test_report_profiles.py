@@ -73,6 +73,7 @@ def _series(page: Any, title: str) -> dict[str, dict[str, Any]]:
     return {s["label"]: s for s in page.registry[cid]["series"]}
 
 
+@pytest.mark.process
 @needs_chromium
 def test_profiling_windows_from_the_jobs_files(job: stepscope.Job, browser: Any) -> None:
     report = write_report(job)
@@ -96,6 +97,7 @@ def test_profiling_windows_from_the_jobs_files(job: stepscope.Job, browser: Any)
     assert all((root / h).is_file() for h in hrefs)  # relative to the report: the job folder
 
 
+@pytest.mark.process
 @needs_chromium
 def test_tensor_charts_hold_the_saved_values(job: stepscope.Job, browser: Any) -> None:
     report = write_report(job)
@@ -130,6 +132,7 @@ def test_tensor_charts_hold_the_saved_values(job: stepscope.Job, browser: Any) -
         assert f'<a href="#rule-{rule}">{rule}</a>' in html and f'id="rule-{rule}"' in html
 
 
+@pytest.mark.process
 def test_links_are_relative_to_a_report_written_elsewhere(
     job: stepscope.Job, tmp_path: Path
 ) -> None:
@@ -140,6 +143,7 @@ def test_links_are_relative_to_a_report_written_elsewhere(
     assert all((out.parent / h).resolve().is_file() for h in hrefs)
 
 
+@pytest.mark.process
 @needs_chromium
 def test_window_and_tensor_strings_are_escaped(
     job: stepscope.Job, tmp_path: Path, browser: Any
@@ -207,6 +211,7 @@ def test_pyinstrument_top_functions_from_its_session(tmp_path: Path) -> None:
     assert sum(own.values()) <= session.duration + 1e-6
 
 
+@pytest.mark.process
 @needs_chromium
 def test_exploding_loss_is_drawn_with_gaps_and_the_rule_linked(
     tmp_path: Path, browser: Any

@@ -16,7 +16,7 @@ import pytest
 from conftest import SCRIPTS, stepscope_run
 from stepscope.cli._rules import rules_text
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.process
 
 CONFIG = """
 [[rules]]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import rules_data as rd
 import stepscope
@@ -90,6 +91,7 @@ def wait_for(cond: Any, timeout: float = 60.0) -> None:
     raise AssertionError("condition not met in time")
 
 
+@pytest.mark.process
 def test_runner_process_live_then_final(tmp_path: Path) -> None:
     now = time.time()
     rules = [
@@ -117,6 +119,7 @@ def test_runner_process_live_then_final(tmp_path: Path) -> None:
     assert [f["steps"] for f in final["findings"]] == [[150, 150]] and final["datapoints"] == 190
 
 
+@pytest.mark.process
 def test_runner_once_and_fault_file(tmp_path: Path) -> None:
     store = live_job(tmp_path / "j", [{"name": "Nope"}], 1_760_000_000.0)
     cmd = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -24,6 +25,7 @@ def _show(path: object) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.process
 def test_steps_phases_split_and_init(run_job):
     r = run_job(
         [
@@ -78,6 +80,7 @@ def test_steps_phases_split_and_init(run_job):
     assert summary["system"]["interval_ms"] in (None, 500)
 
 
+@pytest.mark.process
 def test_gradient_accumulation_counts_optimizer_steps(run_job):
     r = run_job([MLP, "--steps", "10", "--accum", "2"], "--no-rules")
     assert r.code == 0, r.stderr
@@ -87,6 +90,7 @@ def test_gradient_accumulation_counts_optimizer_steps(run_job):
     assert (train["backward"] > 0).all()
 
 
+@pytest.mark.process
 def test_hugging_face_trainer_counts_max_steps(run_job):
     r = run_job([str(SCRIPTS / "hf_trainer.py"), "8"], "--no-rules")
     assert r.code == 0, r.stderr
@@ -96,6 +100,7 @@ def test_hugging_face_trainer_counts_max_steps(run_job):
     assert (steps["phase"] == "eval").sum() == 6  # 2 evaluations x 3 batches of 4
 
 
+@pytest.mark.process
 def test_python_dash_m(run_job):
     env = env_for_tests(PYTHONPATH=str(SCRIPTS))
     r = run_job(["-m", "mlp", "--steps", "5"], "--no-rules", env=env)
@@ -103,6 +108,7 @@ def test_python_dash_m(run_job):
     assert len(stepscope.open(r.job_path).steps(phase="train")) == 5
 
 
+@pytest.mark.process
 def test_failure_exit_code_and_status(run_job):
     r = run_job([MLP, "--steps", "10", "--fail-at", "3"], "--no-rules")
     assert r.code == 1
@@ -112,6 +118,7 @@ def test_failure_exit_code_and_status(run_job):
     assert len(job.steps(phase="train")) == 3
 
 
+@pytest.mark.process
 def test_bad_interval_is_a_clear_error(tmp_path):
     p = subprocess.run(
         [
@@ -134,6 +141,7 @@ def test_bad_interval_is_a_clear_error(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.process
 def test_unknown_command_is_a_clear_error(tmp_path):
     p = subprocess.run(
         [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--", "no-such-program-xyz"],
@@ -150,28 +158,33 @@ def test_default_job_name(command):
     assert _job_name(command).startswith("train-")
 
 
+@pytest.mark.process
 def test_helpers_yield_the_cores_to_the_training(tmp_path):
     """The sampler and the live rule runner: lower priority, one numeric thread."""
     import psutil
 
     from stepscope.process._background import HELPER_NICE
 
-    script = "import time; time.sleep(6)"
+    # The training runs until the test is done looking: on a loaded machine the helpers
+    # took more than the 6 s a fixed-length script gave them to show up.
+    go = tmp_path / "go"
+    script = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.05)"
     cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "nice", "--"]
-    launcher = psutil.Popen([*cmd, sys.executable, "-c", script], env=env_for_tests())
+    launcher = psutil.Popen([*cmd, sys.executable, "-c", script, str(go)], env=env_for_tests())
     try:
         helpers: dict[str, psutil.Process] = {}
-        for _ in range(100):  # both are up within a few seconds
+        deadline = time.monotonic() + 120  # a hang's bound, not a measure: both are up in ~2 s
+        while time.monotonic() < deadline:
             for child in launcher.children():
                 line = " ".join(child.cmdline())
-                for kind in ("sampler.main", "rules.runner"):
+                for kind in ("stepscope.sampler.main", "stepscope.rules.runner"):
                     if kind in line:
                         helpers[kind] = child
             if len(helpers) == 2 and all(h.nice() == HELPER_NICE for h in helpers.values()):
                 break
-            __import__("time").sleep(0.05)
-        assert set(helpers) == {"sampler.main", "rules.runner"}
-        training = next(c for c in launcher.children() if "time.sleep" in " ".join(c.cmdline()))
+            time.sleep(0.05)
+        assert set(helpers) == {"stepscope.sampler.main", "stepscope.rules.runner"}
+        training = next(c for c in launcher.children() if str(go) in c.cmdline())
         assert training.nice() == 0  # the training keeps its priority
         for helper in helpers.values():
             assert helper.nice() == HELPER_NICE
@@ -181,4 +194,5 @@ def test_helpers_yield_the_cores_to_the_training(tmp_path):
                 helper.cmdline()
             )
     finally:
+        go.touch()
         assert launcher.wait(timeout=60) == 0

@@ -116,6 +116,7 @@ def _same_state(a: dict[str, Any], b: dict[str, Any]) -> bool:
 # -- end to end: run, show, ls, rules, report -------------------------------------
 
 
+@pytest.mark.process
 @needs_weed
 def test_a_job_on_s3_is_written_and_read_back_by_every_command(
     s3: SeaweedServer, tmp_path: Path
@@ -159,6 +160,7 @@ def test_a_job_on_s3_is_written_and_read_back_by_every_command(
     assert "runs/j/report.html" in s3.keys(BUCKET, "runs/j")
 
 
+@pytest.mark.process
 @needs_weed
 def test_an_unreachable_store_is_a_clear_error_before_training(
     s3: SeaweedServer, tmp_path: Path
@@ -173,6 +175,7 @@ def test_an_unreachable_store_is_a_clear_error_before_training(
 # -- the outage: the server dies mid-run and comes back -----------------------------
 
 
+@pytest.mark.process
 @needs_weed
 def test_training_survives_an_outage_and_data_from_both_sides_is_kept(
     s3: SeaweedServer, tmp_path: Path

@@ -177,6 +177,7 @@ def test_interval_choices_match_the_configuration() -> None:
     assert tuple(SYSTEM_MONITOR_INTERVALS) == ACCEPTED_INTERVALS_MS
 
 
+@pytest.mark.process
 def test_cli_rejects_a_bad_interval(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(tmp_path)]
     p = subprocess.run(
@@ -187,6 +188,7 @@ def test_cli_rejects_a_bad_interval(tmp_path: Path) -> None:
     assert not (tmp_path / "system").exists()
 
 
+@pytest.mark.process
 def test_the_sampler_process_stays_light(tmp_path: Path, procs: Procs) -> None:
     """No torch, pandas or duckdb in the sampler process, through sampling and flushing."""
     watched = procs.start([sys.executable, "-c", "import time; time.sleep(0.5)"])
@@ -211,6 +213,7 @@ def test_next_tick_keeps_the_grid_and_skips_missed_ticks() -> None:
 # -- a real run --------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> None:
     job = tmp_path / "job"
     burner = procs.burner(60)
@@ -249,6 +252,7 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     assert facts["boot_time"] < min(cols["time"])
 
 
+@pytest.mark.process
 def test_sigint_stops_with_a_final_flush(tmp_path: Path, procs: Procs) -> None:
     job = tmp_path / "job"
     sampler = procs.sampler(job, procs.sleeper().pid, "--flush-seconds", "60")
@@ -258,6 +262,7 @@ def test_sigint_stops_with_a_final_flush(tmp_path: Path, procs: Procs) -> None:
     assert read_system(job).num_rows >= 1
 
 
+@pytest.mark.process
 def test_ends_by_itself_when_the_watched_process_exits(tmp_path: Path, procs: Procs) -> None:
     job = tmp_path / "job"
     burner = procs.burner(1.0)
@@ -269,6 +274,7 @@ def test_ends_by_itself_when_the_watched_process_exits(tmp_path: Path, procs: Pr
     assert max(times) >= exited - 0.05  # the final sample came after the exit
 
 
+@pytest.mark.process
 def test_ends_by_itself_when_its_parent_is_killed(tmp_path: Path, procs: Procs) -> None:
     job = tmp_path / "job"
     sleeper = procs.sleeper()
@@ -315,6 +321,7 @@ def load_fake_nvml(monkeypatch: pytest.MonkeyPatch, gpus: int) -> ModuleType:
     return module
 
 
+@pytest.mark.process
 def test_sampler_process_with_four_fake_gpus(
     tmp_path: Path, procs: Procs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -345,6 +352,7 @@ def test_sampler_process_with_four_fake_gpus(
     ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("nvml", ["real", "fake-without-gpu"])
 def test_no_gpu_means_no_gpu_columns_and_silence(tmp_path: Path, procs: Procs, nvml: str) -> None:
     if nvml == "real" and Gpus.open() is not None:
@@ -425,6 +433,7 @@ def test_set_interval_takes_effect_at_the_next_tick(tmp_path: Path) -> None:
 # -- the fault boundary ------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_unwritable_store_buffers_rows_and_records_the_fault(tmp_path: Path, procs: Procs) -> None:
     job = tmp_path / "job"
     sampler = procs.sampler(job, procs.sleeper().pid, "--flush-seconds", "0.2")

@@ -25,6 +25,7 @@ def _gpu_count() -> int:
 
 pytestmark = [
     pytest.mark.gpu,
+    pytest.mark.process,
     pytest.mark.skipif(_gpu_count() == 0, reason="needs an NVIDIA GPU and driver"),
 ]
 

@@ -46,6 +46,7 @@ FULL_DISK = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux's unshare")
 def test_a_full_disk_keeps_the_old_file_and_leaves_no_partial_one(tmp_path: Path) -> None:
     """A real full filesystem: a 64 KiB tmpfs mounted in a private mount namespace."""

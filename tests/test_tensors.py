@@ -14,6 +14,8 @@ from conftest import SCRIPTS
 TRAIN = str(SCRIPTS / "tensors_train.py")
 MLP = str(SCRIPTS / "mlp.py")
 
+pytestmark = pytest.mark.process
+
 
 def _config(tmp_path: Path, text: str) -> str:
     path = tmp_path / "stepscope.toml"

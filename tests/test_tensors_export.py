@@ -13,6 +13,8 @@ from conftest import BIN, SCRIPTS
 
 TRAIN = str(SCRIPTS / "tensors_train.py")
 
+pytestmark = pytest.mark.process
+
 CONFIG = """
 [[debugger.collections]]
 name = "losses"

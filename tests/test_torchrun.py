@@ -86,6 +86,7 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out / "job", logs
 
 
+@pytest.mark.process
 @needs_netns
 def test_two_processes_on_one_node_balanced(tmp_path: Path) -> None:
     run = _stepscope(tmp_path, "one", "--nproc-per-node", "2", "--", DDP, "--steps", "60")
@@ -113,6 +114,7 @@ def test_two_processes_on_one_node_balanced(tmp_path: Path) -> None:
     assert live["status"] == "NoIssuesFound" and live["datapoints"] > 0
 
 
+@pytest.mark.process
 @needs_netns
 def test_two_nodes_share_one_job(two_nodes: tuple[Path, str]) -> None:
     path, _ = two_nodes
@@ -126,6 +128,7 @@ def test_two_nodes_share_one_job(two_nodes: tuple[Path, str]) -> None:
     assert dict(zip(steps["rank"], steps["node"], strict=True)) == {0: nodes[0], 1: nodes[1]}
 
 
+@pytest.mark.process
 @needs_netns
 def test_clock_offset_of_a_node_is_measured_and_corrected(two_nodes: tuple[Path, str]) -> None:
     path, _ = two_nodes
@@ -146,6 +149,7 @@ def test_clock_offset_of_a_node_is_measured_and_corrected(two_nodes: tuple[Path,
     assert abs(last[hosts[1]] - last[hosts[0]]) < 5.0, last  # 30 s apart if uncorrected
 
 
+@pytest.mark.process
 @needs_netns
 def test_slow_rank_is_named_by_straggler(two_nodes: tuple[Path, str]) -> None:
     path, _ = two_nodes
@@ -159,6 +163,7 @@ def test_slow_rank_is_named_by_straggler(two_nodes: tuple[Path, str]) -> None:
     assert {f["rank"] for f in live["findings"]} == {1}
 
 
+@pytest.mark.process
 @needs_netns
 def test_peers_wait_at_collectives_for_a_rank_slow_in_backward(tmp_path: Path) -> None:
     # Slow in backward compute: every rank's backward and duration look the same (the
@@ -179,6 +184,7 @@ def test_peers_wait_at_collectives_for_a_rank_slow_in_backward(tmp_path: Path) -
     assert "its peers waited" in result.findings[0].message
 
 
+@pytest.mark.process
 @needs_netns
 def test_crashing_rank_fails_the_job_and_is_named(tmp_path: Path) -> None:
     train = [DDP, "--steps", "40", "--crash-rank", "1", "--crash-at", "5"]
@@ -226,6 +232,7 @@ def test_plan_reads_torchrun_arguments() -> None:
     assert p is not None and (p.node_rank, p.rendezvous_host) == (1, "h")
 
 
+@pytest.mark.process
 def test_stepscope_run_rejects_torchrun_options_twice(tmp_path: Path) -> None:
     cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--nproc-per-node", "2"]
     p = subprocess.run([*cmd, "--", "torchrun", DDP], capture_output=True, text=True)
