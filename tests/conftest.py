@@ -183,6 +183,10 @@ def env_for_tests(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.pop("STEPSCOPE_AGENT", None)
+    # One intra-op thread for the tests' tiny models: on 2 cores torch's idle threads spin
+    # around the scripts' sleeps (measured: test_lifecycle 34 -> 17 s of CPU). A test that
+    # needs torch's default passes OMP_NUM_THREADS in ``extra``.
+    env.setdefault("OMP_NUM_THREADS", "1")
     env.update(extra)
     return env
 
