@@ -12,10 +12,11 @@
 * ``backward()``: ``torch.autograd.backward``, which ``Tensor.backward`` calls;
   data wait: ``_BaseDataLoaderIter.__next__`` (both wrapped by ``_timers.py``).
 
-On a native recorder (agent/_recorder.py) each hook is a C ``Hook``
-(agent/_native.c) that times the common case and calls the Python code here for
-the rest. Every callback runs behind the fault boundary: a bug here never
-reaches training.
+The Python hooks here read the clock and call the recorder's methods
+(agent/_recorder.py), the one Python definition of what a step records. On a
+native recorder each hook is a C ``Hook`` (agent/_native.c) that does the common
+case itself and calls the same Python code for the rest. Every callback runs
+behind the fault boundary: a bug here never reaches training.
 """
 
 from __future__ import annotations
@@ -107,24 +108,15 @@ class TorchHooks:
         return native or (self._opt_pre, self._opt_post)
 
     def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
-        t, rec = perf_counter(), self.rec
-        if not rec._opt_depth and rec.device is None and rec.boundary is not None:
-            rec._opt_depth, rec._opt_start = 1, t  # StepRecorder.on_optimizer_start, inlined
-            return
-        self.faults.call("step-hooks", rec.on_optimizer_start, t)
+        try:
+            self.rec.on_optimizer_start(perf_counter())
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
 
     def _opt_post(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
-        t, rec = perf_counter(), self.rec
+        rec = self.rec
         try:
-            if rec._opt_depth == 1 and rec.device is None:  # on_optimizer_end, inlined
-                rec._opt_depth = 0
-                rec.optimizer += t - rec._opt_start
-                try:
-                    rec._emit("train", rec.train_steps, t)
-                finally:  # the step counts even if its row could not be stored
-                    rec.train_steps += 1
-            else:
-                rec.on_optimizer_end(t)
+            rec.on_optimizer_end(perf_counter())
         except Exception as exc:
             self.faults.record("step-hooks", exc)
         if rec._hooks_pending or (rec.device is None and rec.train_steps & 255 == 1):
@@ -203,34 +195,28 @@ class TorchHooks:
     def _python_call(self, inherited: Any) -> Any:
         roots, rec, faults, grad_enabled = self._roots, self.rec, self.faults, self._grad_enabled
 
-        # Flat on purpose: this runs on every forward of a root (docs/design.md).
+        # Flat on purpose: this runs on every forward of a root (docs/design.md). The
+        # depth and the mode are the hook's; what the forward records, the recorder's.
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             if id(module) not in roots:
                 return inherited(module, *args, **kwargs)
             rec._root_depth += 1
             if rec._root_depth == 1:
-                t = perf_counter()
-                if rec.deferred is None and rec.device is None and rec.boundary is not None:
-                    rec._fwd_start, rec._in_forward = t, True  # on_forward_start, inlined
-                else:
-                    faults.call("step-hooks", rec.on_forward_start, t)
+                try:
+                    rec.on_forward_start(perf_counter())
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
             try:
                 return inherited(module, *args, **kwargs)
             finally:  # also when the forward raises, as an always_call hook would
                 rec._root_depth -= 1
                 if not rec._root_depth:
                     t = perf_counter()
-                    try:
-                        training = module.training and grad_enabled()
-                    except Exception as exc:  # ours, not the forward's: no row
+                    try:  # reading the mode may fail: ours, not the forward's, and no row
+                        rec.on_forward_end(t, module.training and grad_enabled())
+                    except Exception as exc:
                         rec._in_forward = False
                         faults.record("step-hooks", exc)
-                    else:
-                        if training and rec.device is None:  # on_forward_end, inlined
-                            rec.forward += t - rec._fwd_start
-                            rec._in_forward = False
-                        else:
-                            faults.call("step-hooks", rec.on_forward_end, t, training)
 
         return __call__
 

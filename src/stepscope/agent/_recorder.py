@@ -75,12 +75,13 @@ class StepRecorder:
         # The hooks' own work is due after the next optimizer step (root discovery).
         self._hooks_pending = False
 
-    # The callbacks below run several times per step on the training thread: they
-    # are kept flat (no helper calls) because every call is paid on every step. The
-    # hooks (_hooks.py, _timers.py) inline their common case (no device timer, no
-    # data-loader window or deferred call, first boundary passed) and call them for
-    # the rest, and so does agent/_native.c: a change here goes to both (tests/test_hooks.py
-    # checks all three agree).
+    # The callbacks below are the one Python definition of what a step records: the
+    # Python hooks (_hooks.py, _timers.py) call them for every case, agent/_native.c
+    # does their common case (no device timer, no data-loader window or deferred
+    # call, first boundary passed) in C and calls them for the rest. A change here
+    # goes to _native.c too: tests/test_hooks.py and tests/test_native_hooks.py
+    # check that both agree. They run several times per step on the training thread
+    # and are kept flat (no helper calls): every call is paid on every step.
     def on_data(self, t0: float, t1: float) -> None:
         if self.boundary is None:
             self.boundary = t0

@@ -80,10 +80,10 @@ class StepTimers:
                 )
             finally:
                 t1 = perf_counter()
-                if rec.device is None and rec.boundary is not None:
-                    rec.backward += t1 - t0  # StepRecorder.on_backward, inlined
-                else:
-                    faults.call("step-hooks", rec.on_backward, t0, t1)
+                try:
+                    rec.on_backward(t0, t1)
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
 
         return backward
 
@@ -120,9 +120,9 @@ class StepTimers:
                 return original(it)
             finally:
                 t1 = perf_counter()
-                if rec.on_batch is None and rec.deferred is None and rec.boundary is not None:
-                    rec.data += t1 - t0  # StepRecorder.on_data, inlined
-                else:
-                    faults.call("step-hooks", rec.on_data, t0, t1)
+                try:
+                    rec.on_data(t0, t1)
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
 
         return __next__
