@@ -223,7 +223,7 @@ def test_one_thread_flushes_the_steps_and_the_tensors_and_polls(tmp_path: Path) 
 def test_on_object_storage_each_stream_keeps_its_own_thread(tmp_path: Path) -> None:
     """A write that waits out a down store's retries must not hold back the others."""
     from stepscope.agent._agent import Agent, AgentSettings
-    from stepscope.jobfolder._requests import Background
+    from stepscope.agent.profilers._background import Background
 
     agent = Agent(AgentSettings(job_url=str(tmp_path / "job"), flush_s=0.05))
     agent.store.is_remote = True  # as an s3:// store: the thread layout only
