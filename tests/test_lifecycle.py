@@ -14,7 +14,7 @@ import torch
 
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
-from stepscope import control
+from stepscope.jobfolder import control
 from stepscope.store import open_store
 
 MLP = str(SCRIPTS / "mlp.py")
