@@ -7,9 +7,10 @@ of the name ``Any`` (or ``typing.Any``) in its parameters' and return
 annotations, nested ones included: ``dict[str, Any]`` counts one, ``*args: Any,
 **kwargs: Any`` two. String annotations are parsed. Every ``def`` counts as a
 function (methods, nested functions); lambdas have no annotations and do not.
-Packages are the folders under ROOT (the root's own modules under its name);
-each line gives the package, its functions, its ``Any``, and ``Any`` per
-function, then the total. ``--functions`` lists every function with an ``Any``.
+Type stubs (``.pyi``) count as modules. Packages are the folders under ROOT
+(the root's own modules under its name); each line gives the package, its
+functions, its ``Any``, and ``Any`` per function, then the total.
+``--functions`` lists every function with an ``Any``.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def signature_anys(fn: Function) -> int:
 
 
 def functions(path: Path) -> Iterator[Function]:
-    """Every ``def`` of the module at ``path``."""
+    """Every ``def`` of the module (or stub) at ``path``."""
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     root: Path = opts.root
     counts: dict[str, Count] = {}
     total = Count()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*.py*") if p.suffix in (".py", ".pyi")):
         count = counts.setdefault(package_of(root, path), Count())
         for fn in functions(path):
             n = signature_anys(fn)

@@ -23,14 +23,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.agent._cuda import DeviceTimer
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._native_hooks import call_hook, optimizer_hooks
+from stepscope.agent._native_hooks import Wrapped, call_hook, optimizer_hooks
 from stepscope.agent._recorder import StepRecorder
 from stepscope.agent._timers import StepTimers
 from stepscope.agent.profilers._workers import WorkerFetchTimer
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.amp import GradScaler
+    from torch.optim import Optimizer
+    from torch.utils.hooks import RemovableHandle
+
+    from stepscope.agent._native import Hook
+    from stepscope.agent._native_hooks import OptimizerHook
 
 _INHERITED = object()  # a patched attribute the class did not define itself
 
@@ -40,11 +49,12 @@ class TorchHooks:
 
     def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
         self.rec, self.faults = rec, faults
-        self._handles: list[Any] = []
-        self._discovery: list[Any] = []
-        self._patches: list[tuple[Any, str, Any]] = []
+        self._handles: list[RemovableHandle] = []
+        self._discovery: list[RemovableHandle] = []
+        # (owner, name, what it had): classes and modules whose attribute we replaced
+        self._patches: list[tuple[object, str, object]] = []
         self._stack: list[int] = []  # module ids, while global hooks find the roots
-        self._roots: dict[int, Any] = {}
+        self._roots: dict[int, nn.Module] = {}
         self._has_params: dict[int, bool] = {}
         self.timers = StepTimers(rec, faults)  # backward() and the data wait
         # Fetch times inside DataLoader workers, for data-loader windows.
@@ -96,24 +106,29 @@ class TorchHooks:
         self.rec._hooks_pending = False
         self.installed = False
 
-    def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    def _patch(self, owner: object, name: str, wrap: Callable[[Wrapped], Wrapped]) -> None:
         original = getattr(owner, name)
         self._patches.append((owner, name, original))
         setattr(owner, name, wrap(original))
 
     # -- optimizer ----------------------------------------------------------------
-    def _optimizer_hooks(self) -> tuple[Any, Any]:
+    def _optimizer_hooks(self) -> tuple[OptimizerHook, OptimizerHook]:
         """The pre and post hooks: C ones (agent/_native.c) on a native recorder."""
         native = optimizer_hooks(self.rec, self.faults, self._after_step)
         return native or (self._opt_pre, self._opt_post)
 
-    def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
+    # torch calls these with (optimizer, args, kwargs); the GradScaler wrapper with none
+    def _opt_pre(
+        self, _opt: Optimizer | None = None, _args: object = None, _kwargs: object = None
+    ) -> None:
         try:
             self.rec.on_optimizer_start(perf_counter())
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _opt_post(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
+    def _opt_post(
+        self, _opt: Optimizer | None = None, _args: object = None, _kwargs: object = None
+    ) -> None:
         rec = self.rec
         try:
             rec.on_optimizer_end(perf_counter())
@@ -134,8 +149,10 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _wrap_scaler_step(self, original: Any) -> Any:
-        def step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+    def _wrap_scaler_step(self, original: Wrapped) -> Wrapped:
+        def step(
+            scaler: GradScaler, optimizer: Optimizer, *args: object, **kwargs: object
+        ) -> object:
             self._opt_pre()
             try:
                 return original(scaler, optimizer, *args, **kwargs)
@@ -145,13 +162,13 @@ class TorchHooks:
         return step
 
     # -- forward --------------------------------------------------------------------
-    def _owns_params(self, module: Any) -> bool:
+    def _owns_params(self, module: nn.Module) -> bool:
         key = id(module)
         if key not in self._has_params:
             self._has_params[key] = next(module.parameters(), None) is not None
         return self._has_params[key]
 
-    def _global_fwd_pre(self, module: Any, _args: Any) -> None:
+    def _global_fwd_pre(self, module: nn.Module, _args: tuple[object, ...]) -> None:
         try:
             if not self._stack and self._owns_params(module):
                 self._roots[id(module)] = module
@@ -162,7 +179,7 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _global_fwd_post(self, module: Any, _args: Any, _out: Any) -> None:
+    def _global_fwd_post(self, module: nn.Module, _args: tuple[object, ...], _out: object) -> None:
         try:
             if self._stack and self._stack[-1] == id(module):
                 self._stack.pop()
@@ -188,16 +205,16 @@ class TorchHooks:
         self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
         setattr(cls, "__call__", self._native_call(inherited) or self._python_call(inherited))  # noqa: B010
 
-    def _native_call(self, inherited: Any) -> Any:
+    def _native_call(self, inherited: Wrapped) -> Hook | None:
         roots = tuple(self._roots.values())
         return call_hook(self.rec, self.faults, inherited, roots, self._grad_enabled)
 
-    def _python_call(self, inherited: Any) -> Any:
+    def _python_call(self, inherited: Wrapped) -> Wrapped:
         roots, rec, faults, grad_enabled = self._roots, self.rec, self.faults, self._grad_enabled
 
         # Flat on purpose: this runs on every forward of a root (docs/design.md). The
         # depth and the mode are the hook's; what the forward records, the recorder's.
-        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
+        def __call__(module: nn.Module, *args: object, **kwargs: object) -> object:
             if id(module) not in roots:
                 return inherited(module, *args, **kwargs)
             rec._root_depth += 1

@@ -14,11 +14,14 @@ import os
 import socket
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.agent import bootstrap
 from stepscope.agent._agent import Agent, AgentSettings
 from stepscope.store import FORMAT_VERSION, open_store
+
+if TYPE_CHECKING:
+    from stepscope.config import StepscopeConfig
 
 
 class _Session:
@@ -34,7 +37,7 @@ class _Session:
     def __enter__(self) -> _Session:
         return self
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         shutdown(failed=exc_type is not None)
 
 
@@ -43,7 +46,9 @@ def _default_job_name() -> str:
     return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def init(output: str = "./stepscope-runs", job: str | None = None, config: Any = None) -> _Session:
+def init(
+    output: str = "./stepscope-runs", job: str | None = None, config: StepscopeConfig | None = None
+) -> _Session:
     """Start the agent in this process (or return the one ``stepscope run`` started).
 
     ``config`` is a :class:`stepscope.config.StepscopeConfig` or ``None``.
@@ -56,6 +61,7 @@ def init(output: str = "./stepscope-runs", job: str | None = None, config: Any =
         job = job or config.job.name
     name = job or _default_job_name()
     url = f"{output.rstrip('/')}/{name}"
+    resolved = config.to_dict() if config is not None else {}
     meta = {
         "format_version": FORMAT_VERSION,
         "name": name,
@@ -67,11 +73,11 @@ def init(output: str = "./stepscope-runs", job: str | None = None, config: Any =
         "exit_code": None,
         "end_time": None,
         "reason": None,
-        "config": config.to_dict() if config is not None else {},
+        "config": resolved,
     }
     open_store(url).write_json("job.json", meta)
     native = bootstrap.native_hooks_from_env()  # the agent reads the environment there
-    agent = Agent(AgentSettings(url, standalone=True, config=meta["config"], native_hooks=native))
+    agent = Agent(AgentSettings(url, standalone=True, config=resolved, native_hooks=native))
     bootstrap.set_current(agent.start())
     return _Session(agent, owns_job=True)
 
