@@ -4,7 +4,8 @@
   ``torch.autograd.backward`` hands them over; summed over the step, so that
   gradient accumulation gives the step's loss) as ``loss``, and the outputs of
   loss modules (``nn.CrossEntropyLoss()`` ...; ``_Loss.__call__`` is wrapped),
-  averaged over the step, as ``<LossClass>_output_0``, in training and evaluation;
+  averaged over the step, as ``<LossClass>_output_0``, in training and evaluation
+  (``_capture_losses``);
 * parameters, gradients and optimizer state: at each optimizer's step pre-hook,
   before the update, from the optimizer's ``param_groups`` (frozen parameters of
   the model from its root modules), named as in the model (``_capture_params``);
@@ -20,13 +21,14 @@ one attribute test per loss call. Every callback runs behind the fault boundary.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, SupportsFloat, TypeGuard, TypeVarTuple
+from typing import TYPE_CHECKING, SupportsFloat, TypeGuard
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import EVERY_STEP, StepRecorder
+from stepscope.agent.tensors._capture_losses import LossCapture
 from stepscope.agent.tensors._capture_params import PARAM_KINDS, ParamCapture
 from stepscope.agent.tensors._collections import Collection
-from stepscope.agent.tensors._modules import MODULE_KINDS, ModuleTaps, tensors_of
+from stepscope.agent.tensors._modules import ModuleTaps, tensors_of
 from stepscope.agent.tensors._pending import Pending
 from stepscope.agent.tensors._plans import Plan, SavePlanner
 from stepscope.agent.tensors._writer import TensorWriter
@@ -39,15 +41,13 @@ if TYPE_CHECKING:
     from stepscope.agent._hooks import TorchHooks
     from stepscope.agent._native_hooks import Wrapped
 
-Ts = TypeVarTuple("Ts")
-
 
 def _is_tensor(value: object) -> TypeGuard[torch.Tensor]:
     # Duck-typed: a script that records plain numbers never imports torch for it.
     return hasattr(value, "dim")
 
 
-class TensorCapture(ParamCapture):
+class TensorCapture(LossCapture, ParamCapture):
     """One per agent; ``install(hooks)`` once torch is imported, ``remove()`` at exit."""
 
     def __init__(
@@ -103,26 +103,6 @@ class TensorCapture(ParamCapture):
         self.taps.remove()
         self.flush()
 
-    def _guarded(self, fn: Callable[[*Ts], None]) -> Callable[[*Ts], None]:
-        def guarded(*args: *Ts) -> None:
-            try:
-                fn(*args)
-            except Exception as exc:
-                self.faults.record("tensors", exc)
-
-        return guarded
-
-    def _wrap_loss_call(self, original: Wrapped) -> Wrapped:
-        on_loss = self._guarded(self._on_loss_module)
-
-        def __call__(module: nn.Module, *args: object, **kwargs: object) -> object:
-            out = original(module, *args, **kwargs)
-            if self.armed:
-                on_loss(module, args, out)
-            return out
-
-        return __call__
-
     # -- planning -----------------------------------------------------------------------
     def _take(
         self, plan: Plan, kind: str, key: tuple[str, int, str], t: torch.Tensor, alias: str = ""
@@ -136,44 +116,6 @@ class TensorCapture(ParamCapture):
         self.pending.add(key, t, reductions, any(c.save_raw for c in chosen))
 
     # -- callbacks ------------------------------------------------------------------------
-    def _on_backward(self, tensors: object) -> None:
-        import torch
-
-        if not isinstance(tensors, torch.Tensor) or tensors.numel() != 1:
-            return
-        key = ("train", self.rec.train_steps, "loss")
-        chosen = [c for c in self.plan("train", key[1]) if c.selects("loss", "loss")]
-        if chosen:
-            self.pending.member(chosen, "loss", "loss")
-            self.pending.accumulate(key, tensors, "sum")
-
-    def _loss_name(self, module: nn.Module) -> str:
-        name = self._loss_names.get(id(module))
-        if name is None:
-            cls = type(module).__name__
-            same = sum(1 for n in self._loss_names.values() if n.split("_")[0] == cls)
-            name = self._loss_names[id(module)] = cls if not same else f"{cls}_{same}"
-        return name
-
-    def _on_loss_module(self, module: nn.Module, args: tuple[object, ...], out: object) -> None:
-        import torch
-
-        training = torch.is_grad_enabled() and self.rec.forward > 0
-        phase = "train" if training else "eval"
-        step = self.rec.train_steps if training else max(self.rec.eval_steps - 1, 0)
-        plan = self.plan(phase, step)
-        if not plan:
-            return
-        name = self._loss_name(module)
-        if isinstance(out, torch.Tensor) and out.numel() == 1:
-            chosen = [c for c in plan if c.selects("loss", f"{name}_output_0")]
-            if chosen:
-                self.pending.member(chosen, f"{name}_output_0", "loss")
-                self.pending.accumulate((phase, step, f"{name}_output_0"), out, "mean")
-        if any(c.kinds & MODULE_KINDS for c in plan):
-            for i, t in tensors_of(args):
-                self._take(plan, "input", (phase, step, f"{name}_input_{i}"), t)
-
     def _take_module(
         self, kind: str, module: nn.Module, path: str, alias: str, value: object
     ) -> None:
@@ -250,16 +192,6 @@ class TensorCapture(ParamCapture):
         elif not params and self._opt_handle is not None:
             self._opt_handle.remove()
             self._opt_handle = None
-
-    def _wrap_losses(self, on: bool) -> None:
-        """Loss modules are wrapped only while armed: their calls cost nothing else."""
-        if self._loss_call is None:
-            return
-        cls, wrapper = self._loss_call
-        if on and "__call__" not in cls.__dict__:
-            setattr(cls, "__call__", wrapper)  # noqa: B010
-        elif not on and cls.__dict__.get("__call__") is wrapper:
-            delattr(cls, "__call__")
 
     def flush(self) -> None:
         """Hand what was captured to the writer as one batch."""
