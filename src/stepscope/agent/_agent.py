@@ -8,7 +8,7 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope.agent._collectives import CollectiveTimer
 from stepscope.agent._faults import FaultBoundary
@@ -19,6 +19,9 @@ from stepscope.agent._stepbuf import new_step_buffer
 from stepscope.agent._writer import AgentWriter, Clock, Identity
 from stepscope.agent.tensors import TensorCapture, TensorWriter, resolve
 from stepscope.store import Store, open_store
+
+if TYPE_CHECKING:
+    from stepscope.agent.profilers._profiling import AgentProfiling
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class Agent:
         self._torch_hook: TorchImportHook | None = None
         self.running = False
 
-    def _profiling(self) -> Any:
+    def _profiling(self) -> AgentProfiling | None:
         """Profiling windows and live profiling requests (docs/profiling.md)."""
         try:
             from stepscope.agent.profilers._profiling import AgentProfiling

@@ -30,10 +30,24 @@ import functools
 import threading
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
+
+if TYPE_CHECKING:
+    import torch
+    from torch.utils.hooks import RemovableHandle
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Autograd(Protocol):
+    """``torch.autograd``, whose ``backward`` is wrapped while a process group exists."""
+
+    backward: Callable[..., None]
+
 
 COLLECTIVES = (
     "all_reduce",
@@ -67,15 +81,15 @@ class CollectiveTimer:
 
     def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
         self.rec, self.faults = rec, faults
-        self._patches: list[tuple[Any, str, Any]] = []
+        self._patches: list[tuple[object, str, object]] = []  # (owner, name, original)
         self._local = threading.local()  # depth of wrapped calls, per thread
         self._in_backward = 0
-        self._handle: Any = None  # the armed pre-hook of the current backward
+        self._handle: RemovableHandle | None = None  # the armed pre-hook of the current backward
         self._graph_done: float | None = None  # when our final callback ran
         self._compiling: Callable[[], bool] = lambda: False
         self._dist_on: Callable[[], bool] = lambda: False
-        self._autograd: Any = None  # torch.autograd, once installed
-        self._backward: Any = None  # the backward() we wrapped, while wrapped
+        self._autograd: _Autograd | None = None  # torch.autograd, once installed
+        self._backward: Callable[..., None] | None = None  # the backward() we wrapped
         self.installed = False
 
     def install(self) -> None:
@@ -112,8 +126,8 @@ class CollectiveTimer:
         self.installed = False
 
     # -- backward() is wrapped only while a default process group exists --------------
-    def _follow_default_pg(self, original: Any) -> Any:
-        def update(*args: Any, **kwargs: Any) -> Any:
+    def _follow_default_pg(self, original: Callable[P, R]) -> Callable[P, R]:
+        def update(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return original(*args, **kwargs)
             finally:
@@ -140,18 +154,20 @@ class CollectiveTimer:
         if on:
             self._backward = autograd.backward
             autograd.backward = functools.wraps(self._backward)(self._wrap_backward(self._backward))
-        else:
+        elif self._backward is not None:  # always, past the test above
             autograd.backward, self._backward = self._backward, None
 
-    def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    def _patch(
+        self, owner: object, name: str, wrap: Callable[[Callable[P, R]], Callable[P, R]]
+    ) -> None:
         original = getattr(owner, name)
         self._patches.append((owner, name, original))
         setattr(owner, name, functools.wraps(original)(wrap(original)))
 
-    def _timed(self, original: Any) -> Any:
+    def _timed(self, original: Callable[P, R]) -> Callable[P, R]:
         local = self._local
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
+        def timed(*args: P.args, **kwargs: P.kwargs) -> R:
             # Nested calls are inside the outer one's time; under torch.compile the
             # original is traced as it is, without our clock (no graph break).
             if self._compiling() or local.__dict__.get("depth", 0):
@@ -174,8 +190,8 @@ class CollectiveTimer:
             self.faults.record("collectives", exc)
 
     # -- DDP's all-reduce, at the end of backward --------------------------------------
-    def _wrap_backward(self, original: Any) -> Any:
-        def backward(*args: Any, **kwargs: Any) -> Any:
+    def _wrap_backward(self, original: Callable[P, R]) -> Callable[P, R]:
+        def backward(*args: P.args, **kwargs: P.kwargs) -> R:
             if self._in_backward or not self._dist_on():
                 return original(*args, **kwargs)
             self._arm(args[0] if args else kwargs.get("tensors"))
@@ -188,17 +204,17 @@ class CollectiveTimer:
 
         return backward
 
-    def _arm(self, tensors: Any) -> None:
+    def _arm(self, tensors: object) -> None:
         """Hook the root of the graph: its pre-hook runs first in the backward pass."""
         try:
             roots = tensors if isinstance(tensors, (list, tuple)) else [tensors]
-            fn = next((t.grad_fn for t in roots if getattr(t, "grad_fn", None)), None)
+            fn = next((g for t in roots if (g := getattr(t, "grad_fn", None))), None)
             if fn is not None:
                 self._handle = fn.register_prehook(self._queue_callback)
         except Exception as exc:
             self.faults.record("collectives", exc)
 
-    def _queue_callback(self, _grad_outputs: Any) -> None:
+    def _queue_callback(self, _grad_outputs: tuple[torch.Tensor, ...]) -> None:
         try:
             from torch.autograd import Variable
 

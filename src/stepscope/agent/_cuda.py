@@ -8,21 +8,36 @@ usually completed; if not, waiting on one event blocks only the writer thread
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol, Self
 
-Mark = tuple[str, Any, Any]  # (part, start event, end event)
+
+class DeviceEvent(Protocol):
+    """What the timer uses of ``torch.cuda.Event`` (tests use a stand-in)."""
+
+    def record(self) -> None: ...
+    def synchronize(self) -> None: ...
+    def elapsed_time(self, end_event: Self, /) -> float: ...
+
+
+class EventSource(Protocol):
+    """``torch.cuda``, as far as the timer uses it: a source of timing events."""
+
+    def Event(self, enable_timing: bool = ...) -> DeviceEvent: ...
+
+
+Mark = tuple[str, DeviceEvent, DeviceEvent]  # (part, start event, end event)
 PARTS = ("forward", "backward", "optimizer")
 
 
 class DeviceTimer:
     """Pairs of CUDA events per step part, collected per step."""
 
-    def __init__(self, cuda: Any) -> None:
+    def __init__(self, cuda: EventSource) -> None:
         self.cuda = cuda
-        self._open: dict[str, Any] = {}
+        self._open: dict[str, DeviceEvent] = {}
         self._marks: list[Mark] = []
 
-    def _event(self) -> Any:
+    def _event(self) -> DeviceEvent:
         ev = self.cuda.Event(enable_timing=True)
         ev.record()
         return ev

@@ -13,9 +13,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from stepscope.jobfolder import paths
 from stepscope.store import Store
@@ -34,7 +33,7 @@ class FaultBoundary:
     """Catches, logs once, records. ``identity`` goes into every fault file."""
 
     store: Store | None
-    identity: dict[str, Any]
+    identity: Mapping[str, int | str]  # Identity.as_dict(): rank, local_rank, node, pid
     faults: dict[str, _Fault] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -43,7 +42,7 @@ class FaultBoundary:
         with contextlib.suppress(Exception):
             self._record(component, exc)
 
-    def call(self, component: str, fn: Callable[..., Any], *args: Any) -> None:
+    def call(self, component: str, fn: Callable[..., object], *args: object) -> None:
         """``fn(*args)``, its exception recorded as a fault of ``component``."""
         try:
             fn(*args)

@@ -12,24 +12,34 @@
 * ``backward()``: ``torch.autograd.backward``, which ``Tensor.backward`` calls;
   data wait: ``_BaseDataLoaderIter.__next__`` (both wrapped by ``_timers.py``).
 
-On a native recorder (agent/_recorder.py) each hook is a C ``Hook``
-(agent/_native.c) that times the common case and calls the Python code here for
-the rest. Every callback runs behind the fault boundary: a bug here never
-reaches training.
+The Python hooks here read the clock and call the recorder's methods
+(agent/_recorder.py), the one Python definition of what a step records. On a
+native recorder each hook is a C ``Hook`` (agent/_native.c) that does the common
+case itself and calls the same Python code for the rest. Every callback runs
+behind the fault boundary: a bug here never reaches training.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.agent._cuda import DeviceTimer
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._native_hooks import call_hook, optimizer_hooks
+from stepscope.agent._native_hooks import Wrapped, call_hook, optimizer_hooks
 from stepscope.agent._recorder import StepRecorder
 from stepscope.agent._timers import StepTimers
 from stepscope.agent.profilers._workers import WorkerFetchTimer
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.amp import GradScaler
+    from torch.optim import Optimizer
+    from torch.utils.hooks import RemovableHandle
+
+    from stepscope.agent._native import Hook
+    from stepscope.agent._native_hooks import OptimizerHook
 
 _INHERITED = object()  # a patched attribute the class did not define itself
 
@@ -39,11 +49,12 @@ class TorchHooks:
 
     def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
         self.rec, self.faults = rec, faults
-        self._handles: list[Any] = []
-        self._discovery: list[Any] = []
-        self._patches: list[tuple[Any, str, Any]] = []
+        self._handles: list[RemovableHandle] = []
+        self._discovery: list[RemovableHandle] = []
+        # (owner, name, what it had): classes and modules whose attribute we replaced
+        self._patches: list[tuple[object, str, object]] = []
         self._stack: list[int] = []  # module ids, while global hooks find the roots
-        self._roots: dict[int, Any] = {}
+        self._roots: dict[int, nn.Module] = {}
         self._has_params: dict[int, bool] = {}
         self.timers = StepTimers(rec, faults)  # backward() and the data wait
         # Fetch times inside DataLoader workers, for data-loader windows.
@@ -95,36 +106,32 @@ class TorchHooks:
         self.rec._hooks_pending = False
         self.installed = False
 
-    def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    def _patch(self, owner: object, name: str, wrap: Callable[[Wrapped], Wrapped]) -> None:
         original = getattr(owner, name)
         self._patches.append((owner, name, original))
         setattr(owner, name, wrap(original))
 
     # -- optimizer ----------------------------------------------------------------
-    def _optimizer_hooks(self) -> tuple[Any, Any]:
+    def _optimizer_hooks(self) -> tuple[OptimizerHook, OptimizerHook]:
         """The pre and post hooks: C ones (agent/_native.c) on a native recorder."""
         native = optimizer_hooks(self.rec, self.faults, self._after_step)
         return native or (self._opt_pre, self._opt_post)
 
-    def _opt_pre(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
-        t, rec = perf_counter(), self.rec
-        if not rec._opt_depth and rec.device is None and rec.boundary is not None:
-            rec._opt_depth, rec._opt_start = 1, t  # StepRecorder.on_optimizer_start, inlined
-            return
-        self.faults.call("step-hooks", rec.on_optimizer_start, t)
-
-    def _opt_post(self, _opt: Any = None, _args: Any = None, _kwargs: Any = None) -> None:
-        t, rec = perf_counter(), self.rec
+    # torch calls these with (optimizer, args, kwargs); the GradScaler wrapper with none
+    def _opt_pre(
+        self, _opt: Optimizer | None = None, _args: object = None, _kwargs: object = None
+    ) -> None:
         try:
-            if rec._opt_depth == 1 and rec.device is None:  # on_optimizer_end, inlined
-                rec._opt_depth = 0
-                rec.optimizer += t - rec._opt_start
-                try:
-                    rec._emit("train", rec.train_steps, t)
-                finally:  # the step counts even if its row could not be stored
-                    rec.train_steps += 1
-            else:
-                rec.on_optimizer_end(t)
+            self.rec.on_optimizer_start(perf_counter())
+        except Exception as exc:
+            self.faults.record("step-hooks", exc)
+
+    def _opt_post(
+        self, _opt: Optimizer | None = None, _args: object = None, _kwargs: object = None
+    ) -> None:
+        rec = self.rec
+        try:
+            rec.on_optimizer_end(perf_counter())
         except Exception as exc:
             self.faults.record("step-hooks", exc)
         if rec._hooks_pending or (rec.device is None and rec.train_steps & 255 == 1):
@@ -142,8 +149,10 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _wrap_scaler_step(self, original: Any) -> Any:
-        def step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+    def _wrap_scaler_step(self, original: Wrapped) -> Wrapped:
+        def step(
+            scaler: GradScaler, optimizer: Optimizer, *args: object, **kwargs: object
+        ) -> object:
             self._opt_pre()
             try:
                 return original(scaler, optimizer, *args, **kwargs)
@@ -153,13 +162,13 @@ class TorchHooks:
         return step
 
     # -- forward --------------------------------------------------------------------
-    def _owns_params(self, module: Any) -> bool:
+    def _owns_params(self, module: nn.Module) -> bool:
         key = id(module)
         if key not in self._has_params:
             self._has_params[key] = next(module.parameters(), None) is not None
         return self._has_params[key]
 
-    def _global_fwd_pre(self, module: Any, _args: Any) -> None:
+    def _global_fwd_pre(self, module: nn.Module, _args: tuple[object, ...]) -> None:
         try:
             if not self._stack and self._owns_params(module):
                 self._roots[id(module)] = module
@@ -170,7 +179,7 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def _global_fwd_post(self, module: Any, _args: Any, _out: Any) -> None:
+    def _global_fwd_post(self, module: nn.Module, _args: tuple[object, ...], _out: object) -> None:
         try:
             if self._stack and self._stack[-1] == id(module):
                 self._stack.pop()
@@ -196,41 +205,35 @@ class TorchHooks:
         self._patches.append((cls, "__call__", cls.__dict__.get("__call__", _INHERITED)))
         setattr(cls, "__call__", self._native_call(inherited) or self._python_call(inherited))  # noqa: B010
 
-    def _native_call(self, inherited: Any) -> Any:
+    def _native_call(self, inherited: Wrapped) -> Hook | None:
         roots = tuple(self._roots.values())
         return call_hook(self.rec, self.faults, inherited, roots, self._grad_enabled)
 
-    def _python_call(self, inherited: Any) -> Any:
+    def _python_call(self, inherited: Wrapped) -> Wrapped:
         roots, rec, faults, grad_enabled = self._roots, self.rec, self.faults, self._grad_enabled
 
-        # Flat on purpose: this runs on every forward of a root (docs/design.md).
-        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
+        # Flat on purpose: this runs on every forward of a root (docs/design.md). The
+        # depth and the mode are the hook's; what the forward records, the recorder's.
+        def __call__(module: nn.Module, *args: object, **kwargs: object) -> object:
             if id(module) not in roots:
                 return inherited(module, *args, **kwargs)
             rec._root_depth += 1
             if rec._root_depth == 1:
-                t = perf_counter()
-                if rec.deferred is None and rec.device is None and rec.boundary is not None:
-                    rec._fwd_start, rec._in_forward = t, True  # on_forward_start, inlined
-                else:
-                    faults.call("step-hooks", rec.on_forward_start, t)
+                try:
+                    rec.on_forward_start(perf_counter())
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
             try:
                 return inherited(module, *args, **kwargs)
             finally:  # also when the forward raises, as an always_call hook would
                 rec._root_depth -= 1
                 if not rec._root_depth:
                     t = perf_counter()
-                    try:
-                        training = module.training and grad_enabled()
-                    except Exception as exc:  # ours, not the forward's: no row
+                    try:  # reading the mode may fail: ours, not the forward's, and no row
+                        rec.on_forward_end(t, module.training and grad_enabled())
+                    except Exception as exc:
                         rec._in_forward = False
                         faults.record("step-hooks", exc)
-                    else:
-                        if training and rec.device is None:  # on_forward_end, inlined
-                            rec.forward += t - rec._fwd_start
-                            rec._in_forward = False
-                        else:
-                            faults.call("step-hooks", rec.on_forward_end, t, training)
 
         return __call__
 

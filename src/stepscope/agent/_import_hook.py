@@ -12,11 +12,10 @@ import importlib.machinery
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: Any, done: Callable[[ModuleType], None]) -> None:
+    def __init__(self, inner: importlib.abc.Loader, done: Callable[[ModuleType], None]) -> None:
         self.inner, self.done = inner, done
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
@@ -31,7 +30,7 @@ class _Loader(importlib.abc.Loader):
         self.inner.exec_module(module)
         self.done(module)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
 

@@ -11,55 +11,89 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder, native_module
 
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.optim import Optimizer
+
+    from stepscope.agent._native import Hook, RecorderState
+
+    # torch's global optimizer step hooks (pre and post), as ours are: they return None
+    OptimizerHook = Callable[[Optimizer, tuple[object, ...], dict[str, object]], None]
+
+# What the wrappers wrap and what they become: the callables are passed through
+# (``*args``, a forward's output) without being looked at.
+Wrapped = Callable[..., object]
+
 _SCOPE = "step-hooks"  # the fault scope of every step hook
+
+
+def _native_state(rec: StepRecorder) -> RecorderState | None:
+    """``rec`` as the C state the hooks read, if it keeps its fields in C."""
+    if native_module(rec) is None:
+        return None
+    from stepscope.agent._native import RecorderState
+
+    return rec if isinstance(rec, RecorderState) else None
 
 
 def optimizer_hooks(
     rec: StepRecorder, faults: FaultBoundary, after_step: Callable[[], None]
-) -> tuple[Any, Any] | None:
+) -> tuple[OptimizerHook, OptimizerHook] | None:
     """The optimizer's pre and post step hooks, or None without the C module."""
-    native = native_module(rec)
-    if native is None:
+    state = _native_state(rec)
+    if state is None:
         return None
+    from stepscope.agent import _native as native
+
     record = functools.partial(faults.record, _SCOPE)
     start = functools.partial(faults.call, _SCOPE, rec.on_optimizer_start)
     end = functools.partial(faults.call, _SCOPE, rec.on_optimizer_end)
-    pre = native.Hook(native.OPT_PRE, rec, None, start, None, None, None, record)
-    post = native.Hook(native.OPT_POST, rec, None, end, after_step, None, None, record)
+    pre = native.Hook(native.OPT_PRE, state, None, start, None, None, None, record)
+    post = native.Hook(native.OPT_POST, state, None, end, after_step, None, None, record)
     return pre, post
 
 
 def call_hook(
     rec: StepRecorder,
     faults: FaultBoundary,
-    inherited: Any,
-    roots: tuple[Any, ...],
+    inherited: Wrapped,
+    roots: tuple[nn.Module, ...],
     grad_enabled: Callable[[], bool],
-) -> Any:
+) -> Hook | None:
     """The timed ``__call__`` of a root module's class, or None without the C module."""
-    native = native_module(rec)
-    if native is None:
+    state = _native_state(rec)
+    if state is None:
         return None
+    from stepscope.agent import _native as native
+
     start = functools.partial(faults.call, _SCOPE, rec.on_forward_start)
     end = functools.partial(faults.call, _SCOPE, rec.on_forward_end)
     record = functools.partial(faults.record, _SCOPE)
-    return native.Hook(native.CALL, rec, inherited, start, end, roots, grad_enabled, record)
+    return native.Hook(native.CALL, state, inherited, start, end, roots, grad_enabled, record)
 
 
 def timer_hook(
-    rec: StepRecorder, faults: FaultBoundary, kind: str, original: Any, wrapper: Any, extra: Any
-) -> Any:
+    rec: StepRecorder,
+    faults: FaultBoundary,
+    kind: Literal["BACKWARD", "NEXT"],
+    original: Wrapped,
+    wrapper: Wrapped,
+    extra: object,
+) -> Wrapped:
     """The C version of ``wrapper`` (kind ``BACKWARD`` or ``NEXT``), else ``wrapper``.
 
     ``extra`` is what the C backward reads ``on_backward_root`` from.
     """
-    native = native_module(rec)
-    if native is None:
+    state = _native_state(rec)
+    if state is None:
         return wrapper
+    from stepscope.agent import _native as native
+
     record = functools.partial(faults.record, _SCOPE)
-    return native.Hook(getattr(native, kind), rec, original, wrapper, None, extra, None, record)
+    code = native.BACKWARD if kind == "BACKWARD" else native.NEXT
+    return native.Hook(code, state, original, wrapper, None, extra, None, record)

@@ -15,7 +15,6 @@ import atexit
 import sys
 import traceback
 from types import TracebackType
-from typing import Any
 
 from stepscope.agent._agent import Agent
 from stepscope.jobfolder import paths
@@ -62,7 +61,7 @@ class RankExit:
         if not self.ended:
             self._write("Exited")
 
-    def _write(self, status: str, **detail: Any) -> None:
+    def _write(self, status: str, **detail: str | None) -> None:
         self.ended = status != "Running"
         ident = self.agent.ident
         body = {**ident.as_dict(), "status": status, "time": self.agent.clock.now(), **detail}

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 from stepscope.agent._cuda import DeviceTimer, Mark
+
+if TYPE_CHECKING:
+    from stepscope.agent.profilers._workers import WorkerFetchTimer
 
 # Called at a step boundary with (phase, step number just ended, perf time); returns
 # the (train, eval) step numbers from which it wants to be called again ((0, 0) or
@@ -64,8 +68,8 @@ class StepRecorder:
         # Run once at the next data fetch or forward: starting or stopping the PyTorch
         # profiler inside ``optimizer.step()`` (a profiler scope) corrupts memory.
         self.deferred: Callable[[], None] | None = None
-        # The fetch timer of DataLoader workers (a WorkerFetchTimer), once hooks are in.
-        self.worker_fetch: Any = None
+        # The fetch timer of DataLoader workers, once hooks are in.
+        self.worker_fetch: WorkerFetchTimer | None = None
         # Set once CUDA is in use: CUDA events time the device side of each part.
         self.device = device
         self._opt_depth = 0
@@ -75,12 +79,13 @@ class StepRecorder:
         # The hooks' own work is due after the next optimizer step (root discovery).
         self._hooks_pending = False
 
-    # The callbacks below run several times per step on the training thread: they
-    # are kept flat (no helper calls) because every call is paid on every step. The
-    # hooks (_hooks.py, _timers.py) inline their common case (no device timer, no
-    # data-loader window or deferred call, first boundary passed) and call them for
-    # the rest, and so does agent/_native.c: a change here goes to both (tests/test_hooks.py
-    # checks all three agree).
+    # The callbacks below are the one Python definition of what a step records: the
+    # Python hooks (_hooks.py, _timers.py) call them for every case, agent/_native.c
+    # does their common case (no device timer, no data-loader window or deferred
+    # call, first boundary passed) in C and calls them for the rest. A change here
+    # goes to _native.c too: tests/test_hooks.py and tests/test_native_hooks.py
+    # check that both agree. They run several times per step on the training thread
+    # and are kept flat (no helper calls): every call is paid on every step.
     def on_data(self, t0: float, t1: float) -> None:
         if self.boundary is None:
             self.boundary = t0
@@ -160,7 +165,7 @@ class StepRecorder:
         finally:
             self.train_steps += 1
 
-    def _emit(self, phase: str, step: int, t: float) -> None:
+    def _emit(self, phase: str, step: int, t: float, /) -> None:
         start = self.boundary if self.boundary is not None else t
         row = (
             phase,
@@ -208,8 +213,14 @@ def _native_class() -> type[StepRecorder] | None:
         from stepscope.agent._native import RecorderState
     except ImportError:  # no compiler at install time: the pure-Python hooks run
         return None
-    # The C ``_emit`` replaces the Python one; every other method is StepRecorder's.
-    return type("NativeStepRecorder", (StepRecorder, RecorderState), {"_emit": RecorderState._emit})
+
+    class NativeStepRecorder(StepRecorder, RecorderState):
+        """StepRecorder with its per-step fields in C (agent/_native.c)."""
+
+        # The C ``_emit`` replaces the Python one; every other method is StepRecorder's.
+        _emit = RecorderState._emit
+
+    return NativeStepRecorder
 
 
 def new_recorder(rows: RowSink, native: bool = True) -> StepRecorder:
@@ -219,7 +230,7 @@ def new_recorder(rows: RowSink, native: bool = True) -> StepRecorder:
     return (cls or StepRecorder)(rows)
 
 
-def native_module(rec: StepRecorder) -> Any:
+def native_module(rec: StepRecorder) -> ModuleType | None:
     """``stepscope.agent._native`` if ``rec`` keeps its fields in C, else None."""
     cls = _native_class()
     if cls is None or not isinstance(rec, cls):

@@ -13,20 +13,50 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
+from stepscope.agent._cuda import Mark
 from stepscope.agent._recorder import StepRow
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 PHASES = ("train", "eval")
-# Float columns of take(), as float32, and the StepRow field each is read from.
-F32_PARTS = {"data_wait": 4, "forward": 5, "backward": 6, "optimizer": 7, "collective": 8}
+
+
+class StepColumns(TypedDict):
+    """What ``take`` returns: the steps columns of ``n`` rows as Arrow buffers.
+
+    A dict rather than a dataclass: the C StepBuffer builds it (agent/_stepbuf.c).
+    The float columns are float32 except ``start`` and ``end`` (wall-clock seconds,
+    float64); ``step`` is int64, ``phase_*`` an Arrow string column's offsets and
+    data, ``profiled`` a bitmap. ``marks`` holds each row's device marks (None for
+    a row without), or is None when no row has any.
+    """
+
+    n: int
+    start: bytes
+    end: bytes
+    step: bytes
+    duration: bytes
+    other: bytes
+    data_wait: bytes
+    forward: bytes
+    backward: bytes
+    optimizer: bytes
+    collective: bytes
+    phase_offsets: bytes
+    phase_data: bytes
+    profiled: bytes
+    marks: list[list[Mark] | None] | None
 
 
 class StepSink(Protocol):
     """What a recorder appends its rows to and the writer takes them from."""
 
     def append(self, row: StepRow, /) -> None: ...
-    def take(self, wall0: float, perf0: float, /) -> dict[str, Any] | None: ...
+    def take(self, wall0: float, perf0: float, /) -> StepColumns | None: ...
     def __len__(self) -> int: ...
 
 
@@ -50,7 +80,7 @@ class PyStepBuffer:
         step, flag = operator.index(row[1]), bool(row[10])
         self._rows.append((row[0], step, t0, t1, data, fwd, bwd, opt, coll, outside, flag, row[11]))
 
-    def take(self, wall0: float, perf0: float, /) -> dict[str, Any] | None:
+    def take(self, wall0: float, perf0: float, /) -> StepColumns | None:
         """Every row so far as the steps columns' buffers (the buffer is emptied)."""
         rows = [self._rows.popleft() for _ in range(len(self._rows))]
         try:
@@ -60,15 +90,18 @@ class PyStepBuffer:
             raise
 
 
-def columns(rows: list[StepRow], wall0: float, perf0: float) -> dict[str, Any]:
+def columns(rows: list[StepRow], wall0: float, perf0: float) -> StepColumns:
     """What ``StepBuffer.take`` returns, for ``rows`` (agent/_stepbuf.c: take)."""
     import numpy as np
 
     n = len(rows)
     by_field = list(zip(*rows, strict=True))
 
-    def f64(i: int) -> Any:
+    def f64(i: int) -> npt.NDArray[np.float64]:
         return np.fromiter(by_field[i], np.float64, count=n)
+
+    def f32(i: int) -> bytes:  # a part's column, from StepRow field ``i``
+        return f64(i).astype(np.float32).tobytes()
 
     begin, finish = f64(2), f64(3)
     dur = finish - begin
@@ -86,7 +119,11 @@ def columns(rows: list[StepRow], wall0: float, perf0: float) -> dict[str, Any]:
         "step": np.fromiter(by_field[1], np.int64, count=n).tobytes(),
         "duration": dur.astype(np.float32).tobytes(),
         "other": other.astype(np.float32).tobytes(),
-        **{k: f64(i).astype(np.float32).tobytes() for k, i in F32_PARTS.items()},
+        "data_wait": f32(4),
+        "forward": f32(5),
+        "backward": f32(6),
+        "optimizer": f32(7),
+        "collective": f32(8),
         "phase_offsets": offsets.tobytes(),
         "phase_data": phase,
         "profiled": np.packbits(flags, bitorder="little").tobytes(),

@@ -14,11 +14,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._native_hooks import timer_hook
+from stepscope.agent._native_hooks import Wrapped, timer_hook
 from stepscope.agent._recorder import StepRecorder
+
+if TYPE_CHECKING:
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 # torch.autograd.backward's parameters and defaults since torch 2.0
 BACKWARD_SIGNATURE = (
@@ -31,7 +34,7 @@ BACKWARD_SIGNATURE = (
 )
 
 
-def signature(fn: Any) -> tuple[tuple[str, Any], ...]:
+def signature(fn: Callable[..., object]) -> tuple[tuple[str, object], ...]:
     """``fn``'s parameters as (name, default) pairs; ``()`` if it has none to show."""
     try:
         params = inspect.signature(fn).parameters.values()
@@ -47,30 +50,33 @@ class StepTimers:
         self.rec, self.faults = rec, faults
         # Called with the first argument of every ``torch.autograd.backward`` (the
         # loss, for tensor capture); set by the agent's TensorCapture.
-        self.on_backward_root: Callable[[Any], None] | None = None
+        self.on_backward_root: Callable[[object], None] | None = None
 
-    def _native(self, kind: str, original: Any, wrapper: Any) -> Any:
+    def _native(
+        self, kind: Literal["BACKWARD", "NEXT"], original: Wrapped, wrapper: Wrapped
+    ) -> Wrapped:
         """The C version of ``wrapper`` (agent/_native.c) on a native recorder."""
         extra = self if kind == "BACKWARD" else None  # it reads on_backward_root
         return timer_hook(self.rec, self.faults, kind, original, wrapper, extra)
 
-    def wrap_backward(self, original: Any) -> Any:
+    def wrap_backward(self, original: Wrapped) -> Wrapped:
         """``torch.autograd.backward``, timed."""
         return self._native("BACKWARD", original, self._wrap_backward_py(original))
 
-    def _wrap_backward_py(self, original: Any) -> Any:
+    def _wrap_backward_py(self, original: Wrapped) -> Wrapped:
         if signature(original) != BACKWARD_SIGNATURE:  # another torch: pass all through
             return self._wrap_backward_any(original)
         rec, faults, starts = self.rec, self.faults, self._backward_starts
 
+        # The arguments are torch's to check: they are passed on as they came.
         def backward(
-            tensors: Any,
-            grad_tensors: Any = None,
-            retain_graph: Any = None,
+            tensors: object,
+            grad_tensors: object = None,
+            retain_graph: bool | None = None,
             create_graph: bool = False,
-            grad_variables: Any = None,
-            inputs: Any = None,
-        ) -> Any:
+            grad_variables: object = None,
+            inputs: object = None,
+        ) -> object:
             if self.on_backward_root is not None or rec.device is not None:
                 starts(tensors)
             t0 = perf_counter()
@@ -80,15 +86,15 @@ class StepTimers:
                 )
             finally:
                 t1 = perf_counter()
-                if rec.device is None and rec.boundary is not None:
-                    rec.backward += t1 - t0  # StepRecorder.on_backward, inlined
-                else:
-                    faults.call("step-hooks", rec.on_backward, t0, t1)
+                try:
+                    rec.on_backward(t0, t1)
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
 
         return backward
 
-    def _wrap_backward_any(self, original: Any) -> Any:
-        def backward(*args: Any, **kwargs: Any) -> Any:
+    def _wrap_backward_any(self, original: Wrapped) -> Wrapped:
+        def backward(*args: object, **kwargs: object) -> object:
             self._backward_starts(args[0] if args else kwargs.get("tensors"))
             t0 = perf_counter()
             try:
@@ -98,7 +104,7 @@ class StepTimers:
 
         return backward
 
-    def _backward_starts(self, tensors: Any) -> None:
+    def _backward_starts(self, tensors: object) -> None:
         if self.on_backward_root is not None:  # guarded by its owner
             self.on_backward_root(tensors)
         try:
@@ -107,22 +113,22 @@ class StepTimers:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
 
-    def wrap_next(self, original: Any) -> Any:
+    def wrap_next(self, original: Wrapped) -> Wrapped:
         """``_BaseDataLoaderIter.__next__``, timed: the wait for a batch."""
         return self._native("NEXT", original, self._wrap_next_py(original))
 
-    def _wrap_next_py(self, original: Any) -> Any:
+    def _wrap_next_py(self, original: Wrapped) -> Wrapped:
         rec, faults = self.rec, self.faults
 
-        def __next__(it: Any) -> Any:
+        def __next__(it: _BaseDataLoaderIter) -> object:
             t0 = perf_counter()
             try:
                 return original(it)
             finally:
                 t1 = perf_counter()
-                if rec.on_batch is None and rec.deferred is None and rec.boundary is not None:
-                    rec.data += t1 - t0  # StepRecorder.on_data, inlined
-                else:
-                    faults.call("step-hooks", rec.on_data, t0, t1)
+                try:
+                    rec.on_data(t0, t1)
+                except Exception as exc:
+                    faults.record("step-hooks", exc)
 
         return __next__

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
-from stepscope.agent.profilers import WindowProfiler
+from stepscope.agent.profilers import JSON, Export, WindowProfiler
 from stepscope.config import ProfilingWindow
 from stepscope.jobfolder import Planned
 
@@ -94,15 +93,28 @@ def conflict(p: Planned, active: list[Active], disabled: bool) -> str | None:
     return None
 
 
-def window_record(a: Active, rank: int, last: int, end_time: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WindowRecord:
     """The record of a closed window, before its export adds its files (docs/format.md)."""
-    return {
-        "kind": a.planned.label,
-        "rank": rank,
-        "start_step": a.first_step,
-        "end_step": last,
-        "start_time": a.opened,
-        "end_time": end_time,
-        "window": a.planned.window.to_dict(),
-        "request": a.planned.request,
-    }
+
+    kind: str  # the artifacts' kind: the window's kind, or "deep"
+    rank: int
+    start_step: int
+    end_step: int
+    start_time: float
+    end_time: float
+    window: dict[str, JSON]  # ProfilingWindow.to_dict()
+    request: str | None  # the live request that asked for it
+
+    def to_dict(self, export: Export) -> dict[str, JSON]:
+        """``<base>.window.json`` and the ``profiling_window`` event: these fields, in
+        this order, then the export's."""
+        return {**dataclasses.asdict(self), **export.to_dict()}
+
+
+def window_record(a: Active, rank: int, last: int, end_time: float) -> WindowRecord:
+    """The record of the window ``a``, closed at ``end_time`` after step ``last``."""
+    p = a.planned
+    return WindowRecord(
+        p.label, rank, a.first_step, last, a.opened, end_time, p.window.to_dict(), p.request
+    )

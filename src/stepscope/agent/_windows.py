@@ -17,12 +17,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 from stepscope.agent import _window_state as state
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._recorder import EVERY_STEP, NEVER
-from stepscope.agent._window_state import Active
+from stepscope.agent._recorder import EVERY_STEP, NEVER, StepRecorder
+from stepscope.agent._window_state import Active, WindowRecord
 from stepscope.agent.profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
 from stepscope.agent.profilers import make_profiler as _make_profiler
 from stepscope.jobfolder import LiveRequest, Planned, describe
@@ -36,7 +35,7 @@ class WindowScheduler:
     def __init__(
         self,
         plan: list[Planned],
-        recorder: Any,
+        recorder: StepRecorder,
         sink: ArtifactSink,
         event: Callable[..., None],
         now: Callable[[], float],
@@ -97,7 +96,7 @@ class WindowScheduler:
         self.rec.profiled = False
 
     # -- the state machine ------------------------------------------------------------
-    def _emit(self, name: str, **detail: Any) -> None:
+    def _emit(self, name: str, **detail: object) -> None:
         """An event of the rank; the window's kind is ``profile_kind`` (``kind`` is the event's)."""
         if "kind" in detail:
             detail["profile_kind"] = detail.pop("kind")
@@ -227,7 +226,7 @@ class WindowScheduler:
         else:
             self._stop_and_submit(a.profiler, base, record)
 
-    def _stop_and_submit(self, profiler: WindowProfiler, base: str, record: dict[str, Any]) -> None:
+    def _stop_and_submit(self, profiler: WindowProfiler, base: str, record: WindowRecord) -> None:
         try:
             finish = profiler.stop()
         except Exception:
@@ -236,12 +235,12 @@ class WindowScheduler:
             raise
         self.submit(lambda: self._finish(finish, base, record))
 
-    def _finish(self, finish: Finish, base: str, record: dict[str, Any]) -> None:
+    def _finish(self, finish: Finish, base: str, record: WindowRecord) -> None:
         """Background thread: export, then the window's record (docs/format.md)."""
         try:
-            record.update(finish(self.sink, base))
-            self.sink.write_json(f"{base}.window.json", record)
-            self._emit("profiling_window", **record)
+            doc = record.to_dict(finish(self.sink, base))
+            self.sink.write_json(f"{base}.window.json", doc)
+            self._emit("profiling_window", **doc)
         finally:
             with self._lock:
                 self._exporting -= 1

@@ -18,21 +18,27 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, TypeVar, get_args
 
 import pyarrow as pa
 
-from stepscope.agent._cuda import resolve
+from stepscope.agent._cuda import Mark, resolve
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._stepbuf import StepSink
+from stepscope.agent._stepbuf import StepColumns, StepSink
 from stepscope.jobfolder import AGENT_STEPS_SCHEMA, EVENTS_SCHEMA, Heartbeat, paths, write_heartbeat
 from stepscope.store import SegmentWriter, Store, StoreUnavailable, column, record_batch
 
+T = TypeVar("T")
 EventRow = tuple[float, str, str]
 STEP_DICT = ("rank", "local_rank", "node", "pid", "phase", "profiled")
 # The steps columns a step buffer gives as plain values, with their Arrow types.
-_PLAIN = "step start end duration data_wait forward backward optimizer other collective"
-_STEP_COLS = {name: AGENT_STEPS_SCHEMA.field(name).type for name in _PLAIN.split()}
+PlainColumn = Literal[
+    "step", "start", "end", "duration", "data_wait", "forward", "backward", "optimizer", "other",
+    "collective",
+]  # fmt: skip
+_STEP_COLS: dict[PlainColumn, pa.DataType] = {
+    name: AGENT_STEPS_SCHEMA.field(name).type for name in get_args(PlainColumn)
+}
 _DEVICE = ("gpu_forward", "gpu_backward", "gpu_optimizer")
 STEP_SEGMENT_ROWS = 20_000  # docs/format.md: a flush re-encodes its whole segment
 # At exit, how long the process waits for the writer's last flush: a store that
@@ -49,7 +55,7 @@ class Identity:
     node: str
     pid: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, int | str]:
         return {
             "rank": self.rank,
             "local_rank": self.local_rank,
@@ -85,7 +91,7 @@ class Clock:
         return local_wall + self.skew_s + self.offset_s
 
 
-def _drain(q: deque[Any]) -> list[Any]:
+def _drain(q: deque[T]) -> list[T]:
     return [q.popleft() for _ in range(len(q))]
 
 
@@ -116,7 +122,8 @@ class AgentWriter:
             dictionary=STEP_DICT,
         )
         self._events_w = SegmentWriter(store, paths.events_stream(ident.rank))
-        self._constant: dict[str, Any] = {"rank": ()}  # built at the first flush
+        self._constant: dict[str, pa.Array] = {}  # built at the first flush
+        self._constant_rows = 0
         # Flushes of other writers of the process (the tensors), run by this thread
         # after its own: one thread waking every flush_s instead of one per writer, as
         # every wake-up costs the training thread a GIL handoff. Each guards itself.
@@ -124,8 +131,10 @@ class AgentWriter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stepscope-writer", daemon=True)
 
-    def event(self, kind: str, wall_time: float | None = None, **detail: Any) -> None:
-        """Queue an event; ``wall_time`` is a ``time.time()`` reading (default: now)."""
+    def event(self, kind: str, wall_time: float | None = None, **detail: object) -> None:
+        """Queue an event; ``wall_time`` is a ``time.time()`` reading (default: now).
+
+        ``detail`` goes into the event as JSON (values JSON cannot hold as text)."""
         t = self.clock.now() if wall_time is None else self.clock.aligned(wall_time)
         self.events.append((t, kind, json.dumps(detail, default=str)))
 
@@ -175,27 +184,28 @@ class AgentWriter:
             beat = Heartbeat(time.time(), self.ident.pid, self.flush_s)
             write_heartbeat(self.store, self.ident.node, beat)
 
-    def _constants(self, n: int) -> dict[str, Any]:
+    def _constants(self, n: int) -> dict[str, pa.Array]:
         """The columns of one value (identity, and device times without CUDA) for
         ``n`` rows: slices of arrays built once. Building them at every flush cost
         the training thread ~5 GIL handoffs a flush (BENCHMARKS.md, "GIL handoffs")."""
-        if len(self._constant["rank"]) < n:
+        if self._constant_rows < n:
             import numpy as np
 
-            size, i = max(n, 1024, 2 * len(self._constant["rank"])), self.ident
+            size, i = max(n, 1024, 2 * self._constant_rows), self.ident
             values = {"rank": i.rank, "local_rank": i.local_rank, "pid": i.pid}
             cols = {k: np.full(size, v, np.int32) for k, v in values.items()}
             built = {**cols, "node": [i.node] * size}
             schema = AGENT_STEPS_SCHEMA
             self._constant = {k: column(v, schema.field(k).type, size) for k, v in built.items()}
             self._constant.update({k: pa.nulls(size, pa.float32()) for k in _DEVICE})
+            self._constant_rows = size
         return {k: a.slice(0, n) for k, a in self._constant.items()}
 
-    def _identity_cols(self, n: int) -> dict[str, Any]:
+    def _identity_cols(self, n: int) -> dict[str, pa.Array]:
         constants = self._constants(n)
         return {k: constants[k] for k in ("rank", "local_rank", "node", "pid")}
 
-    def _steps_batch(self, cols: dict[str, Any]) -> Any:
+    def _steps_batch(self, cols: StepColumns) -> pa.RecordBatch:
         """One Arrow batch of the steps the buffer gave (``StepSink.take``).
 
         The columns arrive as final buffers (agent/_stepbuf.c builds them in one
@@ -204,7 +214,7 @@ class AgentWriter:
         handoffs"), and imports no pandas (store/_columns.py).
         """
         n = cols["n"]
-        arrays: dict[str, Any] = {
+        arrays: dict[str, pa.Array] = {
             k: pa.Array.from_buffers(t, n, [None, pa.py_buffer(cols[k])])
             for k, t in _STEP_COLS.items()
         }
@@ -216,14 +226,16 @@ class AgentWriter:
         constants = {**self._identity_cols(n), **self._device_cols(cols["marks"], n)}
         return record_batch({**constants, **arrays}, AGENT_STEPS_SCHEMA)
 
-    def _device_cols(self, marks: list[Any] | None, n: int) -> dict[str, Any]:
+    def _device_cols(
+        self, marks: list[list[Mark] | None] | None, n: int
+    ) -> dict[str, pa.Array | list[float | None]]:
         if marks is None:  # no CUDA: no device timing
             constants = self._constants(n)
             return {k: constants[k] for k in _DEVICE}
         device = [resolve(m) for m in marks]
         return {k: [d[k[4:]] for d in device] for k in _DEVICE}
 
-    def _events_batch(self, rows: list[EventRow]) -> Any:
+    def _events_batch(self, rows: list[EventRow]) -> pa.RecordBatch:
         times, kinds, details = (list(c) for c in zip(*rows, strict=True))
         cols = {"time": times, **self._identity_cols(len(rows)), "kind": kinds, "detail": details}
         return record_batch(cols, EVENTS_SCHEMA)

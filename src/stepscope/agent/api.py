@@ -14,12 +14,15 @@ import os
 import socket
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.agent import bootstrap
 from stepscope.agent._agent import Agent, AgentSettings
 from stepscope.jobfolder import JobMeta, update_meta, write_meta
 from stepscope.store import open_store
+
+if TYPE_CHECKING:
+    from stepscope.config import StepscopeConfig
 
 
 class _Session:
@@ -35,7 +38,7 @@ class _Session:
     def __enter__(self) -> _Session:
         return self
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         shutdown(failed=exc_type is not None)
 
 
@@ -44,7 +47,9 @@ def _default_job_name() -> str:
     return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def init(output: str = "./stepscope-runs", job: str | None = None, config: Any = None) -> _Session:
+def init(
+    output: str = "./stepscope-runs", job: str | None = None, config: StepscopeConfig | None = None
+) -> _Session:
     """Start the agent in this process (or return the one ``stepscope run`` started).
 
     ``config`` is a :class:`stepscope.config.StepscopeConfig` or ``None``.

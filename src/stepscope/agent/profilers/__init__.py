@@ -9,13 +9,16 @@ background thread runs, so that a window costs training as little as possible.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from stepscope.agent.profilers._dataloader import DataloaderProfiler
 from stepscope.agent.profilers._detailed import DetailedProfiler
 from stepscope.agent.profilers._python import ProfileHookBusy, python_profiler
-from stepscope.agent.profilers._sink import ArtifactSink, FileBounds, Finish
+from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, FileBounds, Finish
 from stepscope.config import ProfilingWindow
+
+if TYPE_CHECKING:
+    from stepscope.agent._recorder import StepRecorder
 
 
 class WindowProfiler(Protocol):
@@ -29,7 +32,10 @@ class WindowProfiler(Protocol):
 
 
 def make_profiler(
-    window: ProfilingWindow, recorder: Any, wall: Callable[[float], float], sink: ArtifactSink
+    window: ProfilingWindow,
+    recorder: StepRecorder,
+    wall: Callable[[float], float],
+    sink: ArtifactSink,
 ) -> WindowProfiler:
     """The profiler of ``window``'s kind."""
     if window.kind == "detailed":
@@ -40,7 +46,9 @@ def make_profiler(
 
 
 __all__ = [
+    "JSON",
     "ArtifactSink",
+    "Export",
     "FileBounds",
     "Finish",
     "ProfileHookBusy",

@@ -16,17 +16,58 @@ worker process).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from stepscope.agent.profilers._sink import ArtifactSink, Finish
+from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, Finish
 from stepscope.agent.profilers._workers import FETCH_METRIC
 from stepscope.config import ProfilingWindow
+
+if TYPE_CHECKING:
+    from stepscope.agent._recorder import StepRecorder
 
 BATCH_METRIC = "DataLoader.wait"
 WORKER_METRIC = "DataLoaderWorker.cpu"
 MAX_BATCHES = 100_000  # a bound on the rows one window keeps
+
+
+# The rows of the window's file (``<base>.dataloader.json``), one class per metric.
+@dataclass(frozen=True)
+class BatchWait:
+    """The training process's wait for one batch (its start and end: wall time)."""
+
+    step: int
+    batch: int  # within the step
+    start: float
+    end: float
+    wait_s: float
+    metric: str = BATCH_METRIC
+
+
+@dataclass(frozen=True)
+class WorkerFetch:
+    """One batch fetched by a DataLoader worker (its start and end: wall time)."""
+
+    pid: int
+    worker: int
+    start: float
+    end: float
+    fetch_s: float
+    metric: str = FETCH_METRIC
+
+
+@dataclass(frozen=True)
+class WorkerCPU:
+    """A worker process's CPU over the window."""
+
+    pid: int
+    name: str
+    cpu_s: float
+    cpu_percent: float | None
+    metric: str = WORKER_METRIC
 
 
 def _children_cpu() -> dict[int, tuple[float, float, str]]:
@@ -56,7 +97,7 @@ class DataloaderProfiler:
     kind = "dataloader"
 
     def __init__(
-        self, window: ProfilingWindow, recorder: Any, wall: Callable[[float], float]
+        self, window: ProfilingWindow, recorder: StepRecorder, wall: Callable[[float], float]
     ) -> None:
         self.regex = re.compile(window.metrics_regex or ".*")
         self.recorder, self.wall = recorder, wall
@@ -87,47 +128,31 @@ class DataloaderProfiler:
         seconds = t1 - self._t0
         workers1 = _children_cpu() if self.regex.search(WORKER_METRIC) else {}
         workers = _worker_rows(self._workers0, workers1, seconds)
-        batches = self._batch_rows() + self._fetch_rows(t1)
-        return lambda sink, base: _export(sink, base, batches, workers, seconds)
+        waits, fetches = self._batch_rows(), self._fetch_rows(t1)
+        return lambda sink, base: _export(sink, base, waits, fetches, workers, seconds)
 
     def _fetch_timer(self, on: bool) -> None:
-        timer = getattr(self.recorder, "worker_fetch", None)
+        timer = self.recorder.worker_fetch
         if timer is not None and self.regex.search(FETCH_METRIC):
             timer.switch(on)
 
-    def _fetch_rows(self, t1: float) -> list[dict[str, Any]]:
-        timer = getattr(self.recorder, "worker_fetch", None)
+    def _fetch_rows(self, t1: float) -> list[WorkerFetch]:
+        timer = self.recorder.worker_fetch
         if timer is None or not self.regex.search(FETCH_METRIC):
             return []
         return [
-            {
-                "metric": FETCH_METRIC,
-                "pid": pid,
-                "worker": wid,
-                "start": self.wall(start),
-                "end": self.wall(end),
-                "fetch_s": end - start,
-            }
+            WorkerFetch(pid, wid, self.wall(start), self.wall(end), end - start)
             for pid, wid, start, end in timer.collect(self._t0, t1)
         ]
 
-    def _batch_rows(self) -> list[dict[str, Any]]:
+    def _batch_rows(self) -> list[BatchWait]:
         if not self.regex.search(BATCH_METRIC):
             return []
-        rows: list[dict[str, Any]] = []
+        rows: list[BatchWait] = []
         per_step: dict[int, int] = {}
         for step, t0, t1 in self.batches:
             per_step[step] = per_step.get(step, -1) + 1
-            rows.append(
-                {
-                    "metric": BATCH_METRIC,
-                    "step": step,
-                    "batch": per_step[step],
-                    "start": self.wall(t0),
-                    "end": self.wall(t1),
-                    "wait_s": t1 - t0,
-                }
-            )
+            rows.append(BatchWait(step, per_step[step], self.wall(t0), self.wall(t1), t1 - t0))
         return rows
 
 
@@ -135,35 +160,28 @@ def _worker_rows(
     before: dict[int, tuple[float, float, str]],
     after: dict[int, tuple[float, float, str]],
     seconds: float,
-) -> list[dict[str, Any]]:
+) -> list[WorkerCPU]:
     rows = []
     for pid, (cpu1, created, name) in sorted(after.items()):
         first = before.get(pid)
         cpu0 = first[0] if first is not None and first[1] == created else 0.0
         busy = max(cpu1 - cpu0, 0.0)
         percent = 100.0 * busy / seconds if seconds > 0 else None
-        rows.append(
-            {
-                "metric": WORKER_METRIC,
-                "pid": pid,
-                "name": name,
-                "cpu_s": busy,
-                "cpu_percent": percent,
-            }
-        )
+        rows.append(WorkerCPU(pid, name, busy, percent))
     return rows
 
 
 def _export(
     sink: ArtifactSink,
     base: str,
-    batches: list[dict[str, Any]],
-    workers: list[dict[str, Any]],
+    batches: list[BatchWait],
+    fetched: list[WorkerFetch],
+    workers: list[WorkerCPU],
     seconds: float,
-) -> dict[str, Any]:
-    waits = sorted(b["wait_s"] for b in batches if b["metric"] == BATCH_METRIC)
-    fetches = sorted(b["fetch_s"] for b in batches if b["metric"] == FETCH_METRIC)
-    summary = {
+) -> Export:
+    waits = sorted(b.wait_s for b in batches)
+    fetches = sorted(f.fetch_s for f in fetched)
+    summary: dict[str, JSON] = {
         "batches": len(waits),
         "worker_fetches": len(fetches),
         "fetch_p50_s": fetches[len(fetches) // 2] if fetches else None,
@@ -174,6 +192,11 @@ def _export(
         "window_s": seconds,
         "workers": len(workers),
     }
-    doc = {"summary": summary, "batches": batches, "workers": workers}
+    rows = [dataclasses.asdict(b) for b in batches] + [dataclasses.asdict(f) for f in fetched]
+    doc: dict[str, JSON] = {
+        "summary": summary,
+        "batches": rows,
+        "workers": [dataclasses.asdict(w) for w in workers],
+    }
     path = sink.write_json(f"{base}.dataloader.json", doc)
-    return {"path": path, "files": [path] if path else [], "summary": summary}
+    return Export(path, [path] if path else [], {"summary": summary})

@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
-from stepscope.agent.profilers._sink import ArtifactSink, Finish
+from stepscope.agent.profilers._sink import ArtifactSink, Export, Finish
 from stepscope.agent.profilers._trace import bound_trace
 from stepscope.config import ProfilingWindow
+
+if TYPE_CHECKING:
+    from torch.profiler import ProfilerActivity, profile
+
+# One row of the operator table: name, count, and host/device microseconds.
+Operator = dict[str, str | int | float]
 
 TOP_OPERATORS = 50
 
 
-def _activities(torch: Any) -> list[Any]:
+def _activities() -> list[ProfilerActivity]:
+    import torch
     from torch.profiler import ProfilerActivity
 
     acts = [ProfilerActivity.CPU]
@@ -35,20 +42,20 @@ class DetailedProfiler:
 
     def __init__(self, window: ProfilingWindow, sink: ArtifactSink) -> None:
         self.window, self.sink = window, sink
-        self._prof: Any = None
+        self._prof: profile | None = None
 
     def start(self) -> None:
-        import torch
         from torch.profiler import profile
 
         w = self.window
-        self._prof = profile(
-            activities=_activities(torch),
+        prof = profile(
+            activities=_activities(),
             record_shapes=w.record_shapes,
             profile_memory=w.profile_memory,
             with_stack=w.with_stack,
         )
-        self._prof.start()
+        self._prof = prof
+        prof.start()
 
     def stop(self) -> Finish:
         """Stop, and read the results out of the profiler here, on the training thread.
@@ -59,6 +66,7 @@ class DetailedProfiler:
         marked); compression, the size bound and the writes run in the background.
         """
         prof, self._prof = self._prof, None
+        assert prof is not None  # start() ran: the scheduler pairs them
         prof.stop()
         staging = self.sink.staging_file(f"detailed-{id(prof)}.json")
         try:
@@ -72,22 +80,17 @@ class DetailedProfiler:
         return lambda sink, base: _export(raw, ops, sink, base)
 
 
-def _export(raw: bytes, ops: list[dict[str, Any]], sink: ArtifactSink, base: str) -> dict[str, Any]:
+def _export(raw: bytes, ops: list[Operator], sink: ArtifactSink, base: str) -> Export:
     data, cut = bound_trace(raw, sink.bounds.file_max_size)
     trace = sink.write(f"{base}.pt.trace.json.gz", data)
     table = sink.write_json(f"{base}.operators.json", {"operators": ops})
-    return {
-        "path": trace,
-        "files": [k for k in (trace, table) if k],
-        "truncated": cut,
-        "trace_bytes": len(data),
-        "top": ops[:5],
-    }
+    files = [k for k in (trace, table) if k]
+    return Export(trace, files, {"truncated": cut, "trace_bytes": len(data), "top": ops[:5]})
 
 
-def top_operators(prof: Any, n: int = TOP_OPERATORS) -> list[dict[str, Any]]:
+def top_operators(prof: profile, n: int = TOP_OPERATORS) -> list[Operator]:
     """The ``n`` operators with the most self time on the host (microseconds)."""
-    rows = []
+    rows: list[Operator] = []
     for avg in prof.key_averages():
         rows.append(
             {
@@ -98,5 +101,5 @@ def top_operators(prof: Any, n: int = TOP_OPERATORS) -> list[dict[str, Any]]:
                 "self_device_us": float(getattr(avg, "self_device_time_total", 0.0) or 0.0),
             }
         )
-    rows.sort(key=lambda r: r["self_cpu_us"], reverse=True)
+    rows.sort(key=lambda r: float(r["self_cpu_us"]), reverse=True)
     return rows[:n]

@@ -12,7 +12,8 @@ Every rank applies every request; only rank 0 acknowledges it
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from stepscope.agent._windows import WindowScheduler
 from stepscope.agent.profilers._background import Background
@@ -21,8 +22,11 @@ from stepscope.config import ProfilingWindow, StepscopeConfig
 from stepscope.errors import RequestError
 from stepscope.jobfolder import Planned, control, parse_request
 
+if TYPE_CHECKING:
+    from stepscope.agent._agent import Agent
 
-def plan_from_config(config: dict[str, Any]) -> tuple[list[Planned], FileBounds]:
+
+def plan_from_config(config: Mapping[str, Any]) -> tuple[list[Planned], FileBounds]:
     """The windows of a job's resolved configuration (``StepscopeConfig.to_dict()``)."""
     if not config:
         return [], FileBounds()
@@ -41,7 +45,7 @@ def plan_from_config(config: dict[str, Any]) -> tuple[list[Planned], FileBounds]
 class AgentProfiling:
     """Built by the agent; ``start``, ``attach`` (torch imported) and ``stop``."""
 
-    def __init__(self, agent: Any) -> None:
+    def __init__(self, agent: Agent) -> None:
         self.store, self.rank, self.faults = agent.store, agent.settings.rank, agent.faults
         self.event = agent.writer.event
         plan, bounds = plan_from_config(agent.settings.config)

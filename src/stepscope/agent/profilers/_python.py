@@ -12,12 +12,22 @@ import json
 import marshal
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from stepscope.agent.profilers._sink import ArtifactSink, Finish
+from stepscope.agent.profilers._sink import ArtifactSink, Export, Finish
 from stepscope.config import ProfilingWindow, PythonProfiler, cProfileTimer
 from stepscope.errors import ProfileHookBusy
+
+if TYPE_CHECKING:
+    from pyinstrument import Profiler
+    from pyinstrument.session import Session
+
+# cProfile's stats: (file, line, function) -> (primitive calls, calls, own s,
+# cumulative s, callers)
+Stats = Mapping[tuple[str, int, str], tuple[int, int, float, float, object]]
+# One row of the function table: where, how often, how long.
+FunctionRow = dict[str, str | int | float]
 
 TOP_FUNCTIONS = 50
 PYINSTRUMENT_INTERVAL_S = 0.001
@@ -65,20 +75,18 @@ class CProfileProfiler:
         return lambda sink, base: _export_cprofile(prof, timer, sink, base)
 
 
-def _export_cprofile(
-    prof: cProfile.Profile, timer: str, sink: ArtifactSink, base: str
-) -> dict[str, Any]:
+def _export_cprofile(prof: cProfile.Profile, timer: str, sink: ArtifactSink, base: str) -> Export:
     prof.create_stats()
-    stats: dict[Any, Any] = prof.stats
+    stats = prof.stats
     path = sink.write(f"{base}.pstats", marshal.dumps(stats))
     top = top_functions(stats)
     table = sink.write_json(f"{base}.functions.json", {"timer": timer, "functions": top})
-    return {"path": path, "files": [k for k in (path, table) if k], "top": top[:5]}
+    return Export(path, [k for k in (path, table) if k], {"top": top[:5]})
 
 
-def top_functions(stats: dict[Any, Any], n: int = TOP_FUNCTIONS) -> list[dict[str, Any]]:
+def top_functions(stats: Stats, n: int = TOP_FUNCTIONS) -> list[FunctionRow]:
     """The ``n`` functions with the most own time (seconds of the window's timer)."""
-    rows = [
+    rows: list[FunctionRow] = [
         {
             "function": f"{key[0]}:{key[1]}({key[2]})",
             "file": key[0],
@@ -91,7 +99,7 @@ def top_functions(stats: dict[Any, Any], n: int = TOP_FUNCTIONS) -> list[dict[st
         }
         for key, (cc, nc, tt, ct, _callers) in stats.items()
     ]
-    rows.sort(key=lambda r: r["own_s"], reverse=True)
+    rows.sort(key=lambda r: float(r["own_s"]), reverse=True)
     return rows[:n]
 
 
@@ -101,29 +109,31 @@ class PyinstrumentProfiler:
     kind = "python"
 
     def __init__(self, window: ProfilingWindow) -> None:
-        self._prof: Any = None
+        self._prof: Profiler | None = None
 
     def start(self) -> None:
         from pyinstrument import Profiler
 
         _check_hook_free()
-        self._prof = Profiler(interval=PYINSTRUMENT_INTERVAL_S, async_mode="disabled")
-        self._prof.start()
+        prof = Profiler(interval=PYINSTRUMENT_INTERVAL_S, async_mode="disabled")
+        self._prof = prof
+        prof.start()
 
     def stop(self) -> Finish:
         prof, self._prof = self._prof, None
+        assert prof is not None  # start() ran: the scheduler pairs them
         session = prof.stop()
         return lambda sink, base: _export_pyinstrument(prof, session, sink, base)
 
 
-def _export_pyinstrument(prof: Any, session: Any, sink: ArtifactSink, base: str) -> dict[str, Any]:
+def _export_pyinstrument(prof: Profiler, session: Session, sink: ArtifactSink, base: str) -> Export:
     from pyinstrument.renderers import SpeedscopeRenderer
 
     saved = sink.write(f"{base}.pyisession", json.dumps(session.to_json()).encode())
     html = sink.write(f"{base}.html", prof.output_html().encode())
     speedscope = sink.write(f"{base}.speedscope.json", prof.output(SpeedscopeRenderer()).encode())
     files = [k for k in (html, saved, speedscope) if k]
-    return {"path": html, "files": files, "samples": int(session.sample_count)}
+    return Export(html, files, {"samples": int(session.sample_count)})
 
 
 def python_profiler(window: ProfilingWindow) -> CProfileProfiler | PyinstrumentProfiler:

@@ -15,19 +15,38 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.store import Store
 
+if TYPE_CHECKING:
+    from stepscope.config import FrameworkProfile
+
 PREFIX = "profiling"
+
+# A value that ``json.dumps`` writes as it is: what artifacts and records hold.
+JSON: TypeAlias = "str | int | float | bool | Sequence[JSON] | Mapping[str, JSON] | None"
+
+
+@dataclass(frozen=True)
+class Export:
+    """What a window's export wrote: its fields go into the window's record."""
+
+    path: str | None  # the main artifact's key; None if its write failed
+    files: list[str]  # every artifact written
+    details: dict[str, JSON] = field(default_factory=dict)  # the profiler's own fields
+
+    def to_dict(self) -> dict[str, JSON]:
+        """The record's fields, in this order (docs/format.md)."""
+        return {"path": self.path, "files": self.files, **self.details}
 
 
 # What a profiler's ``stop()`` returns: the rest of its work, run by the background
-# thread with the sink and the window's base name; returns the window record's fields.
-Finish = Callable[["ArtifactSink", str], dict[str, Any]]
+# thread with the sink and the window's base name.
+Finish = Callable[["ArtifactSink", str], Export]
 
 
 @dataclass(frozen=True)
@@ -40,7 +59,7 @@ class FileBounds:
     file_open_fail_threshold: int = 50
 
     @classmethod
-    def from_profile(cls, profile: Any) -> FileBounds:
+    def from_profile(cls, profile: FrameworkProfile | None) -> FileBounds:
         """The bounds of a ``FrameworkProfile`` (defaults when there is none)."""
         if profile is None:
             return cls()
@@ -102,7 +121,7 @@ class ArtifactSink:
             return None
         return key
 
-    def write_json(self, name: str, obj: Any) -> str | None:
+    def write_json(self, name: str, obj: JSON) -> str | None:
         """Store ``obj`` as JSON (NaN-free, sorted keys)."""
         return self.write(name, json.dumps(obj, indent=1, sort_keys=True, default=str).encode())
 

@@ -27,20 +27,28 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from torch.utils.data._utils.fetch import _BaseDatasetFetcher
 
 RECORD = struct.Struct("<idd")  # worker id, fetch start, fetch end (perf_counter s)
 FETCH_METRIC = "DataLoaderWorker.fetch"
 MAX_ROWS = 100_000
 
 
+# torch's ``_worker_loop``: its arguments pass through.
+WorkerLoop = Callable[..., None]
+F = TypeVar("F", bound="_BaseDatasetFetcher")
+
 # The running timer's flag and folder, read by ``worker_loop`` in a forked worker
 # (module state: a forked child inherits it; a spawned child starts without it).
-_ACTIVE: tuple[mmap.mmap, str, Callable[..., Any]] | None = None
+_ACTIVE: tuple[mmap.mmap, str, WorkerLoop] | None = None
 
 
-def worker_loop(*args: Any, **kwargs: Any) -> Any:
+def worker_loop(*args: object, **kwargs: object) -> None:
     """torch's ``_worker_loop``, with the fetchers timed in this worker process.
 
     A module-level function: a ``spawn`` context pickles it by name, and the
@@ -60,9 +68,8 @@ def worker_loop(*args: Any, **kwargs: Any) -> Any:
 def _time_fetchers(flag: mmap.mmap, folder: str) -> None:
     from torch.utils.data._utils import fetch
 
-    fetchers: tuple[Any, ...] = (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher)
-    for cls in fetchers:
-        cls.fetch = _timed(cls.fetch, flag, folder)
+    for cls in (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher):
+        setattr(cls, "fetch", _timed(cls.fetch, flag, folder))  # noqa: B010
 
 
 class WorkerFetchTimer:
@@ -71,7 +78,7 @@ class WorkerFetchTimer:
     def __init__(self) -> None:
         self._flag: mmap.mmap | None = None
         self._dir = ""
-        self._original: Callable[..., Any] | None = None
+        self._original: WorkerLoop | None = None
 
     def install(self) -> None:
         global _ACTIVE
@@ -116,21 +123,31 @@ class WorkerFetchTimer:
         return sorted(rows, key=lambda r: r[2])
 
 
-def _timed(original: Callable[..., Any], flag: mmap.mmap, folder: str) -> Callable[..., Any]:
-    state: dict[str, Any] = {"pid": None, "fd": -1}
+@dataclass
+class _Output:
+    """A worker process's file of records, opened at its first timed fetch."""
 
-    def fetch(fetcher: Any, index: Any) -> Any:
+    pid: int | None = None  # the process that opened ``fd`` (a fork inherits both)
+    fd: int = -1
+
+
+def _timed(
+    original: Callable[[F, object], object], flag: mmap.mmap, folder: str
+) -> Callable[[F, object], object]:
+    out = _Output()
+
+    def fetch(fetcher: F, index: object) -> object:
         if flag.closed or not flag[0]:
             return original(fetcher, index)
         t0 = perf_counter()
         batch = original(fetcher, index)
-        _write(state, folder, t0, perf_counter())
+        _write(out, folder, t0, perf_counter())
         return batch
 
     return fetch
 
 
-def _write(state: dict[str, Any], folder: str, t0: float, t1: float) -> None:
+def _write(out: _Output, folder: str, t0: float, t1: float) -> None:
     """One record, unbuffered: a worker may end with ``os._exit`` (no flush)."""
     try:
         from torch.utils.data import get_worker_info
@@ -138,10 +155,10 @@ def _write(state: dict[str, Any], folder: str, t0: float, t1: float) -> None:
         info = get_worker_info()
         if info is None:  # num_workers=0: the training thread's wait is the fetch
             return
-        if state["pid"] != os.getpid():  # first fetch in this (forked) process
+        if out.pid != os.getpid():  # first fetch in this (forked) process
             path = os.path.join(folder, f"{os.getpid()}.bin")
-            state["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            state["pid"] = os.getpid()
-        os.write(state["fd"], RECORD.pack(info.id, t0, t1))
+            out.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            out.pid = os.getpid()
+        os.write(out.fd, RECORD.pack(info.id, t0, t1))
     except Exception:  # a worker has no fault boundary: never break a batch
         return

@@ -6,11 +6,14 @@ installed. See docs/tensors.md for the user's view and docs/format.md for the fi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, SupportsFloat
 
 from stepscope.agent.tensors._capture import TensorCapture
 from stepscope.agent.tensors._collections import KINDS, RULE_COLLECTIONS, Collection, resolve
 from stepscope.agent.tensors._writer import StepBatch, TensorWriter
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "KINDS",
@@ -24,7 +27,9 @@ __all__ = [
 ]
 
 
-def record_scalar(name: str, value: Any, step: int | None = None, phase: str = "train") -> None:
+def record_scalar(
+    name: str, value: SupportsFloat | torch.Tensor, step: int | None = None, phase: str = "train"
+) -> None:
     """Keep a scalar (accuracy, learning rate, ...) beside the loss, in the job's tensors.
 
     ``value`` is a number or a one-element tensor (read in the step's batch, never

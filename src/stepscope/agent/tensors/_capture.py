@@ -4,7 +4,8 @@
   ``torch.autograd.backward`` hands them over; summed over the step, so that
   gradient accumulation gives the step's loss) as ``loss``, and the outputs of
   loss modules (``nn.CrossEntropyLoss()`` ...; ``_Loss.__call__`` is wrapped),
-  averaged over the step, as ``<LossClass>_output_0``, in training and evaluation;
+  averaged over the step, as ``<LossClass>_output_0``, in training and evaluation
+  (``_capture_losses``);
 * parameters, gradients and optimizer state: at each optimizer's step pre-hook,
   before the update, from the optimizer's ``param_groups`` (frozen parameters of
   the model from its root modules), named as in the model (``_capture_params``);
@@ -20,19 +21,33 @@ one attribute test per loss call. Every callback runs behind the fault boundary.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, SupportsFloat, TypeGuard
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import EVERY_STEP, StepRecorder
+from stepscope.agent.tensors._capture_losses import LossCapture
 from stepscope.agent.tensors._capture_params import PARAM_KINDS, ParamCapture
 from stepscope.agent.tensors._collections import Collection
-from stepscope.agent.tensors._modules import MODULE_KINDS, ModuleTaps, tensors_of
+from stepscope.agent.tensors._modules import ModuleTaps, tensors_of
 from stepscope.agent.tensors._pending import Pending
 from stepscope.agent.tensors._plans import Plan, SavePlanner
 from stepscope.agent.tensors._writer import TensorWriter
 
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.utils.hooks import RemovableHandle
 
-class TensorCapture(ParamCapture):
+    from stepscope.agent._hooks import TorchHooks
+    from stepscope.agent._native_hooks import Wrapped
+
+
+def _is_tensor(value: object) -> TypeGuard[torch.Tensor]:
+    # Duck-typed: a script that records plain numbers never imports torch for it.
+    return hasattr(value, "dim")
+
+
+class TensorCapture(LossCapture, ParamCapture):
     """One per agent; ``install(hooks)`` once torch is imported, ``remove()`` at exit."""
 
     def __init__(
@@ -52,19 +67,20 @@ class TensorCapture(ParamCapture):
         self._loss_names: dict[int, str] = {}
         self._done: tuple[int, set[int]] = (-1, set())
         self._undo: list[Callable[[], None]] = []
-        self._hooks: Any = None
+        self._hooks: TorchHooks | None = None
         # Armed: some collection saves the current step (train or eval); the step
         # numbers at which the boundary must look again when disarmed.
         self.armed = False
         self._wake = (0, 0)
-        self._opt_handle: Any = None
-        self._register_pre_hook: Callable[..., Any] | None = None  # torch's, once installed
-        self._loss_call: tuple[type, Callable[..., Any]] | None = None  # _Loss, our wrapper
+        self._opt_handle: RemovableHandle | None = None
+        # torch's register_optimizer_step_pre_hook, once installed
+        self._register_pre_hook: Callable[[Callable[..., None]], RemovableHandle] | None = None
+        self._loss_call: tuple[type[nn.Module], Wrapped] | None = None  # _Loss, our wrapper
         self._on_backward_guarded = self._guarded(self._on_backward)
         self._on_optimizer_guarded = self._guarded(self._on_optimizer)
 
     # -- install / remove -------------------------------------------------------------
-    def install(self, hooks: Any) -> None:
+    def install(self, hooks: TorchHooks) -> None:
         """Attach to the step hooks, the optimizers, loss modules and step boundaries."""
         import torch
         from torch.nn.modules.loss import _Loss
@@ -87,29 +103,9 @@ class TensorCapture(ParamCapture):
         self.taps.remove()
         self.flush()
 
-    def _guarded(self, fn: Callable[..., None]) -> Callable[..., None]:
-        def guarded(*args: Any) -> None:
-            try:
-                fn(*args)
-            except Exception as exc:
-                self.faults.record("tensors", exc)
-
-        return guarded
-
-    def _wrap_loss_call(self, original: Any) -> Any:
-        on_loss = self._guarded(self._on_loss_module)
-
-        def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
-            out = original(module, *args, **kwargs)
-            if self.armed:
-                on_loss(module, args, out)
-            return out
-
-        return __call__
-
     # -- planning -----------------------------------------------------------------------
     def _take(
-        self, plan: Plan, kind: str, key: tuple[str, int, str], t: Any, alias: str = ""
+        self, plan: Plan, kind: str, key: tuple[str, int, str], t: torch.Tensor, alias: str = ""
     ) -> None:
         chosen = [c for c in plan if c.selects(kind, key[2], alias)]
         if not chosen:
@@ -120,45 +116,9 @@ class TensorCapture(ParamCapture):
         self.pending.add(key, t, reductions, any(c.save_raw for c in chosen))
 
     # -- callbacks ------------------------------------------------------------------------
-    def _on_backward(self, tensors: Any) -> None:
-        import torch
-
-        if not isinstance(tensors, torch.Tensor) or tensors.numel() != 1:
-            return
-        key = ("train", self.rec.train_steps, "loss")
-        chosen = [c for c in self.plan("train", key[1]) if c.selects("loss", "loss")]
-        if chosen:
-            self.pending.member(chosen, "loss", "loss")
-            self.pending.accumulate(key, tensors, "sum")
-
-    def _loss_name(self, module: Any) -> str:
-        name = self._loss_names.get(id(module))
-        if name is None:
-            cls = type(module).__name__
-            same = sum(1 for n in self._loss_names.values() if n.split("_")[0] == cls)
-            name = self._loss_names[id(module)] = cls if not same else f"{cls}_{same}"
-        return name
-
-    def _on_loss_module(self, module: Any, args: Any, out: Any) -> None:
-        import torch
-
-        training = torch.is_grad_enabled() and self.rec.forward > 0
-        phase = "train" if training else "eval"
-        step = self.rec.train_steps if training else max(self.rec.eval_steps - 1, 0)
-        plan = self.plan(phase, step)
-        if not plan:
-            return
-        name = self._loss_name(module)
-        if isinstance(out, torch.Tensor) and out.numel() == 1:
-            chosen = [c for c in plan if c.selects("loss", f"{name}_output_0")]
-            if chosen:
-                self.pending.member(chosen, f"{name}_output_0", "loss")
-                self.pending.accumulate((phase, step, f"{name}_output_0"), out, "mean")
-        if any(c.kinds & MODULE_KINDS for c in plan):
-            for i, t in tensors_of(args):
-                self._take(plan, "input", (phase, step, f"{name}_input_{i}"), t)
-
-    def _take_module(self, kind: str, module: Any, path: str, alias: str, value: Any) -> None:
+    def _take_module(
+        self, kind: str, module: nn.Module, path: str, alias: str, value: object
+    ) -> None:
         import torch
 
         training = bool(module.training and torch.is_grad_enabled())
@@ -168,7 +128,9 @@ class TensorCapture(ParamCapture):
         for i, t in tensors_of(value):
             self._take(plan, kind, (phase, step, f"{path}_{kind}_{i}"), t, f"{alias}_{kind}_{i}")
 
-    def record_scalar(self, name: str, value: Any, step: int | None, phase: str) -> None:
+    def record_scalar(
+        self, name: str, value: SupportsFloat | torch.Tensor, step: int | None, phase: str
+    ) -> None:
         """A scalar the script wants kept (always saved, whatever the collections say)."""
         self.rec.poke = True  # hand it over at the next boundary
         if step is None:
@@ -177,7 +139,7 @@ class TensorCapture(ParamCapture):
             ended = rec.train_steps if phase == "train" else rec.eval_steps
             step = ended if (busy and phase == "train") else max(ended - 1, 0)
         self.pending.members.setdefault("scalars", set()).add(name)
-        if hasattr(value, "dim"):
+        if _is_tensor(value):
             self.pending.accumulate((phase, step, name), value, "mean")
         else:
             self.pending.add_float((phase, step, name), float(value))
@@ -230,16 +192,6 @@ class TensorCapture(ParamCapture):
         elif not params and self._opt_handle is not None:
             self._opt_handle.remove()
             self._opt_handle = None
-
-    def _wrap_losses(self, on: bool) -> None:
-        """Loss modules are wrapped only while armed: their calls cost nothing else."""
-        if self._loss_call is None:
-            return
-        cls, wrapper = self._loss_call
-        if on and "__call__" not in cls.__dict__:
-            setattr(cls, "__call__", wrapper)  # noqa: B010
-        elif not on and cls.__dict__.get("__call__") is wrapper:
-            delattr(cls, "__call__")
 
     def flush(self) -> None:
         """Hand what was captured to the writer as one batch."""

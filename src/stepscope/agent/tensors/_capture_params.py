@@ -13,12 +13,19 @@ step's optimizer hook makes the same calls as when they were defined there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.agent._recorder import StepRecorder
 from stepscope.agent.tensors._modules import param_names
 from stepscope.agent.tensors._pending import Pending
 from stepscope.agent.tensors._plans import Plan
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.optim import Optimizer
+
+    from stepscope.agent._hooks import TorchHooks
 
 PARAM_KINDS = frozenset({"weight", "bias", "gradient", "optimizer"})
 
@@ -30,8 +37,8 @@ class ParamCapture:
     rec: StepRecorder
     pending: Pending
     plan: Callable[[str, int], Plan]
-    _take: Callable[[Plan, str, tuple[str, int, str], Any], None]
-    _hooks: Any
+    _take: Callable[[Plan, str, tuple[str, int, str], torch.Tensor], None]
+    _hooks: TorchHooks | None
     _names: dict[int, str]
     _named_roots: int
     _done: tuple[int, set[int]]
@@ -42,10 +49,10 @@ class ParamCapture:
             self._names, self._named_roots = param_names(roots), len(roots)
         return self._names
 
-    def _roots(self) -> list[Any]:
-        return list(getattr(self._hooks, "_roots", {}).values())
+    def _roots(self) -> list[nn.Module]:
+        return list(self._hooks._roots.values()) if self._hooks is not None else []
 
-    def _on_optimizer(self, optimizer: Any, *_: Any) -> None:
+    def _on_optimizer(self, optimizer: Optimizer, *_: object) -> None:
         step = self.rec.train_steps
         plan = self.plan("train", step)
         if not any(c.kinds & PARAM_KINDS for c in plan):
@@ -62,7 +69,9 @@ class ParamCapture:
                 self._take_param(plan, step, names.get(id(p), f"param_{i}"), p, optimizer)
         self._take_lrs(plan, step, optimizer)
 
-    def _take_param(self, plan: Plan, step: int, name: str, p: Any, optimizer: Any) -> None:
+    def _take_param(
+        self, plan: Plan, step: int, name: str, p: torch.Tensor, optimizer: Optimizer
+    ) -> None:
         kind = "bias" if name.rsplit(".", 1)[-1].startswith("bias") else "weight"
         self._take(plan, kind, ("train", step, name), p)
         if p.grad is not None:
@@ -72,7 +81,7 @@ class ParamCapture:
                 if hasattr(value, "dim"):
                     self._take(plan, "optimizer", ("train", step, f"optimizer/{name}/{key}"), value)
 
-    def _take_lrs(self, plan: Plan, step: int, optimizer: Any) -> None:
+    def _take_lrs(self, plan: Plan, step: int, optimizer: Optimizer) -> None:
         for g, group in enumerate(optimizer.param_groups):
             name = f"optimizer/lr/group{g}"
             chosen = [c for c in plan if c.selects("optimizer", name)]

@@ -120,7 +120,7 @@ _REGEX_PARAMS = {
 }
 
 
-def rule_collections(entry: Any) -> list[CollectionConfig]:
+def rule_collections(entry: object) -> list[CollectionConfig]:
     """The collections a ``[[rules]]`` entry needs, its regex parameters applied."""
     if not isinstance(entry, Mapping):
         return []

@@ -15,14 +15,19 @@ run the model exactly as without stepscope.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.agent.tensors._collections import Collection
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.utils.hooks import RemovableHandle
 
 MODULE_KINDS = frozenset({"input", "output"})
 
 
-def param_names(roots: list[Any]) -> dict[int, str]:
+def param_names(roots: list[nn.Module]) -> dict[int, str]:
     """``id(parameter) -> name`` over the root modules (first name of a shared one)."""
     names: dict[int, str] = {}
     classes = [type(r).__name__ for r in roots]
@@ -36,7 +41,7 @@ def param_names(roots: list[Any]) -> dict[int, str]:
     return names
 
 
-def tensors_of(value: Any) -> Iterator[tuple[int, Any]]:
+def tensors_of(value: object) -> Iterator[tuple[int, torch.Tensor]]:
     """``(i, tensor)`` for a tensor or a tuple/list of them (other items skipped)."""
     import torch
 
@@ -48,8 +53,10 @@ def tensors_of(value: Any) -> Iterator[tuple[int, Any]]:
                 yield i, item
 
 
-# The capture's callback: (kind, module, path, alias prefix, tensors).
-Take = Callable[[str, Any, str, str, Any], None]
+# The capture's callback: (kind, module, path, alias prefix, the inputs or the output).
+Take = Callable[[str, "nn.Module", str, str, object], None]
+# A module's forward hook: (module, inputs, output).
+ForwardHook = Callable[["nn.Module", tuple[object, ...], object], None]
 
 
 class ModuleTaps:
@@ -58,7 +65,7 @@ class ModuleTaps:
     def __init__(self, collections: list[Collection], take: Take) -> None:
         self.collections = [c for c in collections if c.kinds & MODULE_KINDS]
         self.take = take
-        self._handles: list[Any] = []
+        self._handles: list[RemovableHandle] = []
 
     @property
     def installed(self) -> bool:
@@ -68,7 +75,7 @@ class ModuleTaps:
         """Whether a saving plan includes module tensors."""
         return any(c.kinds & MODULE_KINDS for c in plan)
 
-    def update(self, want: bool, roots: list[Any]) -> None:
+    def update(self, want: bool, roots: list[nn.Module]) -> None:
         """Install the hooks if ``want`` (and roots are known), else remove them."""
         if want and not self._handles and roots:
             self._install(roots)
@@ -82,7 +89,7 @@ class ModuleTaps:
         }
         return found["input"], found["output"]
 
-    def _install(self, roots: list[Any]) -> None:
+    def _install(self, roots: list[nn.Module]) -> None:
         for root in roots:
             for sub, module in root.named_modules():
                 path = sub or type(module).__name__
@@ -93,8 +100,8 @@ class ModuleTaps:
                         module.register_forward_hook(self._hook(path, alias, inputs, outputs))
                     )
 
-    def _hook(self, path: str, alias: str, inputs: bool, outputs: bool) -> Any:
-        def hook(module: Any, args: Any, out: Any) -> None:
+    def _hook(self, path: str, alias: str, inputs: bool, outputs: bool) -> ForwardHook:
+        def hook(module: nn.Module, args: tuple[object, ...], out: object) -> None:
             if inputs:
                 self.take("input", module, path, alias, args)
             if outputs:

@@ -7,11 +7,17 @@ one batch by :meth:`Pending.batch`; raw tensors were copied when captured.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from stepscope.agent.tensors._reduce import reduce, scalar, stack_to_host, to_host
 from stepscope.agent.tensors._writer import StepBatch
 from stepscope.jobfolder import VALUE_KEY
+
+if TYPE_CHECKING:
+    import torch
+
+    from stepscope.agent.tensors._collections import Collection
 
 Key = tuple[str, int, str]  # phase, step, name
 KIND_COLLECTION = {
@@ -29,11 +35,11 @@ class Pending:
     """One step's captured tensors (or a few, when a boundary comes late)."""
 
     def __init__(self) -> None:
-        self.values: list[Any] = []
+        self.values: list[torch.Tensor] = []  # 0-dim, on their devices
         self.keys: list[tuple[str, int, str, str]] = []
-        self.raws: list[tuple[str, int, str, Any]] = []
+        self.raws: list[tuple[str, int, str, torch.Tensor]] = []  # host copies
         self.floats: list[tuple[str, int, str, float]] = []
-        self.accum: dict[Key, tuple[str, list[Any]]] = {}
+        self.accum: dict[Key, tuple[str, list[torch.Tensor]]] = {}
         self.members: dict[str, set[str]] = {}
         # Set by every method that keeps a value: read at every step boundary, where
         # an attribute costs less than ``__bool__``'s call.
@@ -42,14 +48,14 @@ class Pending:
     def __bool__(self) -> bool:
         return self.filled
 
-    def member(self, collections: Any, name: str, kind: str | None = None) -> None:
+    def member(self, collections: Iterable[Collection], name: str, kind: str | None = None) -> None:
         """Note ``name`` in ``collections`` and in the built-in collection of its kind."""
         for c in collections:
             self.members.setdefault(c.name, set()).add(name)
         if kind is not None:
             self.members.setdefault(KIND_COLLECTION[kind], set()).add(name)
 
-    def add(self, key: Key, t: Any, reductions: tuple[str, ...], raw: bool) -> None:
+    def add(self, key: Key, t: torch.Tensor, reductions: tuple[str, ...], raw: bool) -> None:
         """A tensor: its value if it is a scalar, else reductions and/or a host copy."""
         self.filled = self.filled or t.dim() == 0 or bool(reductions) or raw
         if t.dim() == 0:
@@ -62,7 +68,7 @@ class Pending:
         if raw:
             self.raws.append((*key, to_host(t)))
 
-    def accumulate(self, key: Key, t: Any, how: str) -> None:
+    def accumulate(self, key: Key, t: torch.Tensor, how: str) -> None:
         """A scalar seen several times in a step (``sum`` of backward roots, ``mean``
         of a loss module's outputs)."""
         self.accum.setdefault(key, (how, []))[1].append(scalar(t))

@@ -8,10 +8,16 @@ place right after they are captured.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import torch
 
 # std and variance are population statistics (numpy's default, ddof=0).
-_REDUCE = {
+_REDUCE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "min": lambda x: x.amin(),
     "max": lambda x: x.amax(),
     "mean": lambda x: x.mean(),
@@ -24,7 +30,7 @@ _REDUCE = {
 }
 
 
-def _float(t: Any) -> Any:
+def _float(t: torch.Tensor) -> torch.Tensor:
     import torch
 
     x = t.detach()
@@ -33,7 +39,7 @@ def _float(t: Any) -> Any:
     return x
 
 
-def reduce(t: Any, names: tuple[str, ...]) -> list[Any]:
+def reduce(t: torch.Tensor, names: tuple[str, ...]) -> list[torch.Tensor]:
     """The 0-dim device tensors of reductions ``names`` (``l2``, ``abs_mean``, ...) of ``t``."""
     import torch
 
@@ -52,12 +58,12 @@ def reduce(t: Any, names: tuple[str, ...]) -> list[Any]:
     return out
 
 
-def scalar(t: Any) -> Any:
+def scalar(t: torch.Tensor) -> torch.Tensor:
     """A 0-dim detached view of a one-element tensor (a loss, a recorded scalar)."""
     return t.detach().reshape(())
 
 
-def to_host(t: Any) -> Any:
+def to_host(t: torch.Tensor) -> torch.Tensor:
     """A host copy of ``t`` that later in-place updates cannot change (async on CUDA)."""
     import torch
 
@@ -72,17 +78,17 @@ def to_host(t: Any) -> Any:
 class HostVector:
     """A float64 host vector being copied from devices; :meth:`read` waits for it."""
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: torch.Tensor) -> None:
         self.host = host
-        self.parts: list[tuple[list[int], Any]] = []
-        self.event: Any = None
+        self.parts: list[tuple[list[int], torch.Tensor]] = []  # (indices, host buffer)
+        self.event: torch.cuda.Event | None = None
 
     def wait(self) -> None:
         """Block until the asynchronous copies (and every copy before them) are done."""
         if self.event is not None:
             self.event.synchronize()
 
-    def read(self) -> Any:
+    def read(self) -> npt.NDArray[np.float64]:
         """The values as a numpy float64 array (waits for the copies first)."""
         import torch
 
@@ -92,7 +98,7 @@ class HostVector:
         return self.host.numpy()
 
 
-def stack_to_host(values: list[Any]) -> HostVector:
+def stack_to_host(values: list[torch.Tensor]) -> HostVector:
     """One host float64 vector of 0-dim tensors, copied per device in one batch.
 
     Nothing waits here: on CUDA the copy is asynchronous and the returned vector's
@@ -100,7 +106,7 @@ def stack_to_host(values: list[Any]) -> HostVector:
     """
     import torch
 
-    by_device: dict[Any, list[int]] = {}
+    by_device: dict[torch.device, list[int]] = {}
     for i, v in enumerate(values):
         by_device.setdefault(v.device, []).append(i)
     out = HostVector(torch.empty(len(values), dtype=torch.float64))
@@ -114,8 +120,8 @@ def stack_to_host(values: list[Any]) -> HostVector:
         buf.copy_(stacked, non_blocking=True)
         out.parts.append((idx, buf))
     if any(d.type == "cuda" for d in by_device) or _cuda_busy():
-        out.event = torch.cuda.Event()
-        out.event.record()
+        event = out.event = torch.cuda.Event()
+        event.record()
     return out
 
 

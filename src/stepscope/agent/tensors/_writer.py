@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,7 +31,15 @@ from stepscope.jobfolder import (
 )
 from stepscope.store import SegmentWriter, Store, record_batch
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import torch
+
 MAX_QUEUED = 10_000  # batches kept while the store fails; older ones are dropped
+# Rows of the scalars and index streams, in their schemas' column order
+# (jobfolder/_tensors.py): time, rank, phase, step, name, then
+ScalarRow = tuple[float, int, str, int, str, str, float]  # key, value
+IndexRow = tuple[float, int, str, int, str, str, list[int], str, int, int]  # dtype, shape, blob...
 
 
 @dataclass
@@ -42,12 +50,12 @@ class StepBatch:
     # (phase, step, name, key) per value of ``values``
     keys: list[tuple[str, int, str, str]] = field(default_factory=list)
     values: HostVector | None = None
-    raws: list[tuple[str, int, str, Any]] = field(default_factory=list)
+    raws: list[tuple[str, int, str, torch.Tensor]] = field(default_factory=list)
     floats: list[tuple[str, int, str, float]] = field(default_factory=list)
     members: dict[str, set[str]] = field(default_factory=dict)
 
 
-def _raw_bytes(t: Any) -> tuple[str, bytes]:
+def _raw_bytes(t: torch.Tensor) -> tuple[str, bytes]:
     import torch
 
     dtype = str(t.dtype).removeprefix("torch.")
@@ -105,8 +113,8 @@ class TensorWriter:
 
     def _flush(self) -> None:
         batches = [self.queue.popleft() for _ in range(len(self.queue))]
-        scalars: list[tuple[Any, ...]] = []
-        index: list[tuple[Any, ...]] = []
+        scalars: list[ScalarRow] = []
+        index: list[IndexRow] = []
         chunks: list[bytes] = []
         blob = blob_name(time.time(), os.getpid(), self._seq)
         offset = 0
@@ -141,8 +149,10 @@ class TensorWriter:
             self.store.write_bytes(f"{self.prefix}/collections.json", json.dumps(body).encode())
             self._members_dirty = False
 
-    def _scalar_rows(self, b: StepBatch) -> list[tuple[Any, ...]]:
-        rows = [(b.time, self.rank, p, s, n, VALUE_KEY, float(v)) for p, s, n, v in b.floats]
+    def _scalar_rows(self, b: StepBatch) -> list[ScalarRow]:
+        rows: list[ScalarRow] = [
+            (b.time, self.rank, p, s, n, VALUE_KEY, float(v)) for p, s, n, v in b.floats
+        ]
         if b.values is not None and b.keys:
             values = np.asarray(b.values.read(), dtype=np.float64)
             rows += [
@@ -161,7 +171,9 @@ class TensorWriter:
                 self._members_dirty = True
 
     @staticmethod
-    def _append(writer: SegmentWriter, schema: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _append(
+        writer: SegmentWriter, schema: pa.Schema, rows: list[ScalarRow] | list[IndexRow]
+    ) -> None:
         if rows:
             cols = list(zip(*rows, strict=True))
             arrays = {f.name: c for f, c in zip(schema, cols, strict=True)}
