@@ -41,6 +41,7 @@ import psutil
 from _mlp_loop import Loop
 
 from stepscope.agent import bootstrap
+from stepscope.agent.frameworks._torch import TorchFramework
 
 
 def agent_threads_cpu(me: psutil.Process) -> float:
@@ -105,14 +106,22 @@ def _paced(
     return paced
 
 
+def _torch(agent: bootstrap.Agent) -> TorchFramework:
+    fw = agent.framework("torch")
+    assert isinstance(fw, TorchFramework)
+    return fw
+
+
 def hooks_off(agent: bootstrap.Agent) -> None:
-    agent.collectives.remove()  # before the hooks: it wraps their wrapper
-    agent.hooks.remove()
+    fw = _torch(agent)
+    fw.collectives.remove()  # before the hooks: it wraps their wrapper
+    fw.hooks.remove()
 
 
 def hooks_on(agent: bootstrap.Agent) -> None:
-    agent.hooks.install()
-    agent.collectives.install()
+    fw = _torch(agent)
+    fw.hooks.install()
+    fw.collectives.install()
 
 
 def ratios(times: list[tuple[str, float]]) -> list[float]:

@@ -130,7 +130,7 @@ def test_backward_wrapper_passes_arguments_through_on_either_path() -> None:
 
     from stepscope.agent._faults import FaultBoundary
     from stepscope.agent._recorder import StepRecorder
-    from stepscope.agent._timers import BACKWARD_SIGNATURE, StepTimers, signature
+    from stepscope.agent.frameworks._torch_timers import BACKWARD_SIGNATURE, StepTimers, signature
     from stepscope.store import open_store
 
     # this torch has the signature the fast path is written for (no **kwargs per step)

@@ -13,9 +13,9 @@ import pytest
 import stepscope
 from stepscope.agent import _recorder
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._hooks import TorchHooks
 from stepscope.agent._native_hooks import optimizer_hooks
 from stepscope.agent.bootstrap import settings_from_env
+from stepscope.agent.frameworks._torch_hooks import TorchHooks
 from stepscope.store import open_store
 
 

@@ -22,9 +22,9 @@ import pytest
 
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
-from stepscope.agent._collectives import CollectiveTimer
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
+from stepscope.agent.frameworks._torch_collectives import CollectiveTimer
 from stepscope.launch._clocksync import TimeServer, measure, skewed_clock
 from stepscope.launch._dist_job import aggregate
 from stepscope.launch._torchrun import TorchrunUsageError, plan, torchrun_command

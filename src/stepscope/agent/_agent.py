@@ -7,16 +7,17 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from stepscope.agent._collectives import CollectiveTimer
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._hooks import TorchHooks
-from stepscope.agent._import_hook import TorchImportHook
+from stepscope.agent._import_hook import ImportHook
 from stepscope.agent._recorder import new_recorder
 from stepscope.agent._stepbuf import new_step_buffer
 from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.agent.frameworks import Framework, frameworks
 from stepscope.agent.tensors import TensorCapture, TensorWriter, resolve
 from stepscope.store import Store, open_store
 
@@ -68,12 +69,11 @@ class Agent:
             heartbeat=settings.standalone,
         )
         self.recorder = new_recorder(self.writer.steps, settings.native_hooks)
-        self.hooks = TorchHooks(self.recorder, self.faults)
-        self.collectives = CollectiveTimer(self.recorder, self.faults)
         self.profiling = self._profiling()
         self.tensors = self._tensor_capture()
+        self.frameworks: list[Framework] = frameworks(self)
         self._lock = threading.Lock()
-        self._torch_hook: TorchImportHook | None = None
+        self._import_hooks: list[ImportHook] = []
         self.running = False
 
     def _profiling(self) -> AgentProfiling | None:
@@ -106,11 +106,13 @@ class Agent:
             self._start_threads()
             self.running = True
         atexit.register(self.stop)
-        if "torch" in sys.modules:
-            self.attach_torch()
-        else:
-            self._torch_hook = TorchImportHook(lambda _torch: self.attach_torch())
-            self._torch_hook.install()
+        for fw in self.frameworks:  # attached now, or once the script imports it
+            if fw.module in sys.modules:
+                self.attach(fw)
+            else:
+                hook = ImportHook(self._attach_on_import(fw), fw.module)
+                self._import_hooks.append(hook)
+                hook.install()
         return self
 
     def _start_threads(self) -> None:
@@ -131,24 +133,21 @@ class Agent:
                 self.writer.followers.append(self.profiling.poll)
         self.writer.start()
 
-    def attach_torch(self) -> None:
-        """Install the torch hooks (called once torch is imported)."""
-        if self.running and not self.hooks.installed:
+    def attach(self, fw: Framework) -> None:
+        """Attach the adapter of a framework the script imported; record which."""
+        if self.running and not fw.attached:
             try:
-                self.hooks.install()
+                self.writer.event("framework", name=fw.name, version=fw.version())
             except Exception as exc:
                 self.faults.record("step-hooks", exc)
-            try:
-                if self.tensors is not None and self.hooks.installed:
-                    self.tensors.install(self.hooks)
-            except Exception as exc:
-                self.faults.record("tensors", exc)
-            if self.profiling is not None and self.hooks.installed:
-                self.profiling.attach()
-            try:  # after the hooks: it wraps their backward wrapper
-                self.collectives.install()
-            except Exception as exc:
-                self.faults.record("collectives", exc)
+            fw.attach()
+
+    def _attach_on_import(self, fw: Framework) -> Callable[[ModuleType], None]:
+        return lambda _module: self.attach(fw)
+
+    def framework(self, name: str) -> Framework | None:
+        """The adapter of framework ``name`` ("torch"), attached or not."""
+        return next((fw for fw in self.frameworks if fw.name == name), None)
 
     def step(self) -> None:
         """End the current training step now (for loops without an optimizer)."""
@@ -164,16 +163,14 @@ class Agent:
             self.running = False
         atexit.unregister(self.stop)
         self.writer.ready_for_exit()  # before any writer's last flush (object stores)
-        if self._torch_hook is not None:
-            self._torch_hook.uninstall()
+        for hook in self._import_hooks:
+            hook.uninstall()
         self._stop_tensors()
         if self.profiling is not None:
             self.profiling.stop()
-        try:
-            self.collectives.remove()  # before the hooks: it wraps their wrapper
-            self.hooks.remove()
-        except Exception as exc:
-            self.faults.record("step-hooks", exc)
+        for fw in self.frameworks:
+            if fw.attached:
+                fw.detach()
         self.writer.event(
             "agent_stop",
             steps=self.recorder.train_steps,

@@ -1,4 +1,5 @@
-"""Run a callback right after ``import torch`` finishes, wherever the script imports it.
+"""Run a callback right after ``import torch`` (or another framework) finishes, wherever
+the script imports it.
 
 The agent starts before the training script runs (``sitecustomize``), long before
 torch is imported; importing torch ourselves would cost every job ~1.5 s and
@@ -34,10 +35,11 @@ class _Loader(importlib.abc.Loader):
         return getattr(self.inner, name)
 
 
-class TorchImportHook(importlib.abc.MetaPathFinder):
-    """Calls ``callback(torch)`` once, after torch's ``__init__`` has run."""
+class ImportHook(importlib.abc.MetaPathFinder):
+    """Calls ``callback(module)`` once, after the module ``name`` (a framework) has run its
+    ``__init__``."""
 
-    def __init__(self, callback: Callable[[ModuleType], None], name: str = "torch") -> None:
+    def __init__(self, callback: Callable[[ModuleType], None], name: str) -> None:
         self.callback, self.name = callback, name
 
     def find_spec(

@@ -1,6 +1,6 @@
 /* stepscope.agent._native: the per-step hooks' common case, in C.
  *
- * The hooks (agent/_hooks.py, agent/_timers.py) run several times per training
+ * The hooks (agent/frameworks/_torch_hooks.py, agent/frameworks/_torch_timers.py) run several times per training
  * step on the training thread. In Python each costs an interpreter frame and a
  * few dozen bytecodes: ~17,000 instructions a step in all (benchmarks/
  * step_instructions.py). Here the same common case (no device timer, no

@@ -51,7 +51,9 @@ class StepRecorder:
         self.rows = rows
         self.boundary: float | None = None
         self.data = self.forward = self.backward = self.optimizer = 0.0
-        self.collective = 0.0  # time in torch.distributed collectives (agent/_collectives.py)
+        self.collective = (
+            0.0  # time in torch.distributed collectives (agent/frameworks/_torch_collectives.py)
+        )
         self.collective_outside = 0.0  # the part outside the four parts: not "other"
         self.train_steps = self.eval_steps = 0
         self.profiled = False
@@ -73,19 +75,20 @@ class StepRecorder:
         # Set once CUDA is in use: CUDA events time the device side of each part.
         self.device = device
         self._opt_depth = 0
-        self._root_depth = 0  # nested forwards of root modules (agent/_hooks.py)
+        self._root_depth = 0  # nested forwards of root modules (agent/frameworks/_torch_hooks.py)
         self._opt_start = self._fwd_start = 0.0
         self._in_forward = False
         # The hooks' own work is due after the next optimizer step (root discovery).
         self._hooks_pending = False
 
     # The callbacks below are the one Python definition of what a step records: the
-    # Python hooks (_hooks.py, _timers.py) call them for every case, agent/_native.c
-    # does their common case (no device timer, no data-loader window or deferred
-    # call, first boundary passed) in C and calls them for the rest. A change here
-    # goes to _native.c too: tests/test_hooks.py and tests/test_native_hooks.py
-    # check that both agree. They run several times per step on the training thread
-    # and are kept flat (no helper calls): every call is paid on every step.
+    # Python hooks (frameworks/_torch_hooks.py, _torch_timers.py) call them for every
+    # case, agent/_native.c does their common case (no device timer, no data-loader
+    # window or deferred call, first boundary passed) in C and calls them for the
+    # rest. A change here goes to _native.c too: tests/test_hooks.py and
+    # tests/test_native_hooks.py check that both agree. They run several times per
+    # step on the training thread and are kept flat (no helper calls): every call is
+    # paid on every step.
     def on_data(self, t0: float, t1: float) -> None:
         if self.boundary is None:
             self.boundary = t0

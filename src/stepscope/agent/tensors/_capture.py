@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from torch import nn
     from torch.utils.hooks import RemovableHandle
 
-    from stepscope.agent._hooks import TorchHooks
     from stepscope.agent._native_hooks import Wrapped
+    from stepscope.agent.frameworks._torch_hooks import TorchHooks
 
 
 def _is_tensor(value: object) -> TypeGuard[torch.Tensor]:

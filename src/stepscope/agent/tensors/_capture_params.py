@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from torch import nn
     from torch.optim import Optimizer
 
-    from stepscope.agent._hooks import TorchHooks
+    from stepscope.agent.frameworks._torch_hooks import TorchHooks
 
 PARAM_KINDS = frozenset({"weight", "bias", "gradient", "optimizer"})
 

@@ -29,7 +29,7 @@ from stepscope.agent._cuda import DeviceTimer
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._native_hooks import Wrapped, call_hook, optimizer_hooks
 from stepscope.agent._recorder import StepRecorder
-from stepscope.agent._timers import StepTimers
+from stepscope.agent.frameworks._torch_timers import StepTimers
 from stepscope.agent.profilers._workers import WorkerFetchTimer
 
 if TYPE_CHECKING:
