@@ -1,9 +1,9 @@
 """Storage of job folders: one interface, backends chosen by URL scheme."""
 
-from stepscope.store._buffered import StoreUnavailable
+from stepscope.errors import StoreError, StoreUnavailable
 from stepscope.store._columns import column, record_batch
 from stepscope.store._segments import SegmentWriter, encode_parquet, read_tables, segment_name
-from stepscope.store._store import REMOTE_MIN_INTERVAL_S, TMP_MARKER, Store, StoreError, open_store
+from stepscope.store._store import REMOTE_MIN_INTERVAL_S, TMP_MARKER, Store, open_store
 
 __all__ = [
     "REMOTE_MIN_INTERVAL_S",

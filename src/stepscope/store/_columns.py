@@ -10,10 +10,11 @@ not handled here (lists) falls back to ``pa.array``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias, cast
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 _NUMPY = {
@@ -23,29 +24,35 @@ _NUMPY = {
     pa.int32(): np.int32,
 }
 
+#: The values of one column: an Arrow array, a numpy array, or a sequence of Python
+#: values (None for a null), of the type the schema gives the column.
+ColumnValues: TypeAlias = pa.Array | npt.NDArray[np.generic] | Sequence[object]
 
-def record_batch(columns: Mapping[str, Any], schema: pa.Schema) -> pa.RecordBatch:
+
+def record_batch(columns: Mapping[str, ColumnValues], schema: pa.Schema) -> pa.RecordBatch:
     """One batch of ``schema`` from ``columns`` (Arrow arrays, numpy arrays or sequences)."""
     n = len(next(iter(columns.values())))
     arrays = [column(columns[f.name], f.type, n) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def column(values: Any, kind: pa.DataType, n: int) -> pa.Array:
+def column(values: ColumnValues, kind: pa.DataType, n: int) -> pa.Array:
     """``values`` (``n`` of them) as an Arrow array of type ``kind``."""
     if isinstance(values, pa.Array):
         return values
     if kind in _NUMPY:
         return _numeric(values, kind, n)
     if kind == pa.string() and None not in values:
-        return _strings(values, n)
+        return _strings(cast("Sequence[str]", values), n)  # the schema says strings
     if kind == pa.bool_() and None not in values:
         bits = np.packbits(np.fromiter(values, np.bool_, count=n), bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
     return pa.array(values, kind)  # lists, or nulls in strings: pandas is imported
 
 
-def _numeric(values: Any, kind: pa.DataType, n: int) -> pa.Array:
+def _numeric(
+    values: npt.NDArray[np.generic] | Sequence[object], kind: pa.DataType, n: int
+) -> pa.Array:
     dtype = _NUMPY[kind]
     if isinstance(values, np.ndarray):
         data = np.ascontiguousarray(values, dtype=dtype)
@@ -60,8 +67,9 @@ def _numeric(values: Any, kind: pa.DataType, n: int) -> pa.Array:
     return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)])
 
 
-def _strings(values: Any, n: int) -> pa.Array:
+def _strings(values: Sequence[str], n: int) -> pa.Array:
     joined = "".join(values)
+    parts: Sequence[str] | list[bytes]
     if joined.isascii():  # one encode; a character is a byte
         data, parts = joined.encode(), values
     else:

@@ -47,7 +47,8 @@ def encode_parquet(table: pa.Table, dictionary: Sequence[str] | None = None) -> 
     pq.write_table(
         table, buf, compression="zstd", row_group_size=max(table.num_rows, 1), use_dictionary=use
     )
-    return buf.getvalue().to_pybytes()
+    data: bytes = buf.getvalue().to_pybytes()
+    return data
 
 
 @dataclass

@@ -12,9 +12,9 @@ import contextlib
 import json
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -32,6 +32,8 @@ S3_CONNECT_TIMEOUT_S = 3.0
 S3_READ_TIMEOUT_S = 15.0
 S3_MAX_ATTEMPTS = 3
 _LOCALISH = ("file", "local", "memory")
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 _REMOTE_HINT = (
@@ -49,7 +51,7 @@ def _missing_extra(url: str, exc: Exception) -> StoreError:
     return StoreError(f"Cannot open {url!r}: {exc}")
 
 
-def storage_options(url: str) -> dict[str, Any]:
+def storage_options(url: str) -> dict[str, object]:
     """Client settings for ``url``'s backend; credentials and endpoint are not among them.
 
     S3 clients take credentials, region and endpoint from the standard AWS
@@ -67,8 +69,8 @@ def storage_options(url: str) -> dict[str, Any]:
 class _InlineExecutor(ThreadPoolExecutor):
     """Runs each call at once in the caller's thread: works after Python's exit began."""
 
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        done: Future[Any] = Future()
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+        done: Future[_T] = Future()
         try:
             done.set_result(fn(*args, **kwargs))
         except BaseException as exc:
@@ -168,10 +170,12 @@ class Store:
             found: dict[str, bytes] = self.fs.cat(paths, on_error="raise")
         return [found[p] for p in paths]
 
-    def write_json(self, key: str, obj: Any) -> None:
+    def write_json(self, key: str, obj: object) -> None:
+        """Write ``obj`` (JSON-serialisable) as ``key``, atomically."""
         self.write_bytes(key, json.dumps(obj, indent=1, sort_keys=True).encode())
 
-    def read_json(self, key: str) -> Any:
+    def read_json(self, key: str) -> object:
+        """The JSON document ``key``, not yet validated: narrow it before use."""
         return json.loads(self.read_bytes(key))
 
     def exists(self, key: str) -> bool:
