@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, Unpack
 
 from stepscope.errors import FormatVersionError, JobNotFoundError
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
 from stepscope.jobfolder._schemas import FORMAT_VERSION, HEARTBEAT_STALE_S
-
-JsonDict = dict[str, Any]
 
 
 class FolderIO(Protocol):
@@ -26,9 +25,9 @@ class FolderIO(Protocol):
     @property
     def url(self) -> str: ...
 
-    def read_json(self, key: str) -> Any: ...
+    def read_json(self, key: str) -> object: ...
 
-    def write_json(self, key: str, obj: Any) -> None: ...
+    def write_json(self, key: str, obj: object) -> None: ...
 
     def exists(self, key: str) -> bool: ...
 
@@ -48,7 +47,7 @@ class JobMeta:
     name: str
     command: list[str]
     cwd: str
-    config: JsonDict
+    config: JsonObject
     hosts: list[str]
     start_time: float
     end_time: float | None = None
@@ -57,10 +56,12 @@ class JobMeta:
     reason: str | None = None
     stepscope_version: str = ""
     format_version: int = FORMAT_VERSION
-    extra: JsonDict = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @classmethod
-    def new(cls, name: str, command: Sequence[str], config: JsonDict, hosts: list[str]) -> JobMeta:
+    def new(
+        cls, name: str, command: Sequence[str], config: JsonObject, hosts: list[str]
+    ) -> JobMeta:
         """The record of a job starting now, in this working directory."""
         from stepscope import __version__
 
@@ -74,19 +75,22 @@ class JobMeta:
             stepscope_version=__version__,
         )
 
-    def to_dict(self) -> JsonDict:
+    def to_dict(self) -> JsonObject:
+        """The body of ``job.json``: ``format_version`` first, ``extra`` merged in."""
         body = asdict(self)
         extra = body.pop("extra")
         return {"format_version": body.pop("format_version"), **body, **extra}
 
     @classmethod
-    def from_dict(cls, body: JsonDict) -> JobMeta:
+    def from_dict(cls, body: JsonObject) -> JobMeta:
+        """The record of a ``job.json`` body; keys it does not know go to ``extra``."""
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
         given = {k: v for k, v in body.items() if k in known}
-        return cls(**given, extra={k: v for k, v in body.items() if k not in known})
+        extra = {k: v for k, v in body.items() if k not in known}
+        return cls(**given, extra=extra)  # type: ignore[arg-type]  # job.json's own fields
 
 
-def check_version(meta: JsonDict, where: str) -> None:
+def check_version(meta: Mapping[str, object], where: str) -> None:
     """Refuse a job written in a newer format than this stepscope reads."""
     version = meta.get("format_version", 1)
     if not isinstance(version, int) or version > FORMAT_VERSION:
@@ -101,26 +105,26 @@ def is_job(io: FolderIO, key: str = "") -> bool:
     return io.exists(f"{key}/{paths.JOB_JSON}" if key else paths.JOB_JSON)
 
 
-def read_meta(io: FolderIO) -> JsonDict:
+def read_meta(io: FolderIO) -> JobJson:
     """``job.json`` as written (no liveness correction), after the version check."""
     if not is_job(io):
         raise JobNotFoundError(
             f"No stepscope job at {io.url!r}: it has no job.json. "
             "Pass a job folder (OUT/JOB), e.g. one listed by `stepscope ls OUT`."
         )
-    meta: JsonDict = io.read_json(paths.JOB_JSON)
+    meta = as_job_json(io.read_json(paths.JOB_JSON), f"job.json of {io.url!r}")
     check_version(meta, io.url)
     return meta
 
 
-def write_meta(io: FolderIO, meta: JobMeta | JsonDict) -> None:
+def write_meta(io: FolderIO, meta: JobMeta | JobJson) -> None:
     """Write ``job.json`` whole (a rename locally, one PUT on object storage)."""
     io.write_json(paths.JOB_JSON, meta.to_dict() if isinstance(meta, JobMeta) else meta)
 
 
-def update_meta(io: FolderIO, **changes: Any) -> JsonDict:
+def update_meta(io: FolderIO, **changes: Unpack[JobJson]) -> JobJson:
     """Read ``job.json``, apply ``changes`` and write it back; returns the new body."""
-    meta: JsonDict = io.read_json(paths.JOB_JSON)
+    meta = as_job_json(io.read_json(paths.JOB_JSON), f"job.json of {io.url!r}")
     meta.update(changes)
     io.write_json(paths.JOB_JSON, meta)
     return meta
@@ -148,16 +152,18 @@ def heartbeats(io: FolderIO) -> dict[str, float]:
     out: dict[str, float] = {}
     for key in io.list(paths.HEARTBEAT, suffix=paths.JSON):
         try:
-            out[paths.stem(key)] = float(io.read_json(key)["time"])
+            beat = io.read_json(key)
+            if isinstance(beat, dict):
+                out[paths.stem(key)] = float(beat["time"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return out
 
 
-def liveness(meta: JsonDict, beats: dict[str, float], now: float) -> JsonDict:
+def liveness(meta: JobJson, beats: dict[str, float], now: float) -> JobJson:
     """``meta`` with ``alive``, and a ``Running`` job without a recent heartbeat as
     ``Failed`` (its launcher was killed and could not record the end)."""
-    meta = dict(meta, alive=False)
+    meta = {**meta, "alive": False}
     if meta.get("status") != "Running":
         return meta
     newest = max(beats.values()) if beats else None
@@ -171,10 +177,10 @@ def liveness(meta: JsonDict, beats: dict[str, float], now: float) -> JsonDict:
     return meta
 
 
-def read_all(io: FolderIO, prefix: str, suffix: str = paths.JSON) -> list[JsonDict]:
+def read_all(io: FolderIO, prefix: str, suffix: str = paths.JSON) -> list[JsonObject]:
     """Every readable JSON record under ``prefix`` (faults, window records, ...), in key
     order; a record being rewritten or damaged is skipped, not fatal."""
-    out = []
+    out: list[JsonObject] = []
     for key in io.list(prefix, suffix=suffix):
         try:
             body = io.read_json(key)

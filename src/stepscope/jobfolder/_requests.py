@@ -14,7 +14,6 @@ import importlib.util
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.config import WINDOW_KINDS, ConfigError, ProfilingWindow, PythonProfiler
 from stepscope.errors import RequestError
@@ -61,7 +60,7 @@ class LiveRequest:
     off: tuple[str, ...]
 
 
-def _window(raw: Any, name: str, now: float) -> Planned:
+def _window(raw: object, name: str, now: float) -> Planned:
     if not isinstance(raw, dict):
         raise RequestError(f"a window must be a JSON object, not {type(raw).__name__}")
     data = dict(raw)
@@ -83,7 +82,7 @@ def _window(raw: Any, name: str, now: float) -> Planned:
     return Planned(window, request=name, from_now=from_now)
 
 
-def _check_regex(regex: Any) -> None:
+def _check_regex(regex: object) -> None:
     if not isinstance(regex, str) or len(regex) > MAX_REGEX:
         raise RequestError(
             f"metrics_regex must be a regular expression of at most {MAX_REGEX} "
@@ -102,7 +101,7 @@ def _has_pyinstrument() -> bool:
     return importlib.util.find_spec("pyinstrument") is not None
 
 
-def parse_request(name: str, body: Any, now: float | None = None) -> LiveRequest:
+def parse_request(name: str, body: object, now: float | None = None) -> LiveRequest:
     """The request ``body`` checked completely; RequestError says what is wrong."""
     if not isinstance(body, dict):
         raise RequestError("the request is not a JSON object")

@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from typing import Any
+from typing import TypedDict, cast
 
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._json import JsonObject
 from stepscope.jobfolder._records import FolderIO
 
 CONTROL = paths.CONTROL
@@ -24,7 +25,15 @@ ACK = paths.ACK
 KINDS = ("stop", "config", "profile")
 
 
-def request(store: FolderIO, kind: str, body: dict[str, Any], by: str) -> str:
+class Ack(TypedDict):
+    """``control/ack/<request>``: whether a request was applied, and why not."""
+
+    accepted: bool
+    detail: str
+    time: float
+
+
+def request(store: FolderIO, kind: str, body: JsonObject, by: str) -> str:
     """Write a request of ``kind`` into the job and return its name."""
     if kind not in KINDS:
         raise ValueError(f"Unknown control request {kind!r}. Valid kinds: {', '.join(KINDS)}.")
@@ -39,9 +48,13 @@ def request_stop(store: FolderIO, reason: str, by: str) -> str:
     return request(store, "stop", {"reason": reason}, by)
 
 
-def pending(store: FolderIO, kind: str, seen: set[str]) -> list[tuple[str, Any]]:
-    """Requests of ``kind`` not yet in ``seen``, oldest first (bad JSON gives None)."""
-    out: list[tuple[str, Any]] = []
+def pending(store: FolderIO, kind: str, seen: set[str]) -> list[tuple[str, object]]:
+    """Requests of ``kind`` not yet in ``seen``, oldest first (bad JSON gives None).
+
+    The bodies are as read, not validated: :func:`stepscope.jobfolder.parse_request`
+    checks a profile request.
+    """
+    out: list[tuple[str, object]] = []
     for key in store.list(CONTROL, suffix=".json"):
         name = key.rsplit("/", 1)[-1]
         if key.startswith(ACK) or not name.startswith(kind + "-") or name in seen:
@@ -81,7 +94,7 @@ class Requests:
         self._first_seen = 0  # monotonic ns at which _stamp was first read
         self._quiet = False  # a listing after RECENT_NS of _stamp succeeded
 
-    def pending(self) -> list[tuple[str, Any]]:
+    def pending(self) -> list[tuple[str, object]]:
         """Requests not returned before, oldest first (bad JSON gives None)."""
         stamp = self._folder_stamp()
         if stamp is None or stamp != self._stamp:
@@ -108,16 +121,23 @@ class Requests:
 
 def acknowledge(store: FolderIO, name: str, accepted: bool, detail: str = "") -> None:
     """Record that a request was applied (or rejected, and why)."""
-    store.write_json(f"{ACK}/{name}", {"accepted": accepted, "detail": detail, "time": time.time()})
+    ack = Ack(accepted=accepted, detail=detail, time=time.time())
+    store.write_json(f"{ACK}/{name}", ack)
 
 
-def acknowledgement(store: FolderIO, name: str) -> dict[str, Any] | None:
-    """The acknowledgement of request ``name``, or None while it is pending."""
+def acknowledgement(store: FolderIO, name: str) -> Ack | None:
+    """The acknowledgement of request ``name``, or None while it is pending.
+
+    Acknowledgements are written by :func:`acknowledge` only; a body that is not a
+    JSON object (a damaged file) raises ``ValueError``.
+    """
     key = f"{ACK}/{name}"
     if not store.exists(key):
         return None
-    ack: dict[str, Any] = store.read_json(key)
-    return ack
+    ack = store.read_json(key)
+    if not isinstance(ack, dict):
+        raise ValueError(f"the acknowledgement {key!r} is not a JSON object")
+    return cast(Ack, ack)
 
 
 # --- the request bodies every writer uses (CLI, dashboard, rule actions) -------------
@@ -129,7 +149,7 @@ def acknowledgement(store: FolderIO, name: str) -> dict[str, Any] | None:
 # stop:    {"reason": "..."} (optionally "rule" and "finding" when a rule asks).
 
 
-def check_windows(windows: list[dict[str, Any]]) -> None:
+def check_windows(windows: list[JsonObject]) -> None:
     """Validate live window requests exactly as the agent will (``RequestError`` if bad).
 
     The agent's own parser decides (a blank start is the current step, a lone
@@ -142,10 +162,10 @@ def check_windows(windows: list[dict[str, Any]]) -> None:
 
 
 def request_profile(
-    store: FolderIO, windows: list[dict[str, Any]], by: str, off: list[str] | None = None
+    store: FolderIO, windows: list[JsonObject], by: str, off: list[str] | None = None
 ) -> str:
     """Ask the running agent(s) to open profiling ``windows`` (or switch kinds ``off``)."""
-    body: dict[str, Any] = {"windows": windows}
+    body: JsonObject = {"windows": windows}
     if off:
         body["off"] = off
     return request(store, "profile", body, by)

@@ -1,0 +1,161 @@
+"""Typed bodies of the job folder's JSON files, for the parts that read them.
+
+A JSON file of the folder that stepscope writes through one of these types is
+read back as it (``job.json``, ``nodes/<node>.json``): its shape is the format's
+contract (docs/format.md, version-checked), so the reader checks that the body
+is a JSON object and does not check each key again. A file whose writer does not
+go through a type here is read as :data:`JsonObject`, whose values the reader
+narrows before use. Every key is optional (``total=False``): another tool, or an
+older stepscope, may leave some out.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict, cast
+
+from stepscope.errors import JobFolderError
+
+#: A JSON object as read from the folder: its values are not validated yet (narrow them).
+JsonObject = dict[str, object]
+
+
+class JobJson(TypedDict, total=False):
+    """The body of ``job.json`` as readers see it (docs/format.md).
+
+    ``distributed``, ``nodes_status`` and ``failed_ranks`` are the additions of
+    torchrun jobs; ``alive`` is added by :func:`stepscope.jobfolder.liveness`,
+    never stored.
+    """
+
+    format_version: int
+    name: str
+    command: list[str]
+    cwd: str
+    config: JsonObject
+    hosts: list[str]
+    start_time: float
+    end_time: float | None
+    status: str
+    exit_code: int | None
+    reason: str | None
+    stepscope_version: str
+    distributed: JsonObject
+    nodes_status: dict[str, str]
+    failed_ranks: list[JsonObject]
+    alive: bool
+
+
+class GpuFacts(TypedDict):
+    """One GPU of a node, in ``nodes/<node>.json``."""
+
+    index: int
+    name: str
+    mem_total: float
+
+
+class NodeInfo(TypedDict, total=False):
+    """``nodes/<node>.json``: static facts about a node, written by its sampler.
+
+    ``clock_offset_s`` is None when a node of a torchrun job could not measure it.
+    """
+
+    node: str
+    hostname: str
+    cpu_count: int | None
+    mem_total: float
+    gpus: list[GpuFacts]
+    interval_ms: int
+    clock_offset_s: float | None
+    boot_time: float
+
+
+class LauncherRecord(TypedDict, total=False):
+    """``launchers/<node>.json``: a torchrun node's launcher and how it ended."""
+
+    node: str
+    node_rank: int
+    pid: int
+    status: str
+    start_time: float
+    end_time: float
+    reason: str | None
+    exit_code: int
+
+
+class ClockReference(TypedDict):
+    """``clock/reference.json``: where node rank 0 serves the job's reference clock."""
+
+    node: str
+    host: str
+    port: int
+
+
+class FindingJson(TypedDict, total=False):
+    """One finding of a rule verdict (``stepscope.rules.Finding.to_dict()``)."""
+
+    message: str
+    recommendation: str
+    severity: float
+    node: str | None
+    device: str | None
+    rank: int | None
+    start: float | None
+    end: float | None
+    steps: list[int] | None
+    value: float | None
+    threshold: float | None
+
+
+class RuleVerdict(TypedDict, total=False):
+    """``rules/<Rule>.json``: a rule's latest verdict (``stepscope.rules.RuleResult``)."""
+
+    rule: str
+    status: str
+    triggers: int
+    datapoints: int
+    message: str
+    recommendation: str
+    parameters: JsonObject
+    findings: list[FindingJson]
+    description: str
+    reason: str | None
+    updated: float
+    verdict: str | None
+    details: JsonObject
+
+
+def json_number(value: object) -> float | None:
+    """``value`` as a float if it is a JSON number (an int or a float), else None."""
+    return float(value) if isinstance(value, int | float) else None
+
+
+def as_json_object(body: object, what: str) -> JsonObject:
+    """``body`` if it is a JSON object; JobFolderError names the damaged file ``what``."""
+    if not isinstance(body, dict):
+        raise JobFolderError(f"{what} is not a JSON object but {type(body).__name__}: damaged")
+    return cast(JsonObject, body)
+
+
+def as_job_json(body: object, what: str) -> JobJson:
+    """``body`` of a ``job.json`` (the version is checked by its reader)."""
+    return cast(JobJson, as_json_object(body, what))
+
+
+def as_node_info(body: object, what: str) -> NodeInfo:
+    """``body`` of a ``nodes/<node>.json``."""
+    return cast(NodeInfo, as_json_object(body, what))
+
+
+def as_launcher_record(body: object, what: str) -> LauncherRecord:
+    """``body`` of a ``launchers/<node>.json``."""
+    return cast(LauncherRecord, as_json_object(body, what))
+
+
+def as_clock_reference(body: object, what: str) -> ClockReference:
+    """``body`` of ``clock/reference.json``."""
+    return cast(ClockReference, as_json_object(body, what))
+
+
+def as_rule_verdict(body: object, what: str) -> RuleVerdict:
+    """``body`` of a ``rules/<Rule>.json``."""
+    return cast(RuleVerdict, as_json_object(body, what))
