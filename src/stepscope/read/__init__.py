@@ -9,6 +9,15 @@ imports the code that writes a job.
 
 from stepscope.errors import JobNotFoundError
 from stepscope.read._job import Job, list_jobs, open
-from stepscope.read._tensors import Tensor, Tensors, np_reduce
+from stepscope.read._tensors import Tensor, Tensors, TensorValue, np_reduce
 
-__all__ = ["Job", "JobNotFoundError", "Tensor", "Tensors", "list_jobs", "np_reduce", "open"]
+__all__ = [
+    "Job",
+    "JobNotFoundError",
+    "Tensor",
+    "TensorValue",
+    "Tensors",
+    "list_jobs",
+    "np_reduce",
+    "open",
+]

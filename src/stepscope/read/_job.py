@@ -8,9 +8,10 @@ selection pushed down.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
@@ -20,6 +21,10 @@ from stepscope.jobfolder import (
     EVENTS_SCHEMA,
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
+    JobJson,
+    JsonObject,
+    NodeInfo,
+    as_node_info,
     heartbeats,
     is_job,
     liveness,
@@ -27,8 +32,11 @@ from stepscope.jobfolder import (
     read_all,
     read_meta,
 )
-from stepscope.read._segment_query import register_segments, where_clause
+from stepscope.read._segment_query import Param, register_segments, where_clause
 from stepscope.store import Store, open_store
+
+if TYPE_CHECKING:
+    from stepscope.read._tensors import Tensors
 
 
 class Job:
@@ -46,7 +54,7 @@ class Job:
 
     # -- metadata -------------------------------------------------------------
     @property
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> JobJson:
         """job.json, with ``status`` corrected for a launcher that died (and ``alive``)."""
         return liveness(read_meta(self.store), heartbeats(self.store), self._now())
 
@@ -63,27 +71,28 @@ class Job:
         names = {k.split("/")[1][: -len(".json")] for k in self.store.list(paths.NODES, paths.JSON)}
         return sorted(names | set(self.store.listdir(paths.SYSTEM)))
 
-    def node_info(self, node: str) -> dict[str, Any]:
-        info: dict[str, Any] = self.store.read_json(paths.node_key(node))
-        return info
+    def node_info(self, node: str) -> NodeInfo:
+        """``nodes/<node>.json``: the node's cores, memory, GPUs and clock offset."""
+        key = paths.node_key(node)
+        return as_node_info(self.store.read_json(key), f"{self.path}/{key}")
 
     def ranks(self) -> list[int]:
         dirs = self.store.listdir(paths.STEPS) + self.store.listdir(paths.EVENTS)
         return sorted({r for r in map(paths.rank_of, dirs) if r is not None})
 
     @property
-    def tensors(self) -> Any:
+    def tensors(self) -> Tensors:
         """The output tensors of rank 0 (a :class:`stepscope.read._tensors.Tensors`;
         ``job.tensors.rank(r)`` for another rank). See docs/tensors.md."""
         from stepscope.read._tensors import Tensors
 
         return Tensors(self.store)
 
-    def faults(self) -> list[dict[str, Any]]:
+    def faults(self) -> list[JsonObject]:
         """Faults recorded at the fault boundaries of the agent and the sampler."""
         return read_all(self.store, paths.FAULTS)
 
-    def profiling_artifacts(self) -> list[dict[str, Any]]:
+    def profiling_artifacts(self) -> list[JsonObject]:
         """Every finished profiling window of every rank, oldest first (docs/profiling.md).
 
         Each is the window's record ``profiling/rank-<r>/<base>.window.json``: ``kind``
@@ -93,18 +102,18 @@ class Job:
         ``request`` (the control request, for live windows), and ``truncated``.
         """
         out = read_all(self.store, paths.PROFILING, paths.WINDOW_JSON)
-        return sorted(out, key=lambda r: (r.get("start_time") or 0.0, r.get("rank", 0)))
+        return sorted(out, key=_window_order)
 
     # -- row streams ------------------------------------------------------------
     def _query(
-        self, prefix: str, schema: pa.Schema, where: str, params: list[Any], order: str
+        self, prefix: str, schema: pa.Schema, where: str, params: list[Param], order: str
     ) -> pd.DataFrame:
         view = prefix.replace("/", "_")
         register_segments(self._con, self.store, view, prefix, schema)
         sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
         return self._con.execute(sql, params).df()
 
-    def sql(self, query: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+    def sql(self, query: str, params: Sequence[object] = ()) -> pd.DataFrame:
         """Run SQL over the views ``steps``, ``events`` and ``system`` of this job."""
         register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
         register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
@@ -161,12 +170,21 @@ class Job:
         return long.dropna(subset=["value"]).reset_index(drop=True)
 
 
-def open(path: str | Any) -> Job:
+def _window_order(record: JsonObject) -> tuple[float, int]:
+    """A window record's place: by start time (none first), then rank."""
+    start, rank = record.get("start_time"), record.get("rank", 0)
+    return (
+        start if isinstance(start, int | float) and start else 0.0,
+        rank if isinstance(rank, int) else 0,
+    )
+
+
+def open(path: str | os.PathLike[str]) -> Job:
     """Open the job folder at ``path`` (a local path or a URL such as ``s3://b/runs/job``)."""
     return Job(open_store(path))
 
 
-def list_jobs(out: str | Any) -> list[Job]:
+def list_jobs(out: str | os.PathLike[str]) -> list[Job]:
     """Every job directly under the output folder ``out``, oldest first."""
     store = open_store(out)
     jobs = []

@@ -8,22 +8,25 @@ filters (time window, IN-lists) the reader pushes down into it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from stepscope.store import Store, read_tables
 
+#: A value bound to a ``?`` of a reader query (a time bound, a rank, a node, a phase).
+Param = float | int | str
+
 
 def where_clause(
     time_col: str,
     start: float | None,
     end: float | None,
-    **members: Sequence[Any] | None,
-) -> tuple[str, list[Any]]:
+    **members: Sequence[Param] | None,
+) -> tuple[str, list[Param]]:
     """A WHERE clause and its parameters for a time window and IN-lists."""
-    clauses, params = ["TRUE"], []
+    clauses: list[str] = ["TRUE"]
+    params: list[Param] = []
     if start is not None:
         clauses.append(f"{time_col} >= ?")
         params.append(start)

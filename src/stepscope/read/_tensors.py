@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import SupportsFloat, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -39,7 +40,10 @@ _NUMPY = {
     "uint8": "u1",
     "bool": "?",
 }
-_NP_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
+#: A saved tensor's value: a numpy array (a raw tensor) or a float (a scalar, a loss).
+TensorValue: TypeAlias = npt.NDArray[np.generic] | float
+
+_NP_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
     "min": np.min,
     "max": np.max,
     "mean": np.mean,
@@ -52,7 +56,7 @@ _NP_REDUCE: dict[str, Callable[[np.ndarray], Any]] = {
 }
 
 
-def decode(data: bytes, dtype: str, shape: Sequence[int]) -> np.ndarray:
+def decode(data: bytes, dtype: str, shape: Sequence[int]) -> npt.NDArray[np.generic]:
     """A raw tensor's bytes as a numpy array (bfloat16 widened exactly to float32)."""
     if dtype == "bfloat16":
         bits = np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16
@@ -62,15 +66,15 @@ def decode(data: bytes, dtype: str, shape: Sequence[int]) -> np.ndarray:
     return np.frombuffer(data, dtype=_NUMPY[dtype]).reshape(tuple(shape)).copy()
 
 
-def np_reduce(x: np.ndarray, name: str) -> float:
+def np_reduce(x: npt.ArrayLike, name: str) -> float:
     """Reduction ``name`` (``l2``, ``abs_mean``, ...) of an array, as the agent computes it."""
     base = name.removeprefix("abs_")
     if base not in _NP_REDUCE:
         raise KeyError(
             f"Unknown reduction {name!r}. Known: {', '.join(_NP_REDUCE)} and their abs_ forms."
         )
-    x = np.asarray(x, dtype=np.float64)
-    return float(_NP_REDUCE[base](np.abs(x) if base != name else x))
+    values = np.asarray(x, dtype=np.float64)
+    return float(_NP_REDUCE[base](np.abs(values) if base != name else values))
 
 
 class Tensors:
@@ -135,7 +139,7 @@ class Tensors:
         df = self._read("index", INDEX_SCHEMA, names, phase, step)
         return df.sort_values(["name", "phase", "step"], kind="stable", ignore_index=True)
 
-    def load(self, row: Any) -> np.ndarray:
+    def load(self, row: pd.Series) -> npt.NDArray[np.generic]:
         """The raw tensor of one index row (reads only its bytes)."""
         path = self.store.path(f"{self.prefix}/blobs/{row['blob']}")
         start = int(row["offset"])
@@ -189,7 +193,7 @@ class Tensor:
             return phase
         return "train" if step in self.steps("train") else "eval"
 
-    def value(self, step: int, phase: str | None = None) -> Any:
+    def value(self, step: int, phase: str | None = None) -> TensorValue:
         """The tensor at ``step``: a numpy array, or a float for a scalar (a loss).
 
         ``phase`` None means training if saved there, else evaluation.
@@ -225,9 +229,9 @@ class Tensor:
         rows = scalars[scalars["key"] != VALUE_KEY]
         return {str(k): float(v) for k, v in zip(rows["key"], rows["value"], strict=True)}
 
-    def values(self, phase: str = "train") -> dict[int, Any]:
+    def values(self, phase: str = "train") -> dict[int, TensorValue]:
         """``{step: value}`` for every saved step of ``phase``."""
-        out: dict[int, Any] = {}
+        out: dict[int, TensorValue] = {}
         scalars = self.tensors.scalars([self.name], phase)
         own = scalars[scalars["key"] == VALUE_KEY]
         out.update({int(s): float(v) for s, v in zip(own["step"], own["value"], strict=True)})
