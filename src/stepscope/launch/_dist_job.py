@@ -9,13 +9,19 @@ rewritten with the status aggregated over every node and rank. docs/distributed.
 
 from __future__ import annotations
 
+import math
 import os
 import time
-from typing import Any
 
 from stepscope.jobfolder import (
     HEARTBEAT_STALE_S,
+    ClockReference,
+    JobJson,
     JobMeta,
+    JsonObject,
+    LauncherRecord,
+    as_clock_reference,
+    as_launcher_record,
     heartbeats,
     is_job,
     paths,
@@ -32,9 +38,15 @@ CLOCK_WAIT_S = 120.0
 REFERENCE = paths.CLOCK_REFERENCE
 
 
-def culprit(ranks: list[dict[str, Any]]) -> str | None:
+def _time(rank: JsonObject) -> float:
+    """When a rank's record was written (a record without a time sorts last)."""
+    t = rank["time"]
+    return float(t) if isinstance(t, int | float) else math.inf
+
+
+def culprit(ranks: list[JsonObject]) -> str | None:
     """Which rank failed first, on which node, and how (from ``ranks/rank-<r>.json``)."""
-    failed = sorted((r for r in ranks if r.get("status") == "Failed"), key=lambda r: r["time"])
+    failed = sorted((r for r in ranks if r.get("status") == "Failed"), key=_time)
     if failed:
         r = failed[0]
         at = f" at {r['at']}" if r.get("at") else ""
@@ -50,11 +62,11 @@ def culprit(ranks: list[dict[str, Any]]) -> str | None:
 
 
 def aggregate(
-    nodes: list[dict[str, Any]],
-    ranks: list[dict[str, Any]],
+    nodes: list[LauncherRecord],
+    ranks: list[JsonObject],
     beats: dict[str, float],
     now: float,
-) -> dict[str, Any]:
+) -> JobJson:
     """The job's status fields from every node's launcher record and every rank's record.
 
     ``beats`` holds each node's newest heartbeat: a node whose launcher died
@@ -65,10 +77,8 @@ def aggregate(
         if n["status"] == "Running" and now - beats.get(n["node"], 0.0) > HEARTBEAT_STALE_S:
             statuses[n["node"]] = "Failed"
     codes = [n.get("exit_code") for n in nodes if n.get("exit_code")]
-    out: dict[str, Any] = {"nodes_status": statuses, "hosts": sorted(statuses)}
-    out["failed_ranks"] = sorted(
-        (r for r in ranks if r.get("status") == "Failed"), key=lambda r: r["time"]
-    )
+    out: JobJson = {"nodes_status": statuses, "hosts": sorted(statuses)}
+    out["failed_ranks"] = sorted((r for r in ranks if r.get("status") == "Failed"), key=_time)
     if "Running" in statuses.values():
         return out | {"status": "Running", "end_time": None}
     ends = [float(n["end_time"]) for n in nodes if n.get("end_time")]
@@ -91,7 +101,7 @@ class NodeLauncher:
         self.clock = skewed_clock(plan.clock_skew_s)
         self.server: TimeServer | None = None
         self.offset: Offset | None = None
-        self.record: dict[str, Any] = {}
+        self.record: LauncherRecord = {}
 
     @property
     def key(self) -> str:
@@ -131,8 +141,13 @@ class NodeLauncher:
             self.offset = Offset(0.0, 0.0)
         else:
             self.offset = self._measure()
-        reference = self.plan.node if self.plan.leader else self._reference().get("node")
-        body = {"node": self.plan.node, "reference": reference, "measured_at": self.clock()}
+        ref = None if self.plan.leader else self._reference()
+        reference = self.plan.node if self.plan.leader else ref.get("node") if ref else None
+        body: JsonObject = {
+            "node": self.plan.node,
+            "reference": reference,
+            "measured_at": self.clock(),
+        }
         if self.offset is not None:
             body |= {"offset_s": self.offset.offset_s, "rtt_s": self.offset.rtt_s}
             body["error_s"] = self.offset.error_s
@@ -147,15 +162,14 @@ class NodeLauncher:
         except OSError as exc:
             say(f"clock reference not served on {host} ({exc}): other nodes stay unaligned")
             return
-        ref = {"node": self.plan.node, "host": host, "port": self.server.port}
+        ref = ClockReference(node=self.plan.node, host=host, port=self.server.port)
         self.store.write_json(REFERENCE, ref)
 
-    def _reference(self) -> dict[str, Any]:
+    def _reference(self) -> ClockReference | None:
         try:
-            ref: dict[str, Any] = self.store.read_json(REFERENCE)
-            return ref
+            return as_clock_reference(self.store.read_json(REFERENCE), REFERENCE)
         except (OSError, ValueError):
-            return {}
+            return None
 
     def _measure(self) -> Offset | None:
         deadline = time.monotonic() + CLOCK_WAIT_S
@@ -171,18 +185,18 @@ class NodeLauncher:
         say(f"no clock reference from node rank 0 within {CLOCK_WAIT_S:.0f} s: times unaligned")
         return None
 
-    def finish(self, code: int, stop_reason: str | None) -> dict[str, Any]:
+    def finish(self, code: int, stop_reason: str | None) -> JobJson:
         """Record this node's end; rewrite job.json with every node's and rank's status."""
         status, reason = node_status(code, stop_reason, "torchrun")
         self.record |= {"status": status, "reason": reason, "exit_code": code}
         self.record["end_time"] = time.time()
         self.store.write_json(self.key, self.record)
-        meta: dict[str, Any] = {}
-        nodes = read_all(self.store, paths.LAUNCHERS)
+        meta: JobJson = {}
+        nodes = self._launchers()
         for _ in range(3):  # another node may end at the same moment: settle on both
             ranks, beats = read_all(self.store, paths.RANKS), heartbeats(self.store)
             meta = update_meta(self.store, **aggregate(nodes, ranks, beats, time.time()))
-            again = read_all(self.store, paths.LAUNCHERS)
+            again = self._launchers()
             if again == nodes:
                 break
             nodes = again
@@ -190,6 +204,11 @@ class NodeLauncher:
             waiting = f"{status} here, other nodes still running"
             return meta | {"status": waiting, "end_time": self.record["end_time"]}
         return meta
+
+    def _launchers(self) -> list[LauncherRecord]:
+        """Every node's launcher record (``launchers/<node>.json``), in key order."""
+        found = read_all(self.store, paths.LAUNCHERS)
+        return [as_launcher_record(r, paths.LAUNCHERS) for r in found]
 
     def close(self) -> None:
         if self.server is not None:

@@ -16,13 +16,17 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import (
     Heartbeat,
+    JobJson,
     JobMeta,
+    JsonObject,
     control,
     update_meta,
     write_heartbeat,
@@ -31,6 +35,9 @@ from stepscope.jobfolder import (
 from stepscope.launch._helpers import start_helpers, stop_helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
+
+if TYPE_CHECKING:
+    from stepscope.launch._dist_job import NodeLauncher
 
 # The agent's sitecustomize, put on the command's PYTHONPATH by path (never imported here).
 BOOTSTRAP_DIR = str(Path(__file__).parents[1] / "agent" / "_bootstrap")
@@ -46,13 +53,13 @@ class RunSpec:
     output: str
     job: str
     interval_ms: int = 500
-    config: dict[str, Any] = field(default_factory=dict)
+    config: JsonObject = field(default_factory=dict)
     node: str = field(
         default_factory=lambda: os.environ.get("STEPSCOPE_NODE") or socket.gethostname()
     )
     rules: bool = True
     # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
-    dist: Any = None
+    dist: NodeLauncher | None = None
 
 
 def say(msg: str) -> None:
@@ -66,7 +73,7 @@ def _job_meta(spec: RunSpec) -> JobMeta:
 def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP_DIR, env.get("PYTHONPATH")) if p)
-    agent = {"job_url": store.url, "node": spec.node, "config": spec.config}
+    agent: JsonObject = {"job_url": store.url, "node": spec.node, "config": spec.config}
     if spec.dist is not None:
         agent["clock"] = spec.dist.agent_clock()
     env["STEPSCOPE_AGENT"] = json.dumps(agent)
@@ -87,7 +94,7 @@ class _Supervisor:
         self._requests = control.Requests(self.store, "stop")
         self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
 
-    def on_signal(self, signum: int, _frame: Any) -> None:
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_reason = self.stop_reason or f"interrupted by {signal.Signals(signum).name}"
         if signum == signal.SIGINT and _terminal_sent_it():
             return  # the terminal already sent it to the whole foreground group
@@ -109,7 +116,7 @@ class _Supervisor:
                 os.close(fd)
         return code
 
-    def _guarded(self, fn: Any) -> None:
+    def _guarded(self, fn: Callable[[], object]) -> None:
         try:
             fn()
         except Exception as exc:  # storage trouble must not end the supervision
@@ -156,7 +163,7 @@ def node_status(
     return "Failed", f"{what} exited with code {code}"
 
 
-def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> dict[str, Any]:
+def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> JobJson:
     status, reason = node_status(code, stop_reason)
     return update_meta(store, status=status, reason=reason, exit_code=code, end_time=time.time())
 
@@ -179,6 +186,7 @@ def run(spec: RunSpec) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+    meta: JobJson
     try:
         if spec.dist is None:
             meta = _finish(store, spec, code, sup.stop_reason)
@@ -191,7 +199,8 @@ def run(spec: RunSpec) -> int:
         if spec.dist is not None:
             spec.dist.close()
     stop_helpers(helpers)
-    took = meta["end_time"] - meta["start_time"]
+    end = meta.get("end_time")
+    took = (time.time() if end is None else end) - meta.get("start_time", started)
     say(
         f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
         f"stepscope show {store.url}"

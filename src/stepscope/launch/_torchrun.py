@@ -16,10 +16,14 @@ import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.errors import TorchrunUsageError
 from stepscope.jobfolder import is_job, read_meta
+
+if TYPE_CHECKING:
+    from stepscope.launch._launcher import RunSpec
+    from stepscope.store import Store
 
 TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # stepscope run option -> torchrun option; every one is passed through as given.
@@ -108,7 +112,7 @@ def torchrun_args(command: list[str]) -> list[str] | None:
     return None
 
 
-def _parse(args: list[str]) -> Any:
+def _parse(args: list[str]) -> argparse.Namespace:
     from torch.distributed.run import get_args_parser  # only torchrun jobs pay for torch
 
     try:
@@ -117,7 +121,7 @@ def _parse(args: list[str]) -> Any:
         raise TorchrunUsageError(f"torchrun rejected its arguments {args!r}") from exc
 
 
-def _rendezvous_host(parsed: Any) -> str:
+def _rendezvous_host(parsed: argparse.Namespace) -> str:
     if parsed.rdzv_backend != "static" and parsed.rdzv_endpoint:
         return str(parsed.rdzv_endpoint).rsplit(":", 1)[0].strip("[]")
     return str(parsed.master_addr)
@@ -163,7 +167,7 @@ def prepare(args: argparse.Namespace, command: list[str]) -> tuple[list[str], Pl
     return command, plan(command, os.environ, default_node())
 
 
-def attach(spec: Any, plan: Plan) -> Any:
+def attach(spec: RunSpec, plan: Plan) -> RunSpec:
     """``spec`` (a RunSpec) as this node's part of the torchrun job of ``plan``.
 
     Only node rank 0 runs the live rules (one writer of ``rules/``). A node may
@@ -181,7 +185,7 @@ def attach(spec: Any, plan: Plan) -> Any:
     return replace(spec, node=plan.node, rules=rules, dist=NodeLauncher(plan, store))
 
 
-def _check_join(store: Any, plan: Plan) -> None:
+def _check_join(store: Store, plan: Plan) -> None:
     if store.exists(f"launchers/{plan.node}.json"):
         raise TorchrunUsageError(
             f"node {plan.node!r} is already part of job {store.url}: give every node its own "
