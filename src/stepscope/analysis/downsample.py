@@ -178,4 +178,5 @@ def offsets(x: npt.ArrayLike, t0: float) -> list[float]:
     """Times as offsets from ``t0``: 1 ms resolution for short spans, 0.1 s for long ones."""
     rel = np.asarray(x, dtype=np.float64) - t0
     span = float(rel[-1] - rel[0]) if len(rel) else 0.0
-    return np.round(rel, 3 if span < 600 else 1).tolist()
+    out: list[float] = np.round(rel, 3 if span < 600 else 1).tolist()
+    return out

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, SupportsFloat, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from stepscope.jobfolder import STEP_PARTS
+from stepscope.jobfolder import STEP_PARTS, JobJson, RuleVerdict, as_rule_verdict
 
 if TYPE_CHECKING:
     from stepscope.read import Job
@@ -37,6 +38,37 @@ CORE_RE = re.compile(r"^cpu(\d+)$")
 GPU_RE = re.compile(r"^gpu(\d+)_(.+)$")
 
 
+class Lifecycle(TypedDict):
+    """When a job began, stepped and ended, and its three stages in seconds (or None)."""
+
+    begin: float | None
+    first_step: float | None
+    last_step_end: float | None
+    end: float | None
+    init_s: float | None
+    loop_s: float | None
+    final_s: float | None
+
+
+class MetricRow(TypedDict):
+    """One row of a node's metric table: the metric, its unit and its quantiles."""
+
+    metric: str
+    unit: str
+    p50: float
+    p95: float
+    p99: float
+    max: float
+
+
+class Histogram(TypedDict):
+    """Bin edges, counts per bin, and how many values were above the last edge."""
+
+    edges: list[float]
+    counts: list[int]
+    clipped: int
+
+
 def metric_unit(name: str) -> str:
     """The unit of a system metric column (docs/format.md): ``%``, ``B``, ``B/s``, ``W``, ``°C``."""
     for pattern, unit in _UNITS:
@@ -45,7 +77,7 @@ def metric_unit(name: str) -> str:
     return "%"
 
 
-def finite(x: Any) -> float | None:
+def finite(x: SupportsFloat | None) -> float | None:
     """A float, or None for missing and NaN values."""
     if x is None:
         return None
@@ -53,7 +85,7 @@ def finite(x: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
-def lifecycle(meta: Mapping[str, Any], steps: pd.DataFrame, events: pd.DataFrame) -> dict[str, Any]:
+def lifecycle(meta: JobJson, steps: pd.DataFrame, events: pd.DataFrame) -> Lifecycle:
     """Initialization, training loop and finalization of a job (seconds, or None).
 
     Initialization is the first step's start minus the earliest ``process_start``
@@ -76,9 +108,9 @@ def lifecycle(meta: Mapping[str, Any], steps: pd.DataFrame, events: pd.DataFrame
     }
 
 
-def metric_table(wide: pd.DataFrame) -> list[dict[str, Any]]:
+def metric_table(wide: pd.DataFrame) -> list[MetricRow]:
     """p50/p95/p99/max of every metric column of one node's system samples."""
-    rows = []
+    rows: list[MetricRow] = []
     for col in wide.columns:
         if col in ID_COLUMNS:
             continue
@@ -129,7 +161,9 @@ def per_step(steps: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().sort_values("start", kind="stable").reset_index(drop=True)
 
 
-def outlier_threshold(durations: pd.Series | np.ndarray, sigmas: float = OUTLIER_SIGMAS) -> float:
+def outlier_threshold(
+    durations: pd.Series | npt.NDArray[np.float64], sigmas: float = OUTLIER_SIGMAS
+) -> float:
     """Durations above mean + ``sigmas`` standard deviations are outliers (inf when too few)."""
     values = np.asarray(durations, dtype=np.float64)
     values = values[~np.isnan(values)]
@@ -138,7 +172,7 @@ def outlier_threshold(durations: pd.Series | np.ndarray, sigmas: float = OUTLIER
     return float(values.mean() + sigmas * values.std())
 
 
-def histogram(values: np.ndarray, bins: int = 40) -> dict[str, Any]:
+def histogram(values: npt.NDArray[np.float64], bins: int = 40) -> Histogram:
     """Bin edges and counts over [min, p99.9]; larger values are counted in the last bin."""
     v = np.asarray(values, dtype=np.float64)
     v = v[~np.isnan(v)]
@@ -155,25 +189,25 @@ def split_totals(steps: pd.DataFrame) -> dict[str, float]:
     return {p: float(steps[p].fillna(0).sum()) for p in SPLIT if p in steps}
 
 
-def _max_severity(result: Mapping[str, Any]) -> float:
+def _max_severity(result: RuleVerdict) -> float:
     sev = [finite(f.get("severity")) for f in result.get("findings") or []]
     return max((s for s in sev if s is not None), default=0.0)
 
 
-def rank_rules(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def rank_rules(results: Iterable[RuleVerdict]) -> list[RuleVerdict]:
     """Rule results most severe first: by status, worst finding, triggers, then name."""
 
-    def key(r: Mapping[str, Any]) -> tuple[int, float, float, str]:
+    def key(r: RuleVerdict) -> tuple[int, float, float, str]:
         status = str(r.get("status"))
         order = STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
         return order, -_max_severity(r), -(finite(r.get("triggers")) or 0), str(r.get("rule"))
 
-    return [dict(r) for r in sorted(results, key=key)]
+    return [r.copy() for r in sorted(results, key=key)]
 
 
-def read_rules(job: Job) -> list[dict[str, Any]]:
+def read_rules(job: Job) -> list[RuleVerdict]:
     """The rule results under ``rules/*.json``; unreadable files are skipped."""
-    results = []
+    results: list[RuleVerdict] = []
     for key in job.store.list("rules", suffix=".json"):
         try:
             data = job.store.read_json(key)
@@ -181,5 +215,5 @@ def read_rules(job: Job) -> list[dict[str, Any]]:
             continue
         if isinstance(data, dict):
             data.setdefault("rule", key.rsplit("/", 1)[-1][: -len(".json")])
-            results.append(data)
+            results.append(as_rule_verdict(data, key))
     return results

@@ -3,18 +3,80 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import SupportsFloat, TypedDict
 
 import pandas as pd
 
-from stepscope.jobfolder import STEP_PARTS
+from stepscope.jobfolder import STEP_PARTS, JobJson, JsonObject
 from stepscope.read import Job
 
 SPLIT = (*STEP_PARTS, "other")
 _ID_COLUMNS = ("time", "node", "interval_ms")
 
 
-def _num(x: Any) -> float | None:
+class Quantiles(TypedDict):
+    """The median and 95th percentile of a series (None without values)."""
+
+    p50: float | None
+    p95: float | None
+
+
+class PhaseSummary(TypedDict):
+    """The steps of one phase of rank 0: how many, how long, where the time went."""
+
+    count: int
+    duration: Quantiles
+    split: dict[str, float | None]
+    split_p50: dict[str, float | None]
+
+
+class StepsSummary(TypedDict):
+    """Training steps of rank 0, steps per rank, and each phase of rank 0."""
+
+    count: int
+    by_rank: dict[str, int]
+    phases: dict[str, PhaseSummary]
+
+
+class NodeSummary(TypedDict):
+    """One node's system samples: how many, how often, each metric's quantiles."""
+
+    samples: int
+    interval_ms: int | None
+    metrics: dict[str, Quantiles]
+
+
+class SystemSummary(TypedDict):
+    """The first node's sample count and interval, and every node's summary."""
+
+    samples: int
+    interval_ms: int | None
+    nodes: dict[str, NodeSummary]
+
+
+class JobSummary(TypedDict):
+    """What ``stepscope show`` prints (``--json`` prints exactly this)."""
+
+    name: str | None
+    path: str
+    status: str
+    alive: bool
+    exit_code: int | None
+    reason: str | None
+    command: list[str] | None
+    hosts: list[str] | None
+    start_time: float | None
+    end_time: float | None
+    duration_seconds: float | None
+    init_seconds: float | None
+    finalization_seconds: float | None
+    steps: StepsSummary
+    system: SystemSummary
+    faults: list[JsonObject]
+    profiling: list[JsonObject]
+
+
+def _num(x: SupportsFloat | None) -> float | None:
     """A JSON-safe float (NaN and missing become None)."""
     if x is None:
         return None
@@ -22,14 +84,14 @@ def _num(x: Any) -> float | None:
     return None if math.isnan(f) else round(f, 6)
 
 
-def _quantiles(s: pd.Series) -> dict[str, float | None]:
+def _quantiles(s: pd.Series) -> Quantiles:
     s = s.dropna()
     if s.empty:
         return {"p50": None, "p95": None}
     return {"p50": _num(s.quantile(0.5)), "p95": _num(s.quantile(0.95))}
 
 
-def _phase_summary(steps: pd.DataFrame) -> dict[str, Any]:
+def _phase_summary(steps: pd.DataFrame) -> PhaseSummary:
     total = float(steps["duration"].sum()) or 1.0
     return {
         "count": len(steps),
@@ -39,7 +101,7 @@ def _phase_summary(steps: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def steps_summary(steps: pd.DataFrame) -> dict[str, Any]:
+def steps_summary(steps: pd.DataFrame) -> StepsSummary:
     """Counts per rank and phase; duration quantiles and split (rank 0) per phase."""
     train = steps[steps["phase"] == "train"]
     rank0 = int(steps["rank"].min()) if len(steps) else 0
@@ -52,9 +114,10 @@ def steps_summary(steps: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def system_summary(job: Job) -> dict[str, Any]:
+def system_summary(job: Job) -> SystemSummary:
+    """Each node's samples and metric quantiles; the first node's count and interval."""
     wide = job.system()
-    nodes: dict[str, Any] = {}
+    nodes: dict[str, NodeSummary] = {}
     for node, rows in wide.groupby("node", sort=True):
         metrics = [c for c in rows.columns if c not in _ID_COLUMNS and rows[c].notna().any()]
         nodes[str(node)] = {
@@ -62,11 +125,14 @@ def system_summary(job: Job) -> dict[str, Any]:
             "interval_ms": int(rows["interval_ms"].iloc[-1]),
             "metrics": {m: _quantiles(rows[m]) for m in metrics},
         }
-    first = next(iter(nodes.values()), {"samples": 0, "interval_ms": None})
+    first = next(iter(nodes.values()), None)
+    if first is None:
+        return {"samples": 0, "interval_ms": None, "nodes": nodes}
     return {"samples": first["samples"], "interval_ms": first["interval_ms"], "nodes": nodes}
 
 
-def _lifecycle(job: Job, meta: dict[str, Any], steps: pd.DataFrame) -> dict[str, Any]:
+def _lifecycle(job: Job, meta: JobJson, steps: pd.DataFrame) -> tuple[float | None, float | None]:
+    """Seconds of initialization and of finalization (None when not known)."""
     train = steps[steps["phase"] == "train"]
     rank0 = train[train["rank"] == train["rank"].min()] if len(train) else train
     starts = job.events(kinds=["process_start"])
@@ -75,10 +141,10 @@ def _lifecycle(job: Job, meta: dict[str, Any], steps: pd.DataFrame) -> dict[str,
     end = meta.get("end_time")
     last = float(steps["end"].max()) if len(steps) else None
     final = end - last if end is not None and last is not None else None
-    return {"init_seconds": _num(init), "finalization_seconds": _num(final)}
+    return _num(init), _num(final)
 
 
-def profiling_summary(job: Job) -> list[dict[str, Any]]:
+def profiling_summary(job: Job) -> list[JsonObject]:
     """The job's profiling windows: kind, rank, steps and main artifact (docs/profiling.md)."""
     keys = ("kind", "rank", "start_step", "end_step", "path", "request")
     return [
@@ -87,12 +153,14 @@ def profiling_summary(job: Job) -> list[dict[str, Any]]:
     ]
 
 
-def summarize(job: Job) -> dict[str, Any]:
+def summarize(job: Job) -> JobSummary:
     """Everything ``stepscope show`` prints (``--json`` prints exactly this)."""
     meta = job.meta
     steps = job.steps()
     start, end = meta.get("start_time"), meta.get("end_time")
-    duration = (end if end is not None else pd.Timestamp.now().timestamp()) - start
+    now = pd.Timestamp.now().timestamp()
+    duration = None if start is None else (end if end is not None else now) - start
+    init, final = _lifecycle(job, meta, steps)
     return {
         "name": meta.get("name"),
         "path": job.path,
@@ -105,7 +173,8 @@ def summarize(job: Job) -> dict[str, Any]:
         "start_time": start,
         "end_time": end,
         "duration_seconds": _num(duration),
-        **_lifecycle(job, meta, steps),
+        "init_seconds": init,
+        "finalization_seconds": final,
         "steps": steps_summary(steps),
         "system": system_summary(job),
         "faults": job.faults(),
