@@ -5,12 +5,13 @@
 for the built-in rules and docs/custom-rules.md to write your own.
 """
 
+from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param, RuleConfigError
+from stepscope.rules._params import Param, ParamValue
 from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
 from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
@@ -37,6 +38,7 @@ __all__ = [
     "OverallFrameworkMetrics",
     "OverallSystemUsage",
     "Param",
+    "ParamValue",
     "Part",
     "Rule",
     "RuleConfigError",

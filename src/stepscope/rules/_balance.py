@@ -11,7 +11,6 @@ is the Straggler rule's (straggler.py).
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,11 +69,11 @@ class LoadBalancing(SystemRule):
             a, b = means[:, i], means[:, j]
             high, low = np.maximum(a, b), np.minimum(a, b)
             value = np.where(high > 0, (high - low) / np.where(high > 0, high, 1.0), 0.0)
-            hits += w.hits(f"gpu{gpus[i]}-gpu{gpus[j]}", value, value > self.p("threshold"))
+            hits += w.hits(f"gpu{gpus[i]}-gpu{gpus[j]}", value, value > self.p_float("threshold"))
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
-        value, threshold = max(h.value for h in run), self.p("threshold")
+        value, threshold = max(h.value for h in run), self.p_float("threshold")
         return Finding(
             f"{run[0].key} on {node}: utilization differs by {value:.0%} of the busier GPU "
             f"(> {threshold:.0%}) for {lasted(run)}",
@@ -90,12 +89,12 @@ class LoadBalancing(SystemRule):
 
     def _rank_medians(self, data: RuleInput) -> pd.DataFrame:
         """Per (window, rank): median of ``rank_metric`` over training steps."""
-        steps, metric = data.steps, self.p("rank_metric")
+        steps, metric = data.steps, self.p_str("rank_metric")
         if len(steps):
-            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("patience"))]
+            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p_int("patience"))]
         if not len(steps):
             return pd.DataFrame(columns=["win", "rank", "value", "start", "end", "node"])
-        width = self.p("window") * data.interval_s()
+        width = self.p_int("window") * data.interval_s()
         g = Groups(window_index(steps["start"], data.start(), width), steps["rank"].to_numpy())
         frame = {
             "win": g.keys[0],
@@ -109,7 +108,7 @@ class LoadBalancing(SystemRule):
 
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
         medians = [p.details.pop(RANKS) for p in parts if RANKS in p.details]
-        frames = [m for m in medians if len(m)]
+        frames = [m for m in medians if isinstance(m, pd.DataFrame) and len(m)]
         ranks = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         if len(ranks) and ranks["rank"].nunique() > 1:
             hits = self._rank_hits(ranks)
@@ -130,17 +129,17 @@ class LoadBalancing(SystemRule):
                 continue
             slow, fast = group.loc[group["value"].idxmax()], group.loc[group["value"].idxmin()]
             value = imbalance(float(slow["value"]), float(fast["value"]))
-            if value > self.p("threshold"):
+            if value > self.p_float("threshold"):
                 key = f"rank {int(slow['rank'])} vs rank {int(fast['rank'])}"
                 start, end = float(group["start"].min()), float(group["end"].max())
                 hits.append(Hit(key, int(str(win)), start, end, value))
         return hits
 
     def _rank_finding(self, run: list[Hit], nodes: dict[int, str]) -> Finding:
-        value, threshold = max(h.value for h in run), self.p("threshold")
+        value, threshold = max(h.value for h in run), self.p_float("threshold")
         words = run[0].key.split()
         slow, fast = int(words[1]), int(words[-1])
-        metric: Any = self.p("rank_metric")
+        metric = self.p_str("rank_metric")
         return Finding(
             f"rank {slow} (node {nodes.get(slow)}) vs rank {fast} (node {nodes.get(fast)}): "
             f"median {metric} differs by {value:.0%} of the slower rank "

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from stepscope.jobfolder import JsonObject
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import SCAN_INTERVAL, Param, resolve_params
+from stepscope.rules._params import SCAN_INTERVAL, Param, ParamValue, resolve_params
 from stepscope.rules._types import Finding, RuleResult, Status
 
 
@@ -22,7 +23,8 @@ class Rule:
 
     ``Rule(**parameters)`` validates the parameters: unknown names and bad
     values raise :class:`~stepscope.rules.RuleConfigError`. Every rule also has
-    ``scan_interval_us``. Read a parameter with ``self.p("name")``.
+    ``scan_interval_us``. Read a parameter with ``self.p("name")``, or, typed, with
+    ``self.p_float("name")``, ``p_int``, ``p_str`` or ``p_bool``.
     """
 
     name: ClassVar[str] = ""
@@ -34,7 +36,7 @@ class Rule:
     #: job of many nodes is large: leave it out if unused, or write a NodeRule.
     frames: ClassVar[tuple[str, ...]] = ("steps", "system", "events")
 
-    def __init__(self, name: str | None = None, **parameters: Any) -> None:
+    def __init__(self, name: str | None = None, **parameters: object) -> None:
         self.rule_name = name or self.name or type(self).__name__
         self.parameters = resolve_params(self.rule_name, self.declared(), parameters)
 
@@ -44,9 +46,41 @@ class Rule:
         names = {p.name for p in cls.params}
         return (*cls.params, *([] if SCAN_INTERVAL.name in names else [SCAN_INTERVAL]))
 
-    def p(self, name: str) -> Any:
+    def p(self, name: str) -> ParamValue:
         """The value of parameter ``name``."""
         return self.parameters[name]
+
+    def p_float(self, name: str) -> float:
+        """The value of the number parameter ``name`` (an int default stays an int)."""
+        value = self.parameters[name]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._not_a(name, "number")
+        return value
+
+    def p_int(self, name: str) -> int:
+        """The value of the whole-number parameter ``name``."""
+        value = self.parameters[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._not_a(name, "whole number")
+        return value
+
+    def p_str(self, name: str) -> str:
+        """The value of the string parameter ``name``."""
+        value = self.parameters[name]
+        if not isinstance(value, str):
+            raise self._not_a(name, "string")
+        return value
+
+    def p_bool(self, name: str) -> bool:
+        """The value of the flag parameter ``name``."""
+        value = self.parameters[name]
+        if not isinstance(value, bool):
+            raise self._not_a(name, "flag")
+        return value
+
+    def _not_a(self, name: str, kind: str) -> TypeError:
+        value = self.parameters[name]
+        return TypeError(f"parameter {name!r} of {self.rule_name} is {value!r}, not a {kind}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.rule_name!r}, {self.parameters})"
@@ -66,7 +100,7 @@ class Rule:
         datapoints: int = 0,
         message: str = "",
         reason: str | None = None,
-        details: Mapping[str, Any] | None = None,
+        details: Mapping[str, object] | None = None,
     ) -> RuleResult:
         """A result of this rule with its name, parameters and description filled in."""
         found = tuple(sorted(findings, key=lambda f: (-f.severity, f.start or 0.0)))
@@ -97,7 +131,7 @@ class Part:
     findings: list[Finding] = field(default_factory=list)
     triggers: int = 0
     datapoints: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
     na_reason: str | None = None
 
 
@@ -129,7 +163,7 @@ class NodeRule(Rule):
         findings = [f for p in judged for f in p.findings]
         triggers = sum(p.triggers for p in judged)
         datapoints = sum(p.datapoints for p in judged)
-        details: dict[str, Any] = {}
+        details: JsonObject = {}
         for p in judged:
             details.update(p.details)
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
@@ -150,7 +184,7 @@ class NodeRule(Rule):
         findings: list[Finding],
         triggers: int,
         datapoints: int,
-        details: dict[str, Any],
+        details: JsonObject,
     ) -> str:
         """The result's one-line message."""
         if status is Status.ISSUES_FOUND and findings:

@@ -15,7 +15,7 @@ buffer only, never committed (which counted each start once per chunk).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -123,8 +123,9 @@ class LiveState:
 
         def whole() -> RuleInput:
             """Job-wide frames, only those the whole-job rules read (``Rule.frames``)."""
-            build = {"steps": lambda: _whole(steps), "system": lambda: _whole(system),
-                     "events": lambda: events}  # fmt: skip
+            build: dict[str, Callable[[], pd.DataFrame]] = {
+                "steps": lambda: _whole(steps), "system": lambda: _whole(system),
+                "events": lambda: events}  # fmt: skip
             loaded = {k: build[k]() if k in wanted else None for k in EMPTY}  # only those read
             ready = {k: EMPTY[k]() if v is None or not len(v) else v for k, v in loaded.items()}
             return replace(base, **ready, cache={})

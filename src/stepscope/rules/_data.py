@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 import duckdb
 import pandas as pd
@@ -18,7 +17,7 @@ def read_segments(
     store: Store,
     keys: Sequence[str],
     where: str = "TRUE",
-    params: Sequence[Any] = (),
+    params: Sequence[object] = (),
     order: str = "",
     con: duckdb.DuckDBPyConnection | None = None,
     filename: bool = False,

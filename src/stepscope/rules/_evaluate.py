@@ -9,12 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import duckdb
 import pandas as pd
 
-from stepscope.jobfolder import read_meta
+from stepscope.errors import RuleConfigError
+from stepscope.jobfolder import NodeInfo, as_node_info, read_meta
 from stepscope.read import Job
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
@@ -84,13 +85,17 @@ def evaluate_input(rules: Sequence[Rule], data: RuleInput) -> list[RuleResult]:
     return ev.results(lambda: data, data)
 
 
-def _node_infos(job: Job) -> dict[str, dict[str, Any]]:
-    infos = {}
+def _node_infos(job: Job) -> dict[str, NodeInfo]:
+    """Every readable ``nodes/<node>.json`` of the job, by node."""
+    infos: dict[str, NodeInfo] = {}
     for key in job.store.list("nodes", suffix=".json"):
         try:
-            info = job.store.read_json(key)
+            body = job.store.read_json(key)
         except (OSError, ValueError):
             continue
+        if not isinstance(body, dict):
+            continue  # a damaged file, as one that cannot be read
+        info = as_node_info(body, key)
         infos[str(info.get("node") or key.rsplit("/", 1)[-1][:-5])] = info
     return infos
 
@@ -154,20 +159,23 @@ def evaluate_rules(job: Job, rules: Sequence[Rule], now: float | None = None) ->
 
 def job_rules(
     job: Job,
-    rules_config: Sequence[Mapping[str, Any]] | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    rules_config: Sequence[Mapping[str, object]] | None = None,
+    overrides: Mapping[str, Mapping[str, object]] | None = None,
 ) -> list[RuleSpec]:
     """The job's rule set: ``rules_config``, else job.json's ``config.rules``."""
     meta = read_meta(job.store)
     if rules_config is None:
-        rules_config = (meta.get("config") or {}).get("rules") or []
+        configured = (meta.get("config") or {}).get("rules") or []
+        if not isinstance(configured, list):
+            raise RuleConfigError(f"config.rules of job.json is not a list: {configured!r}")
+        rules_config = configured
     return build_rules(rules_config, overrides, base_dir=str(meta.get("cwd") or "."))
 
 
 def evaluate_job(
     job: Job,
-    rules_config: Sequence[Mapping[str, Any]] | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    rules_config: Sequence[Mapping[str, object]] | None = None,
+    overrides: Mapping[str, Mapping[str, object]] | None = None,
     now: float | None = None,
 ) -> list[RuleResult]:
     """Evaluate the job's rules (or ``rules_config``) over the whole job, offline.

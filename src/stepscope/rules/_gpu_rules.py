@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from stepscope.rules._base import Part
@@ -22,7 +23,7 @@ from stepscope.rules._windows import (
 )
 
 
-def mem_percent(w: Windows, framed: pd.DataFrame, g: int) -> np.ndarray:
+def mem_percent(w: Windows, framed: pd.DataFrame, g: int) -> npt.NDArray[np.float64]:
     """GPU ``g``'s memory used, % of its total (``gpu<g>_mem_util``, else used/total),
     in window order."""
     col = f"gpu{g}_mem_util"
@@ -89,16 +90,16 @@ class GPUMemoryIncrease(SystemRule):
         means = w.mean(mem)
         # A rise over the lowest recent window catches a jump and a slow climb alike;
         # the fitted line inside a window catches a climb in a short job.
-        rise = np.nan_to_num(means - floor_before(means, self.p("lookback")))
+        rise = np.nan_to_num(means - floor_before(means, self.p_int("lookback")))
         inside = fitted_rise(w, w.columns(framed, ["time"])[:, 0], mem)
         value = np.maximum(rise, inside)
-        fired = value > self.p("increase")
+        fired = value > self.p_float("increase")
         for i, g in enumerate(gpus):
             hits += w.hits(f"gpu{g}", value[:, i], fired[:, i])
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
-        value, threshold = worst_of(run), self.p("increase")
+        value, threshold = worst_of(run), self.p_float("increase")
         return Finding(
             f"{run[0].key} on {node}: memory rose by {value:.1f} points of its total "
             f"(> {threshold:g}) over {lasted(run)}",
@@ -166,14 +167,14 @@ class GPUIdleBetweenSteps(SystemRule):
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w, hits = self.windows_of(framed), []
         util = w.columns(framed, [f"gpu{g}_util" for g in gpus])
-        share = w.share(util < self.p("idle_threshold"))
-        fired = share > self.p("threshold")
+        share = w.share(util < self.p_float("idle_threshold"))
+        fired = share > self.p_float("threshold")
         for i, g in enumerate(gpus):
             hits += w.hits(f"gpu{g}", share[:, i], fired[:, i])
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
-        value, threshold = worst_of(run), self.p("threshold")
+        value, threshold = worst_of(run), self.p_float("threshold")
         return Finding(
             f"{run[0].key} on {node} idle in {value:.0f}% of the training loop's samples "
             f"(> {threshold:g}%) for {lasted(run)}",

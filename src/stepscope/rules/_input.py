@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
+from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA, JobJson, NodeInfo
+
+if TYPE_CHECKING:
+    from stepscope.read import Tensors
 
 DEFAULT_INTERVAL_S = 0.5
 
@@ -48,17 +52,19 @@ class RuleInput:
     steps: pd.DataFrame = field(default_factory=empty_steps)
     system: pd.DataFrame = field(default_factory=empty_system)
     events: pd.DataFrame = field(default_factory=empty_events)
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
     now: float = 0.0
     origin: float | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    # The job's output tensors (stepscope.read.Tensors) for the debugging rules.
-    tensors: Any = None
+    meta: JobJson = field(default_factory=lambda: JobJson())
+    # The job's output tensors for the debugging rules.
+    tensors: Tensors | None = None
     # Rank -> start of its first step, when ``steps`` holds only recent steps (live).
     first_steps: dict[int, float] = field(default_factory=dict)
     # Work shared by the rules judging this same input (e.g. one node's windows);
     # entries hold the frame they were computed from, checked by identity.
-    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    cache: dict[Hashable, tuple[object, object]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def node_names(self) -> list[str]:
         """Every node that has node facts, system samples, steps or events."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import SupportsFloat, SupportsIndex, TypeAlias
 
 from stepscope.errors import RuleConfigError
+
+#: A parameter's value once validated: a number, a string or a flag (None: no default).
+ParamValue: TypeAlias = float | int | str | bool | None
 
 
 @dataclass(frozen=True)
@@ -20,13 +23,13 @@ class Param:
     """
 
     name: str
-    default: Any
+    default: ParamValue
     doc: str
-    kind: type = float
+    kind: type[float | int | str | bool] = float
     choices: tuple[str, ...] | None = None
     minimum: float | None = 0.0
 
-    def convert(self, value: Any, rule: str) -> Any:
+    def convert(self, value: object, rule: str) -> ParamValue:
         """``value`` as this parameter's type, or a RuleConfigError saying what is valid."""
         try:
             out = _convert(self.kind, value)
@@ -34,18 +37,19 @@ class Param:
             raise self._invalid(value, rule, f"a {self.kind.__name__}") from None
         if self.choices is not None and out not in self.choices:
             raise self._invalid(value, rule, "one of " + ", ".join(self.choices))
-        if self.minimum is not None and self.kind in (int, float) and out < self.minimum:
-            raise self._invalid(value, rule, f"a number >= {self.minimum:g}")
+        low = self.minimum if self.kind in (int, float) else None  # numbers only: not bools
+        if low is not None and isinstance(out, int | float) and out < low:
+            raise self._invalid(value, rule, f"a number >= {low:g}")
         return out
 
-    def _invalid(self, value: Any, rule: str, valid: str) -> RuleConfigError:
+    def _invalid(self, value: object, rule: str, valid: str) -> RuleConfigError:
         return RuleConfigError(
             f"Invalid value {value!r} for parameter {self.name!r} of rule {rule}: "
             f"expected {valid} ({self.doc}; default {self.default!r})."
         )
 
 
-def _convert(kind: type, value: Any) -> Any:
+def _convert(kind: type[float | int | str | bool], value: object) -> float | int | str | bool:
     if kind is bool:
         if isinstance(value, bool):
             return value
@@ -61,6 +65,8 @@ def _convert(kind: type, value: Any) -> Any:
         return value.strip().lower()
     if isinstance(value, bool):
         raise TypeError(value)
+    if not isinstance(value, str | SupportsFloat | SupportsIndex):
+        raise TypeError(value)
     number = float(value.strip()) if isinstance(value, str) else float(value)
     if not math.isfinite(number):
         raise ValueError(value)
@@ -72,8 +78,8 @@ def _convert(kind: type, value: Any) -> Any:
 
 
 def resolve_params(
-    rule: str, declared: Iterable[Param], given: Mapping[str, Any]
-) -> dict[str, Any]:
+    rule: str, declared: Iterable[Param], given: Mapping[str, object]
+) -> dict[str, ParamValue]:
     """Defaults overridden by ``given``; an unknown name is an error listing the valid ones."""
     by_name = {p.name: p for p in declared}
     unknown = sorted(set(given) - set(by_name))

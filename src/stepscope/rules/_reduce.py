@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from stepscope.rules._windows import Hit
@@ -28,15 +29,16 @@ class Windows:
         self.ids = win[self.offsets]
         self.counts = np.diff(np.append(self.offsets, len(win)))
         # Columns as float64 in window order, converted once for all the rules.
-        self._framed, self._converted = framed, dict[str, np.ndarray]()
+        self._framed = framed
+        self._converted: dict[str, npt.NDArray[np.float64]] = {}
         t = self.columns(framed, ["time"])[:, 0]
         self.start = np.fmin.reduceat(t, self.offsets)
         self.end = np.fmax.reduceat(t, self.offsets)
 
-    def columns(self, framed: pd.DataFrame, names: list[str]) -> np.ndarray:
+    def columns(self, framed: pd.DataFrame, names: list[str]) -> npt.NDArray[np.float64]:
         """``framed[names]`` as float64 rows in window order (2-D)."""
         if framed is not self._framed:
-            x = framed[names].to_numpy(np.float64)
+            x: npt.NDArray[np.float64] = framed[names].to_numpy(np.float64)
             return x if self.order is None else x[self.order]
         for name in names:
             if name not in self._converted:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
-from stepscope.rules._params import RuleConfigError
 from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
@@ -73,13 +72,13 @@ def split_override(key: str) -> tuple[str, str]:
     )
 
 
-def profiler_report(parameters: Mapping[str, Any]) -> list[Rule]:
+def profiler_report(parameters: Mapping[str, object]) -> list[Rule]:
     """Every built-in rule, with ``<Rule>_<parameter>`` overrides applied."""
-    per_rule: dict[str, dict[str, Any]] = {}
+    per_rule: dict[str, dict[str, object]] = {}
     for key, value in parameters.items():
         name, param = split_override(key)
         per_rule.setdefault(name, {})[param] = value
-    return [BUILTIN[name](**per_rule.get(name, {})) for name in PROFILER_RULES]
+    return [BUILTIN[name](name=None, **per_rule.get(name, {})) for name in PROFILER_RULES]
 
 
 def load_custom(name: str, source: str, class_name: str, base_dir: str = ".") -> type[Rule]:
@@ -103,16 +102,21 @@ def load_custom(name: str, source: str, class_name: str, base_dir: str = ".") ->
     return cls
 
 
-def _entry_rules(entry: Mapping[str, Any], base_dir: str) -> list[Rule]:
+def _entry_rules(entry: Mapping[str, object], base_dir: str) -> list[Rule]:
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
         raise RuleConfigError(
             f"Unknown key {unknown[0]!r} in a rules entry. Valid keys: {', '.join(ENTRY_KEYS)}."
         )
     name = entry.get("name")
-    params = dict(entry.get("parameters") or entry.get("rule_parameters") or {})
+    given = entry.get("parameters") or entry.get("rule_parameters") or {}
     if not isinstance(name, str) or not name:
         raise RuleConfigError(f"A rules entry needs a 'name': {dict(entry)!r}.")
+    if not isinstance(given, Mapping):
+        raise RuleConfigError(
+            f"The parameters of rule {name} must be a table/dict of values, not {given!r}."
+        )
+    params = {str(k): v for k, v in given.items()}
     if entry.get("source"):
         cls = load_custom(
             name, str(entry["source"]), str(entry.get("rule_to_invoke") or name), base_dir
@@ -129,24 +133,34 @@ def _entry_rules(entry: Mapping[str, Any], base_dir: str) -> list[Rule]:
     return [BUILTIN[name](**params)]
 
 
-def _actions(entry: Mapping[str, Any], rule: Rule) -> tuple[str, ...]:
-    actions = entry.get("actions") or ()
-    if isinstance(actions, str):
-        actions = (actions,)
+def _actions(entry: Mapping[str, object], rule: Rule) -> tuple[str, ...]:
+    given = entry.get("actions") or ()
+    actions: tuple[object, ...]
+    if isinstance(given, str):
+        actions = (given,)
+    elif isinstance(given, Iterable):
+        actions = tuple(given)
+    else:
+        raise RuleConfigError(
+            f"The actions of rule {entry.get('name')} must be a list of {', '.join(ACTIONS)}, "
+            f"not {given!r}."
+        )
     if rule.parameters.get("stop_training_on_fire"):  # the seeds' StalledTrainingRule form
         actions = (*actions, "stop") if "stop" not in actions else actions
+    checked: list[str] = []
     for action in actions:
-        if action not in ACTIONS:
+        if not isinstance(action, str) or action not in ACTIONS:
             raise RuleConfigError(
                 f"Unknown action {action!r} for rule {entry.get('name')}. "
                 f"Valid actions: {', '.join(ACTIONS)}."
             )
-    return tuple(actions)
+        checked.append(action)
+    return tuple(checked)
 
 
 def build_rules(
-    entries: Sequence[Mapping[str, Any]] | None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    entries: Sequence[object] | None,
+    overrides: Mapping[str, Mapping[str, object]] | None = None,
     base_dir: str = ".",
 ) -> list[RuleSpec]:
     """The rule set of ``entries`` (empty: ProfilerReport), with ``overrides`` per rule name.
@@ -181,7 +195,7 @@ def build_rules(
     return [_override(spec, overrides or {}) for spec in specs.values()]
 
 
-def _override(spec: RuleSpec, overrides: Mapping[str, Mapping[str, Any]]) -> RuleSpec:
+def _override(spec: RuleSpec, overrides: Mapping[str, Mapping[str, object]]) -> RuleSpec:
     given = overrides.get(spec.rule.rule_name)
     if not given:
         return spec

@@ -74,22 +74,22 @@ class StepOutlier(NodeRule):
     )
 
     def tolerated(self) -> int:
-        return int(self.p("n_outliers"))
+        return int(self.p_int("n_outliers"))
 
     def check(self, data: RuleInput) -> Part:
         steps = data.steps
-        if self.p("mode") != "both" and len(steps):
-            steps = steps[steps["phase"] == self.p("mode")]
+        if self.p_str("mode") != "both" and len(steps):
+            steps = steps[steps["phase"] == self.p_str("mode")]
         if len(steps):
             steps = steps[
-                (steps["step"] >= self.p("skip_steps")) & ~steps["profiled"].fillna(False)
+                (steps["step"] >= self.p_int("skip_steps")) & ~steps["profiled"].fillna(False)
             ]
         if not len(steps):
-            return Part(na_reason=f"no {self.p('mode')} steps after the first skipped ones")
+            return Part(na_reason=f"no {self.p_str('mode')} steps after the first skipped ones")
         findings = []
         for rows in self._groups(steps):
             d = steps["duration"].to_numpy(np.float64)[rows]
-            found = outliers(d, float(self.p("stddev")), float(self.p("min_excess_s")))
+            found = outliers(d, float(self.p_float("stddev")), float(self.p_float("min_excess_s")))
             typical = np.delete(d, found)
             for i in found:
                 findings.append(self._finding(steps.iloc[rows[i]], float(d[i]), typical))
@@ -99,14 +99,14 @@ class StepOutlier(NodeRule):
         """The positions of the steps of each (rank, phase, window), in groupby order."""
         phase, _ = pd.factorize(steps["phase"], sort=True)
         rows = np.flatnonzero(phase >= 0)  # groupby leaves out a missing phase
-        win = steps["step"].to_numpy()[rows] // self.p("window")
+        win = steps["step"].to_numpy()[rows] // self.p_int("window")
         g = Groups(steps["rank"].to_numpy()[rows], phase[rows], win)
         return np.split(rows[g.order], g.offsets[1:])
 
     def _finding(self, row: pd.Series, d: float, typical: np.ndarray) -> Finding:
         mean, std = float(typical.mean()), float(typical.std())
         std = max(std, STD_FLOOR * abs(mean))
-        k = float(self.p("stddev"))
+        k = float(self.p_float("stddev"))
         z = abs(d - mean) / std if std > 0 else k
         rank, step, phase = int(row["rank"]), int(row["step"]), str(row["phase"])
         return Finding(
@@ -142,18 +142,18 @@ class DataLoading(NodeRule):
     def check(self, data: RuleInput) -> Part:
         steps = data.steps
         if len(steps):
-            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))]
+            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p_int("skip_steps"))]
         if not len(steps):
             return Part(na_reason="no training steps after the first skipped ones")
         table = self._windows(steps)
         n = table["n"].to_numpy()
-        judged = n >= self.p("min_steps")
+        judged = n >= self.p_int("min_steps")
         if not judged.any():
-            return Part(na_reason=f"fewer than {self.p('min_steps')} training steps to judge")
+            return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         wait, total = table["wait"].to_numpy()[judged], table["total"].to_numpy()[judged]
         share = wait / np.where(total > 0, total, np.nan) * 100.0  # in the sums' dtype
         share = np.where(np.isnan(share), 0.0, share)
-        fired = share > self.p("threshold")
+        fired = share > self.p_float("threshold")
         if not fired.any():  # the usual case: no DataFrame work
             return Part([], 0, int(n[judged].sum()))
         rows = table[judged][fired].assign(share=share[fired])
@@ -165,7 +165,7 @@ class DataLoading(NodeRule):
 
     def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:
         """Per (rank, window): data wait and step time, steps, span and node."""
-        win = steps["step"] // self.p("window")
+        win = steps["step"] // self.p_int("window")
         # pandas' float32 sums (compensated), as ever; the rest with numpy (cheaper).
         sums = steps.groupby([steps["rank"], win])[["data_wait", "duration"]].sum()
         g = Groups(steps["rank"].to_numpy(), win.to_numpy())
@@ -183,7 +183,7 @@ class DataLoading(NodeRule):
         return pd.DataFrame(columns, index=sums.index)
 
     def _finding(self, rows: pd.DataFrame) -> Finding:
-        share, threshold = float(rows["share"].max()), float(self.p("threshold"))
+        share, threshold = float(rows["share"].max()), float(self.p_float("threshold"))
         rank = int(rows.index[0][0])
         first, last = int(rows["first"].min()), int(rows["last"].max())
         return Finding(
@@ -228,7 +228,7 @@ class MaxInitializationTime(NodeRule):
         return Part(findings, len(findings), len(starts))
 
     def _judge(self, row: pd.Series, first_step: float | None, now: float) -> Finding | None:
-        limit = float(self.p("threshold")) * 60.0
+        limit = float(self.p_float("threshold")) * 60.0
         t0 = float(row["time"])
         waited = (first_step if first_step is not None else now) - t0
         if waited <= limit:

@@ -7,11 +7,10 @@ summarised in its message.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 
-from stepscope.jobfolder import STEP_PARTS
+from stepscope.jobfolder import STEP_PARTS, JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._types import Finding, Status
@@ -53,10 +52,12 @@ class OverallSystemUsage(NodeRule):
         findings: list[Finding],
         triggers: int,
         datapoints: int,
-        details: dict[str, Any],
+        details: JsonObject,
     ) -> str:
         lines = []
         for node, stats in sorted(details.items()):
+            if not isinstance(stats, dict):
+                continue  # every part's details are {node: {metric: quantiles}}
             gpus = [s["p95"] for c, s in stats.items() if c.endswith("_util") and "mem" not in c]
             gpu = f", GPU p95 {np.mean(gpus):.0f}% (mean of {len(gpus)})" if gpus else ""
             cpu, mem = stats.get("cpu", {}).get("p95"), stats.get("mem_percent", {}).get("p95")
@@ -73,7 +74,7 @@ class OverallFrameworkMetrics(NodeRule):
         steps = data.steps
         if not len(steps):
             return Part(na_reason="no steps in this job")
-        details: dict[str, Any] = {}
+        details: JsonObject = {}
         for phase, group in steps.groupby("phase"):
             sums = {p: float(group[p].sum()) for p in (*STEP_PARTS, "other") if p in group}
             details[str(phase)] = {
@@ -90,10 +91,12 @@ class OverallFrameworkMetrics(NodeRule):
         findings: list[Finding],
         triggers: int,
         datapoints: int,
-        details: dict[str, Any],
+        details: JsonObject,
     ) -> str:
         totals: dict[str, dict[str, float]] = {}
         for per_phase in details.values():
+            if not isinstance(per_phase, dict):
+                continue  # every part's details are {node: {phase: sums}}
             for phase, sums in per_phase.items():
                 acc = totals.setdefault(phase, {})
                 for k, v in sums.items():
@@ -112,7 +115,7 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.0f}%"
 
 
-def _clean(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+def _clean(stats: dict[str, dict[str, float]]) -> dict[str, dict[str, float | None]]:
     return {
         c: {k: (None if v is None or np.isnan(v) else round(float(v), 3)) for k, v in s.items()}
         for c, s in stats.items()

@@ -51,7 +51,7 @@ class SystemRule(NodeRule):
     def judge(self, framed: pd.DataFrame, gpus: list[int], total: int) -> Part:
         """Judge ``framed`` (of :meth:`framed`; ``total`` samples before patience)."""
         if not len(framed):
-            return Part(na_reason=patience_reason(self.p("patience"), total))
+            return Part(na_reason=patience_reason(self.p_int("patience"), total))
         node = str(framed["node"].iloc[0])
         found = runs(self.hits(framed, gpus))
         findings = [self.finding(node, run) for run in found]
@@ -64,8 +64,8 @@ class SystemRule(NodeRule):
         ``patience`` once every sample is past it (a live buffer, soon)."""
         # Only the columns the rule reads: a day of a node's samples is ~100 wide columns.
         wanted = [c for c in self.columns(gpus) if c in data.system]
-        begin = patience_begin(data, self.p("patience"))
-        key = ("framed", begin, self.p("window"), tuple(wanted))
+        begin = patience_begin(data, self.p_int("patience"))
+        key = ("framed", begin, self.p_int("window"), tuple(wanted))
         framed, w = shared(data, key, data.system, lambda: self._frame(data, wanted, begin))
         self._windows = (framed, w)
         return framed
@@ -76,7 +76,7 @@ class SystemRule(NodeRule):
         judged = data.system[wanted]
         if begin is not None:
             judged = judged[judged["time"] >= begin]
-        framed = with_windows(data, judged, self.p("window"))
+        framed = with_windows(data, judged, self.p_int("window"))
         return framed, Windows(framed) if len(framed) else None
 
     def windows_of(self, framed: pd.DataFrame) -> Windows:

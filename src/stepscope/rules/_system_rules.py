@@ -35,20 +35,20 @@ class _ShareRule(SystemRule):
         gpu_mean = np.divide(total, n, out=np.full_like(total, np.nan), where=n > 0)
         host = w.columns(framed, [self.host_column])[:, 0]
         share = w.share(self.bottlenecked(host, gpu_mean))
-        return w.hits("", share, share > self.p("threshold"))
+        return w.hits("", share, share > self.p_float("threshold"))
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value = worst_of(run)
         return Finding(
             f"{self.what} on {node}: {value:.0f}% of samples bottlenecked "
-            f"(> {self.p('threshold'):g}%) for {lasted(run)}",
+            f"(> {self.p_float('threshold'):g}%) for {lasted(run)}",
             self.recommendation,
-            severity(value, self.p("threshold"), 100.0),
+            severity(value, self.p_float("threshold"), 100.0),
             node=node,
             start=run[0].start,
             end=run[-1].end,
             value=value,
-            threshold=self.p("threshold"),
+            threshold=self.p_float("threshold"),
         )
 
 
@@ -69,7 +69,7 @@ class CPUBottleneck(_ShareRule):
     what = "CPU bottleneck"
 
     def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
-        return (host > self.p("cpu_threshold")) & (gpu_mean < self.p("gpu_threshold"))
+        return (host > self.p_float("cpu_threshold")) & (gpu_mean < self.p_float("gpu_threshold"))
 
 
 class IOBottleneck(_ShareRule):
@@ -90,7 +90,7 @@ class IOBottleneck(_ShareRule):
     host_column = "cpu_iowait"
 
     def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
-        return (host > self.p("io_threshold")) & (gpu_mean < self.p("gpu_threshold"))
+        return (host > self.p_float("io_threshold")) & (gpu_mean < self.p_float("gpu_threshold"))
 
 
 class BatchSize(SystemRule):
@@ -112,19 +112,19 @@ class BatchSize(SystemRule):
         w, hits = self.windows_of(framed), []
         cols = ["cpu", *(f"gpu{g}_{m}" for g in gpus for m in ("util", "mem_util"))]
         p95 = w.quantiles(w.columns(framed, cols), [0.95])[:, 0, :]
-        cpu_low = p95[:, 0] < self.p("cpu_threshold_p95")
+        cpu_low = p95[:, 0] < self.p_float("cpu_threshold_p95")
         for i, g in enumerate(gpus):
             util, mem = p95[:, 1 + 2 * i], p95[:, 2 + 2 * i]
             low = (
                 cpu_low
-                & (util < self.p("gpu_threshold_p95"))
-                & (mem < self.p("gpu_memory_threshold_p95"))
+                & (util < self.p_float("gpu_threshold_p95"))
+                & (mem < self.p_float("gpu_memory_threshold_p95"))
             )
             hits += w.hits(f"gpu{g}", util, low)
         return hits
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
-        value, threshold = worst_of(run, higher_is_worse=False), self.p("gpu_threshold_p95")
+        value, threshold = worst_of(run, higher_is_worse=False), self.p_float("gpu_threshold_p95")
         return Finding(
             f"{run[0].key} on {node}: p95 GPU utilization {value:.0f}% with CPU and GPU memory "
             f"also below their p95 thresholds, for {lasted(run)}",
@@ -165,11 +165,11 @@ class LowGPUUtilization(SystemRule):
 
     @property
     def _p95(self) -> float:
-        return float(self.p("threshold_p95"))
+        return float(self.p_float("threshold_p95"))
 
     @property
     def _p5(self) -> float:
-        return float(self.p("threshold_p5"))
+        return float(self.p_float("threshold_p5"))
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         device, kind = run[0].key.split(":")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
+
+from stepscope.jobfolder import FindingJson, JsonObject, RuleVerdict
 
 
 class Status(StrEnum):
@@ -25,10 +27,11 @@ class Status(StrEnum):
     IN_PROGRESS = "InProgress"
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     """JSON-safe: numpy scalars become Python numbers, NaN becomes None."""
-    if hasattr(value, "item") and not isinstance(value, list | tuple | dict):
-        value = value.item()
+    item = getattr(value, "item", None)
+    if item is not None and not isinstance(value, list | tuple | dict):
+        value = item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, list | tuple):
@@ -66,20 +69,21 @@ class Finding:
             first, last = self.steps
             object.__setattr__(self, "steps", (int(first), int(last)))
 
-    def key(self) -> tuple[Any, ...]:
+    def key(self) -> tuple[Hashable, ...]:
         """Identity of a finding: the same problem found again has the same key."""
         return (self.node, self.device, self.rank, self.start, self.steps, self.message[:40])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FindingJson:
         """The finding as a JSON-serialisable dict."""
         out = {f.name: _clean(getattr(self, f.name)) for f in dataclasses.fields(self)}
-        return out
+        return cast(FindingJson, out)  # the fields, each made JSON-safe by _clean
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+    def from_dict(cls, data: Mapping[str, object]) -> Finding:
         """A finding from ``to_dict()`` output; unknown keys are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
+        # The values of to_dict(), taken back as they are (__post_init__ checks the rest).
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in names}
         if kwargs.get("steps") is not None:
             kwargs["steps"] = tuple(kwargs["steps"])
         return cls(**kwargs)
@@ -103,13 +107,13 @@ class RuleResult:
     datapoints: int = 0
     message: str = ""
     recommendation: str = ""
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: JsonObject = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
     description: str = ""
     reason: str | None = None
     updated: float = 0.0
     verdict: Status | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
@@ -122,9 +126,9 @@ class RuleResult:
         """The severity of the worst finding (0 without findings)."""
         return max((f.severity for f in self.findings), default=0.0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RuleVerdict:
         """The result as a JSON-serialisable dict (the ``rules/<Rule>.json`` layout)."""
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name == "findings":
@@ -132,12 +136,16 @@ class RuleResult:
             elif isinstance(value, Status):
                 value = value.value
             out[f.name] = _clean(value)
-        return out
+        return cast(RuleVerdict, out)  # the fields, each made JSON-safe by _clean
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RuleResult:
+    def from_dict(cls, data: Mapping[str, object]) -> RuleResult:
         """A result from ``to_dict()`` output; unknown keys are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in names}
-        kwargs["findings"] = tuple(Finding.from_dict(f) for f in data.get("findings") or ())
+        # The values of to_dict(), taken back as they are (__post_init__ checks the statuses).
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in names}
+        findings = data.get("findings") or ()
+        if not isinstance(findings, list | tuple):
+            raise TypeError(f"findings must be a list, not {type(findings).__name__}")
+        kwargs["findings"] = tuple(Finding.from_dict(f) for f in findings)
         return cls(**kwargs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -40,14 +40,18 @@ def gpu_indices(system: pd.DataFrame) -> list[int]:
     return sorted(g for g, ok in zip(cols.values(), seen, strict=True) if ok)
 
 
-def shared(data: RuleInput, key: Hashable, frame: Any, make: Callable[[], T]) -> T:
+def shared(data: RuleInput, key: Hashable, frame: object, make: Callable[[], T]) -> T:
     """``make()``, computed once per input for the rules that judge the same ``frame``
-    (``data.cache`` entries hold the frame they were computed from, checked by identity)."""
+    (``data.cache`` entries hold the frame they were computed from, checked by identity).
+
+    Every ``key`` is made by one ``make`` only, so its entry holds a ``T``.
+    """
     hit = data.cache.get(key)
     if hit is None or hit[0] is not frame:
-        hit = (frame, make())
-        data.cache[key] = hit
-    return hit[1]
+        value = make()
+        data.cache[key] = (frame, value)
+        return value
+    return cast(T, hit[1])
 
 
 def node_gpus(data: RuleInput) -> list[int]:

@@ -23,9 +23,8 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from stepscope.jobfolder import control, paths, read_meta
+from stepscope.jobfolder import JsonObject, control, paths, read_meta
 from stepscope.process import ExitWatch, add_nice_option, lower_priority
 from stepscope.read import Job
 from stepscope.rules._base import Rule
@@ -61,10 +60,10 @@ class Runner:
         self.stopped: set[str] = set()
         self.scans = 0
         self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
-        self._last: dict[str, dict[str, Any]] = {}  # verdicts as last written (object stores)
+        self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
 
     def scan_interval(self) -> float:
-        return min((r.p("scan_interval_us") / 1e6 for r in self.rules), default=60.0)
+        return min((r.p_int("scan_interval_us") / 1e6 for r in self.rules), default=60.0)
 
     def scan(self) -> list[RuleResult]:
         """Read what is new, judge the buffer, write the running verdicts, act."""
@@ -132,7 +131,8 @@ class Runner:
 
 def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
     """The live buffer's chunk: the longest window of the rules, at least 5 minutes."""
-    windows = [int(r.parameters.get("window", 0)) for r in rules]
+    given = [r.parameters.get("window", 0) for r in rules]
+    windows = [int(w) if isinstance(w, int | float | str) else 0 for w in given]
     return max(300.0, max(windows, default=0) * interval_s)
 
 

@@ -21,14 +21,13 @@ not compared by default. docs/distributed.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
+from stepscope.errors import RuleConfigError
 from stepscope.rules._base import Rule
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param, RuleConfigError, window
+from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import peer_medians
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules._windows import Hit, runs, severity
@@ -75,17 +74,17 @@ class Straggler(Rule):
         Param("metrics", DEFAULT_METRICS, f"step columns compared, of {', '.join(METRICS)}", str),
     )
 
-    def __init__(self, name: str | None = None, **parameters: Any) -> None:
+    def __init__(self, name: str | None = None, **parameters: object) -> None:
         super().__init__(name, **parameters)
         bad = [m for m in self.metrics() if m not in METRICS]
         if bad or not self.metrics():
             raise RuleConfigError(
-                f"Invalid metrics {self.p('metrics')!r} for rule {self.rule_name}: expected "
+                f"Invalid metrics {self.p_str('metrics')!r} for rule {self.rule_name}: expected "
                 f"a comma-separated list of {', '.join(METRICS)} (default {DEFAULT_METRICS})."
             )
 
     def metrics(self) -> list[str]:
-        return [m.strip() for m in str(self.p("metrics")).split(",") if m.strip()]
+        return [m.strip() for m in str(self.p_str("metrics")).split(",") if m.strip()]
 
     def evaluate(self, data: RuleInput) -> RuleResult:
         steps = self._steps(data.steps)
@@ -96,7 +95,7 @@ class Straggler(Rule):
             )
         medians = self._medians(steps)
         hits = [h for m in self.metrics() for h in self._hits(medians, m)]
-        found = _specific_first([run for run in runs(hits) if len(run) >= self.p("patience")])
+        found = _specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
         findings = [self._finding(run, medians) for run in found]
         status = Status.ISSUES_FOUND if findings else Status.NO_ISSUES_FOUND
         triggers = sum(len(run) for run in found)
@@ -120,7 +119,7 @@ class Straggler(Rule):
     def _steps(self, steps: pd.DataFrame) -> pd.DataFrame:
         if not len(steps):
             return steps
-        keep = (steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))
+        keep = (steps["phase"] == "train") & (steps["step"] >= self.p_int("skip_steps"))
         steps = steps[keep & ~steps["profiled"].fillna(False).astype(bool)]
         # Jobs written before the agent measured collectives have no such column.
         waited = steps["collective"].fillna(0.0) if "collective" in steps else 0.0
@@ -128,8 +127,8 @@ class Straggler(Rule):
 
     def _medians(self, steps: pd.DataFrame) -> pd.DataFrame:
         """Per (window, rank): step count, span, node and the median of every metric."""
-        frame = steps.assign(win=steps["step"] // self.p("window"))
-        aggs: dict[str, Any] = {m: (m, "median") for m in (*METRICS, "collective")}
+        frame = steps.assign(win=steps["step"] // self.p_int("window"))
+        aggs: dict[str, tuple[str, str]] = {m: (m, "median") for m in (*METRICS, "collective")}
         grouped = frame.groupby(["win", "rank"])
         out = grouped.agg(
             n=("step", "size"),
@@ -147,7 +146,9 @@ class Straggler(Rule):
         mine = table.to_numpy()  # in the medians' dtype: the same numbers as pandas
         peers = peer_medians(mine)  # every rank's peers at once: ranks x ranks pandas was slow
         with np.errstate(invalid="ignore"):
-            worse = (mine > self.p("threshold") * peers) & (mine - peers > self.p("min_excess_s"))
+            worse = (mine > self.p_float("threshold") * peers) & (
+                mine - peers > self.p_float("min_excess_s")
+            )
         hits = []
         for i, j in zip(*np.nonzero(worse), strict=True):
             win, rank = table.index[i], table.columns[j]
@@ -166,7 +167,7 @@ class Straggler(Rule):
         peers = others[others.index.get_level_values("win").isin(wins)][metric].median()
         node = str(mine["node"].iloc[0])
         ratio = min(h.value for h in run)  # held in every window of the run
-        threshold = float(self.p("threshold"))
+        threshold = float(self.p_float("threshold"))
         waits = ""
         if metric == "busy":
             theirs = others[others.index.get_level_values("win").isin(wins)]["collective"]
@@ -178,7 +179,7 @@ class Straggler(Rule):
             f"{LABEL.get(metric, metric)} of rank {rank} on node {node} makes it a straggler: "
             f"median {mine[metric].median():.3f} s against {peers:.3f} s for its peers (at "
             f"least {ratio:.1f}x, > {threshold:g}x) in "
-            f"{len(run)} consecutive windows of {self.p('window')} steps{waits}; "
+            f"{len(run)} consecutive windows of {self.p_int('window')} steps{waits}; "
             f"{ADVICE.get(metric, ADVICE_COMPUTE)}",
             self.recommendation,
             severity(ratio, threshold, 4 * threshold),

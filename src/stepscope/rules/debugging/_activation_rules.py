@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,6 +10,9 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
 from stepscope.rules._types import Finding, RuleResult
 from stepscope.rules.debugging._base import TensorRule, regex_param, step_span
+
+if TYPE_CHECKING:
+    from stepscope.read import Tensors
 
 
 def per_unit(x: np.ndarray) -> np.ndarray:
@@ -24,18 +27,18 @@ class _UnitRule(TensorRule):
     def flagged(self, units: np.ndarray, name: str) -> np.ndarray:
         raise NotImplementedError
 
-    def layers(self, tensors: Any) -> list[str]:
+    def layers(self, tensors: Tensors) -> list[str]:
         raise NotImplementedError
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         hits: dict[str, list[tuple[int, float]]] = {}
         points = 0
         for phase in ("train", "eval"):
             for name, step, x in self.raws(tensors, self.layers(tensors), phase):
                 points += 1
                 share = self.flagged(per_unit(x), name).mean(axis=0) * 100
-                bad = float((share > 100 - self.p("threshold_inactivity")).mean() * 100)
-                if bad > self.p("threshold_layer"):
+                bad = float((share > 100 - self.p_float("threshold_inactivity")).mean() * 100)
+                if bad > self.p_float("threshold_layer"):
                     hits.setdefault(name, []).append((step, bad))
         findings = [self._finding(name, found) for name, found in sorted(hits.items())]
         return self.verdict(data, findings, points, sum(map(len, hits.values())), "layer outputs")
@@ -47,7 +50,7 @@ class _UnitRule(TensorRule):
             0.3 + 0.7 * worst / 100,
             step_span(s for s, _ in found),
             worst,
-            self.p("threshold_layer"),
+            self.p_float("threshold_layer"),
         )
 
     what = ""
@@ -71,8 +74,8 @@ class DeadRelu(_UnitRule):
         Param("threshold_layer", 50.0, "% of dead units for the layer to fire"),
     )
 
-    def layers(self, tensors: Any) -> list[str]:
-        return self.select(tensors, self.collections, self.p("tensor_regex"))
+    def layers(self, tensors: Tensors) -> list[str]:
+        return self.select(tensors, self.collections, self.p_str("tensor_regex"))
 
     def flagged(self, units: np.ndarray, name: str) -> np.ndarray:
         return units <= 0  # inactive samples; a unit is dead when nearly always inactive
@@ -96,15 +99,15 @@ class SaturatedActivation(_UnitRule):
         Param("threshold_layer", 50.0, "% of saturated units for the layer to fire"),
     )
 
-    def layers(self, tensors: Any) -> list[str]:
+    def layers(self, tensors: Tensors) -> list[str]:
         return self.select(tensors, self.collections)
 
     def flagged(self, units: np.ndarray, name: str) -> np.ndarray:
         kind = "tanh" if name in self._tanh else "sigmoid"
-        low, high = self.p(f"threshold_{kind}_min"), self.p(f"threshold_{kind}_max")
+        low, high = self.p_float(f"threshold_{kind}_min"), self.p_float(f"threshold_{kind}_max")
         return (units <= low) | (units >= high)
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         self._tanh = set(tensors.collections().get("tanh_input", []))
         return super().judge(tensors, data)
 
@@ -127,19 +130,19 @@ class ClassImbalance(TensorRule):
         regex_param("predictions_regex", ".*loss_input_0"),
     )
 
-    def _pairs(self, tensors: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _pairs(self, tensors: Tensors) -> tuple[np.ndarray, np.ndarray]:
         labels = dict(
             ((s, p), x)
             for p in ("train", "eval")
             for n, s, x in self.raws(
-                tensors, self.select(tensors, ("labels",), self.p("labels_regex")), p
+                tensors, self.select(tensors, ("labels",), self.p_str("labels_regex")), p
             )
         )
         preds = dict(
             ((s, p), x)
             for p in ("train", "eval")
             for n, s, x in self.raws(
-                tensors, self.select(tensors, ("predictions",), self.p("predictions_regex")), p
+                tensors, self.select(tensors, ("predictions",), self.p_str("predictions_regex")), p
             )
         )
         keys = sorted(set(labels) & set(preds))
@@ -147,23 +150,25 @@ class ClassImbalance(TensorRule):
             return np.array([]), np.array([])
         ys = np.concatenate([labels[k].ravel() for k in keys])
         ps = [preds[k] for k in keys]
-        ps = [p.argmax(axis=-1) if self.p("argmax") or p.ndim > 1 else p for p in ps]
+        ps = [p.argmax(axis=-1) if self.p_bool("argmax") or p.ndim > 1 else p for p in ps]
         return ys, np.concatenate([p.ravel() for p in ps])
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         ys, ps = self._pairs(tensors)
-        if len(ys) < self.p("samples"):
-            return self.not_applicable(data, f"{len(ys)} labels saved; needs {self.p('samples')}")
+        if len(ys) < self.p_int("samples"):
+            return self.not_applicable(
+                data, f"{len(ys)} labels saved; needs {self.p_int('samples')}"
+            )
         classes, counts = np.unique(ys, return_counts=True)
         findings = []
         ratio = counts.max() / counts.min()
-        if ratio > self.p("threshold_imbalance"):
+        if ratio > self.p_float("threshold_imbalance"):
             findings.append(
                 self.finding(f"Class counts differ {ratio:.1f}x.", 0.6, value=float(ratio))
             )
         for c in classes:
             wrong = float((ps[ys == c] != c).mean()) if len(ps) == len(ys) else 0.0
-            if wrong > self.p("threshold_misprediction"):
+            if wrong > self.p_float("threshold_misprediction"):
                 findings.append(
                     self.finding(
                         f"Class {c} mispredicted {wrong:.0%} of the time.", 0.5, value=wrong

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -20,12 +20,15 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
 from stepscope.rules._types import Finding, RuleResult, Status
 
+if TYPE_CHECKING:
+    from stepscope.read import Tensors
+
 VALUE = "value"
 
 
-def tensors_of(data: RuleInput) -> Any:
+def tensors_of(data: RuleInput) -> Tensors | None:
     """The job's tensors (None if the evaluator gave none)."""
-    return getattr(data, "tensors", None)
+    return data.tensors
 
 
 def collection_param(default: str) -> Param:
@@ -57,12 +60,12 @@ class TensorRule(Rule):
             return self.not_applicable(data, "no output tensors saved in this job")
         return self.judge(tensors, data)
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         """Judge the tensors of the job."""
         raise NotImplementedError
 
     # -- selection --------------------------------------------------------------------
-    def select(self, tensors: Any, collections: Iterable[str], regex: str = "") -> list[str]:
+    def select(self, tensors: Tensors, collections: Iterable[str], regex: str = "") -> list[str]:
         """Members of ``collections`` and names matching ``regex`` (all names if neither)."""
         members = tensors.collections()
         chosen = {n for c in collections for n in members.get(c, [])}
@@ -76,7 +79,7 @@ class TensorRule(Rule):
 
     # -- data ---------------------------------------------------------------------------
     @staticmethod
-    def stat(tensors: Any, names: list[str], key: str, phase: str = "train") -> pd.DataFrame:
+    def stat(tensors: Tensors, names: list[str], key: str, phase: str = "train") -> pd.DataFrame:
         """``name, step, value`` of reduction ``key`` (stored, else from raw tensors)."""
         from stepscope.read import np_reduce
 
@@ -95,14 +98,14 @@ class TensorRule(Rule):
 
     @staticmethod
     def raws(
-        tensors: Any, names: list[str], phase: str = "train"
+        tensors: Tensors, names: list[str], phase: str = "train"
     ) -> Iterable[tuple[str, int, np.ndarray]]:
         """``(name, step, array)`` of every raw tensor of ``names``, in step order."""
         for _, row in tensors.index(names, phase).iterrows():
             yield str(row["name"]), int(row["step"]), tensors.load(row)
 
     @staticmethod
-    def losses(tensors: Any, phase: str) -> pd.DataFrame:
+    def losses(tensors: Tensors, phase: str) -> pd.DataFrame:
         """``step, value, time`` of the loss of ``phase``: the backward loss in training
         if saved, else the first loss module's output."""
         names = tensors.collections().get("losses", [])

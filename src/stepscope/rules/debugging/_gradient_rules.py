@@ -3,7 +3,7 @@ WeightUpdateRatio, PoorWeightInitialization."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from stepscope.rules.debugging._base import (
     step_span,
 )
 
+if TYPE_CHECKING:
+    from stepscope.read import Tensors
+
 
 class VanishingGradient(TensorRule):
     """Fires when the mean absolute value of a gradient falls below ``threshold``."""
@@ -32,18 +35,18 @@ class VanishingGradient(TensorRule):
     collections = ("gradients",)
     params = (Param("threshold", 1e-7, "minimum mean absolute gradient"),)
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         names = self.select(tensors, self.collections)
         stats = self.stat(tensors, names, "abs_mean")
-        low = stats[stats["value"] < self.p("threshold")]
+        low = stats[stats["value"] < self.p_float("threshold")]
         findings = [
             self.finding(
                 f"{name}: mean |gradient| {group['value'].min():.3g} below "
-                f"{self.p('threshold'):g} at {len(group)} saved step(s).",
+                f"{self.p_float('threshold'):g} at {len(group)} saved step(s).",
                 0.8,
                 step_span(group["step"]),
                 float(group["value"].min()),
-                self.p("threshold"),
+                self.p_float("threshold"),
             )
             for name, group in low.groupby("name")
         ]
@@ -69,11 +72,12 @@ class ExplodingTensor(TensorRule):
     _KEYS = (VALUE, "min", "max", "mean", "abs_min", "abs_max", "abs_mean")
 
     def _bad(self, x: np.ndarray) -> np.ndarray:
-        return np.isnan(x) if self.p("only_nan") else ~np.isfinite(x)
+        bad: np.ndarray = np.isnan(x) if self.p_bool("only_nan") else ~np.isfinite(x)
+        return bad
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         names = self.select(
-            tensors, split_names(self.p("collection_names")), self.p("tensor_regex")
+            tensors, split_names(self.p_str("collection_names")), self.p_str("tensor_regex")
         )
         bad: dict[str, list[int]] = {}
         points = 0
@@ -91,7 +95,7 @@ class ExplodingTensor(TensorRule):
                 points += 1
                 if x.dtype.kind == "f" and self._bad(x).any():
                     bad.setdefault(name, []).append(step)
-        what = "NaN" if self.p("only_nan") else "NaN or infinite values"
+        what = "NaN" if self.p_bool("only_nan") else "NaN or infinite values"
         findings = [
             self.finding(
                 f"{name} has {what} from step {min(steps)} on.",
@@ -119,21 +123,21 @@ class WeightUpdateRatio(TensorRule):
         Param("epsilon", 1e-9, "added to the weight norm"),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         findings: list[Finding] = []
         points = 0
         previous: dict[str, tuple[int, np.ndarray]] = {}
         for name, step, w in self.raws(tensors, self.select(tensors, self.collections)):
             last = previous.get(name)
             previous[name] = (step, w)
-            if last is None or step - last[0] > self.p("num_steps"):
+            if last is None or step - last[0] > self.p_int("num_steps"):
                 continue
             update = float(np.linalg.norm((w - last[1]).ravel())) / (step - last[0])
             if update == 0.0:  # a frozen weight is not updated on purpose
                 continue
             points += 1
-            ratio = update / (float(np.linalg.norm(last[1].ravel())) + self.p("epsilon"))
-            if not self.p("small_threshold") <= ratio <= self.p("large_threshold"):
+            ratio = update / (float(np.linalg.norm(last[1].ravel())) + self.p_float("epsilon"))
+            if not self.p_float("small_threshold") <= ratio <= self.p_float("large_threshold"):
                 findings.append(
                     self.finding(
                         f"{name}: update/weight ratio {ratio:.3g} at step {step}.",
@@ -162,15 +166,15 @@ class PoorWeightInitialization(TensorRule):
         Param("steps", 10, "steps judged from the start", int, minimum=1),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
-        early = self.p("steps")
-        relus = self.select(tensors, ("relu_input",), self.p("activation_inputs_regex"))
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
+        early = self.p_int("steps")
+        relus = self.select(tensors, ("relu_input",), self.p_str("activation_inputs_regex"))
         var = self.stat(tensors, relus, "variance")
         var = var[var["step"] < early]
         findings, points = [], len(var)
         for step, group in var.groupby("step"):
             ratio = group["value"].max() / max(group["value"].min(), 1e-30)
-            if len(group) > 1 and ratio > self.p("threshold"):
+            if len(group) > 1 and ratio > self.p_float("threshold"):
                 findings.append(
                     self.finding(
                         f"ReLU input variances differ {ratio:.3g}x across layers at step {step}.",
@@ -187,7 +191,7 @@ class PoorWeightInitialization(TensorRule):
         if grads:
             points += 1
             p5, p95 = np.percentile(np.concatenate(grads), [5, 95])
-            if p95 - p5 < self.p("distribution_range"):
+            if p95 - p5 < self.p_float("distribution_range"):
                 findings.append(
                     self.finding(
                         f"Gradients p95 - p5 = {p95 - p5:.3g} in the first {early} steps.",
@@ -197,15 +201,15 @@ class PoorWeightInitialization(TensorRule):
                     )
                 )
         loss = self.losses(tensors, "train")
-        if len(loss) > 1 and loss["step"].iloc[-1] >= self.p("patience"):
+        if len(loss) > 1 and loss["step"].iloc[-1] >= self.p_int("patience"):
             points += 1
-            later = loss[loss["step"] >= self.p("patience")]["value"].iloc[0]
+            later = loss[loss["step"] >= self.p_int("patience")]["value"].iloc[0]
             if later >= loss["value"].iloc[0]:
                 findings.append(
                     self.finding(
-                        f"The loss did not decrease within {self.p('patience')} steps.",
+                        f"The loss did not decrease within {self.p_int('patience')} steps.",
                         0.5,
-                        (0, self.p("patience")),
+                        (0, self.p_int("patience")),
                         float(later),
                     )
                 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,9 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
 from stepscope.rules._types import Finding, RuleResult
 from stepscope.rules.debugging._base import TensorRule, step_span
+
+if TYPE_CHECKING:
+    from stepscope.read import Tensors
 
 
 class LossNotDecreasing(TensorRule):
@@ -40,8 +43,8 @@ class LossNotDecreasing(TensorRule):
         ),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
-        mode = self.p("mode")
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
+        mode = self.p_str("mode")
         findings, checks = self._scan(self.losses(tensors, mode or "eval"))
         if not mode and not checks:  # evaluation loss preferred, when it can be judged
             findings, checks = self._scan(self.losses(tensors, "train"))
@@ -51,9 +54,9 @@ class LossNotDecreasing(TensorRule):
         steps, values = loss["step"].to_numpy(), loss["value"].to_numpy()
         findings, checks, last = [], 0, None
         for i, step in enumerate(steps):
-            if last is not None and step - last < self.p("num_steps"):
+            if last is not None and step - last < self.p_int("num_steps"):
                 continue
-            back = np.nonzero(steps[:i] <= step - self.p("num_steps"))[0]
+            back = np.nonzero(steps[:i] <= step - self.p_int("num_steps"))[0]
             if not len(back):
                 continue
             j = back[-1]
@@ -67,22 +70,22 @@ class LossNotDecreasing(TensorRule):
         change = (v0 - v1) / abs(v0) * 100 if v0 else 0.0
         if not np.isfinite(change):
             return self.finding(f"The loss is not finite at step {s1} ({v1}).", 1.0, (s0, s1), v1)
-        if change >= self.p("diff_percent"):
+        if change >= self.p_float("diff_percent"):
             return None
-        rising = -change > self.p("increase_threshold_percent")
+        rising = -change > self.p_float("increase_threshold_percent")
         what = f"rose by {-change:.2f}%" if change < 0 else f"fell by only {change:.3f}%"
         severity = 0.9 if rising else 0.6
         return self.finding(
             f"The loss {what} from step {s0} ({v0:.4g}) to step {s1} "
-            f"({v1:.4g}); at least {self.p('diff_percent')}% expected.",
+            f"({v1:.4g}); at least {self.p_float('diff_percent')}% expected.",
             severity,
             (s0, s1),
             change,
-            self.p("diff_percent"),
+            self.p_float("diff_percent"),
         )
 
 
-def eval_points(tensors: Any) -> pd.DataFrame:
+def eval_points(tensors: Tensors) -> pd.DataFrame:
     """Per evaluation: the training step it followed (by save time), the mean
     evaluation loss, and the mean training loss saved since the previous evaluation."""
     train, evals = TensorRule.losses(tensors, "train"), TensorRule.losses(tensors, "eval")
@@ -124,21 +127,21 @@ class Overfit(TensorRule):
         Param("ratio_threshold", 0.1, "maximum (eval - train) / train"),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         points = eval_points(tensors)
-        points = points[points["step"] >= self.p("start_step")]
+        points = points[points["step"] >= self.p_int("start_step")]
         ratio = (points["eval"] - points["train"]) / points["train"].abs()
         findings, run = [], 0
         for step, r in zip(points["step"], ratio, strict=True):
-            run = run + 1 if r > self.p("ratio_threshold") else 0
-            if run == self.p("patience"):
+            run = run + 1 if r > self.p_float("ratio_threshold") else 0
+            if run == self.p_int("patience"):
                 findings.append(
                     self.finding(
                         f"Evaluation loss {r * 100:.0f}% above training loss at step {step}.",
                         min(1.0, 0.3 + r / 2),
                         (int(step), int(step)),
                         float(r),
-                        self.p("ratio_threshold"),
+                        self.p_float("ratio_threshold"),
                     )
                 )
         return self.verdict(data, findings, len(points), what="evaluations with both losses")
@@ -169,23 +172,23 @@ class Overtraining(TensorRule):
         Param("delta", 0.01, "minimum improvement of the best loss"),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         train = self.losses(tensors, "train")["value"].to_numpy()
         evals = self.losses(tensors, "eval")["value"].to_numpy()
         if not len(train) or not len(evals):
             return self.not_applicable(data, "needs training and evaluation losses")
-        t, v = stale_for(train, self.p("delta")), stale_for(evals, self.p("delta"))
+        t, v = stale_for(train, self.p_float("delta")), stale_for(evals, self.p_float("delta"))
         findings = []
-        if t >= self.p("patience_train") and v >= self.p("patience_validation"):
+        if t >= self.p_int("patience_train") and v >= self.p_int("patience_validation"):
             steps = self.losses(tensors, "train")["step"]
             findings.append(
                 self.finding(
-                    f"No improvement by {self.p('delta')} in the last {t} training and {v} "
+                    f"No improvement by {self.p_float('delta')} in the last {t} training and {v} "
                     "evaluation losses.",
                     0.6,
                     step_span(steps.iloc[-t:]),
                     float(t),
-                    float(self.p("patience_train")),
+                    float(self.p_int("patience_train")),
                 )
             )
         return self.verdict(data, findings, len(train) + len(evals), what="losses")

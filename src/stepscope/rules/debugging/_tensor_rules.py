@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from stepscope.errors import RuleConfigError
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param, RuleConfigError
+from stepscope.rules._params import Param
 from stepscope.rules._types import RuleResult
 from stepscope.rules.debugging._base import (
     TensorRule,
@@ -16,6 +17,9 @@ from stepscope.rules.debugging._base import (
     split_names,
     step_span,
 )
+
+if TYPE_CHECKING:
+    from stepscope.read import Tensors
 
 
 class AllZero(TensorRule):
@@ -31,16 +35,16 @@ class AllZero(TensorRule):
         Param("threshold", 100.0, "% of zeros for a tensor to count as all zero"),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         names = self.select(
-            tensors, split_names(self.p("collection_names")), self.p("tensor_regex")
+            tensors, split_names(self.p_str("collection_names")), self.p_str("tensor_regex")
         )
         hits: dict[str, list[int]] = {}
         points = 0
         for phase in ("train", "eval"):
             for name, step, x in self.raws(tensors, names, phase):
                 points += 1
-                if x.size and (x == 0).mean() * 100 >= self.p("threshold"):
+                if x.size and (x == 0).mean() * 100 >= self.p_float("threshold"):
                     hits.setdefault(name, []).append(step)
         findings = [
             self.finding(f"{name} is all zeros at {len(s)} saved step(s).", 0.7, step_span(s))
@@ -66,14 +70,14 @@ class UnchangedTensor(TensorRule):
         Param("equal_nan", False, "NaNs compare equal", bool),
     )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         names = self.select(
-            tensors, split_names(self.p("collection_names")), self.p("tensor_regex")
+            tensors, split_names(self.p_str("collection_names")), self.p_str("tensor_regex")
         )
         series: dict[str, list[tuple[int, np.ndarray]]] = {}
         for name, step, x in self.raws(tensors, names):
             series.setdefault(name, []).append((step, x))
-        n, findings = self.p("num_steps"), []
+        n, findings = self.p_int("num_steps"), []
         judged = [(name, items[-n:]) for name, items in series.items() if len(items) >= n]
         for name, last in judged:
             first = last[0][1]
@@ -81,9 +85,9 @@ class UnchangedTensor(TensorRule):
                 np.allclose(
                     first,
                     x,
-                    rtol=self.p("rtol"),
-                    atol=self.p("atol"),
-                    equal_nan=self.p("equal_nan"),
+                    rtol=self.p_float("rtol"),
+                    atol=self.p_float("atol"),
+                    equal_nan=self.p_bool("equal_nan"),
                 )
                 for _, x in last[1:]
             ):
@@ -112,7 +116,7 @@ class TensorVariance(TensorRule):
         Param("max_threshold", None, "largest variance (required)", minimum=None),
     )
 
-    def __init__(self, name: str | None = None, **parameters: Any) -> None:
+    def __init__(self, name: str | None = None, **parameters: object) -> None:
         super().__init__(name, **parameters)
         if self.p("min_threshold") is None or self.p("max_threshold") is None:
             raise RuleConfigError(
@@ -120,9 +124,9 @@ class TensorVariance(TensorRule):
                 "e.g. parameters = { min_threshold = 1e-6, max_threshold = 10 }."
             )
 
-    def judge(self, tensors: Any, data: RuleInput) -> RuleResult:
+    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         names = self.select(
-            tensors, split_names(self.p("collection_names")), self.p("tensor_regex")
+            tensors, split_names(self.p_str("collection_names")), self.p_str("tensor_regex")
         )
         var = self.stat(tensors, names, "variance")
         low, high = self.p("min_threshold"), self.p("max_threshold")
@@ -163,13 +167,13 @@ class StalledTrainingRule(TensorRule):
         gaps = np.diff(np.asarray([data.start(), *times]))
         worst = int(np.argmax(gaps))
         findings = []
-        if gaps[worst] > self.p("threshold"):
+        if gaps[worst] > self.p_int("threshold"):
             findings.append(
                 self.finding(
                     f"No progress for {gaps[worst]:.0f} s.",
                     0.8,
                     value=float(gaps[worst]),
-                    threshold=self.p("threshold"),
+                    threshold=self.p_int("threshold"),
                 )
             )
         return self.verdict(data, findings, len(gaps), what="step intervals")
