@@ -9,14 +9,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 import numpy.typing as npt
 
 from stepscope.analysis.downsample import compact, mean_frame, minmax_frame, offsets
+from stepscope.analysis.report_data import Histogram
+from stepscope.jobfolder import JsonObject
 
 REPORT_BUCKETS = 2000  # 2 points per bucket: ~4 points per pixel column of a laptop-wide chart
 HEATMAP_BUCKETS = 600
+
+#: A chart's spec: the JSON object the page's script draws (docs/charts.md).
+ChartSpec = JsonObject
+
+
+class Band(TypedDict):
+    """A shaded time range of a time series (a rule finding), seconds from ``t0``."""
+
+    start: float
+    end: float
+    label: str
+    severity: float
 
 
 class Charts:
@@ -24,9 +38,9 @@ class Charts:
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
-        self.specs: dict[str, dict[str, Any]] = {}
+        self.specs: dict[str, ChartSpec] = {}
 
-    def _add(self, spec: dict[str, Any]) -> str:
+    def _add(self, spec: ChartSpec) -> str:
         chart_id = f"c{len(self.specs)}"
         self.specs[chart_id] = spec
         return chart_id
@@ -37,11 +51,11 @@ class Charts:
         x: npt.ArrayLike,
         columns: Mapping[str, npt.ArrayLike],
         unit: str = "%",
-        **extra: Any,
+        **extra: object,
     ) -> str:
         """Line chart of several series sharing ``x`` (min/max downsampled)."""
         xs, cols = minmax_frame(x, columns, REPORT_BUCKETS)
-        series = [{"label": k, "values": compact(v)} for k, v in cols.items()]
+        series: list[JsonObject] = [{"label": k, "values": compact(v)} for k, v in cols.items()]
         return self._add(self._ts("timeseries", title, xs, series, unit, extra))
 
     def add_stacked(
@@ -49,7 +63,7 @@ class Charts:
     ) -> str:
         """Stacked areas (bucket means, so that the stack's height stays the mean total)."""
         xs, cols = mean_frame(x, columns, REPORT_BUCKETS)
-        series = [{"label": k, "values": compact(v)} for k, v in cols.items()]
+        series: list[JsonObject] = [{"label": k, "values": compact(v)} for k, v in cols.items()]
         return self._add(self._ts("stacked", title, xs, series, unit, {}))
 
     def _ts(
@@ -57,12 +71,12 @@ class Charts:
         kind: str,
         title: str,
         xs: npt.ArrayLike,
-        series: list[dict[str, Any]],
+        series: list[JsonObject],
         unit: str,
-        extra: Mapping[str, Any],
-    ) -> dict[str, Any]:
+        extra: Mapping[str, object],
+    ) -> ChartSpec:
         t0 = 0.0 if extra.get("xAxis") == "step" else self.t0  # steps are not times
-        spec = {
+        spec: ChartSpec = {
             "kind": kind,
             "title": title,
             "unit": unit,
@@ -73,11 +87,9 @@ class Charts:
         spec.update(extra)
         return spec
 
-    def add_histogram(
-        self, title: str, hist: Mapping[str, Any], unit: str = "s", **extra: Any
-    ) -> str:
+    def add_histogram(self, title: str, hist: Histogram, unit: str = "s", **extra: object) -> str:
         """Bars of ``hist`` (edges and counts, see analysis.report_data.histogram)."""
-        spec = {
+        spec: ChartSpec = {
             "kind": "histogram",
             "title": title,
             "unit": unit,
@@ -93,7 +105,7 @@ class Charts:
         """Rows (cores, GPUs) over time, bucket means rounded to integers."""
         xs, cols = mean_frame(x, rows, HEATMAP_BUCKETS)
         values = [[None if math.isnan(v) else round(v) for v in c.tolist()] for c in cols.values()]
-        spec = {
+        spec: ChartSpec = {
             "kind": "heatmap",
             "title": title,
             "unit": unit,
@@ -108,7 +120,7 @@ class Charts:
         self, title: str, labels: Sequence[str], values: Sequence[float], unit: str = "s"
     ) -> str:
         """One bar split into shares (the step split in total)."""
-        spec = {
+        spec: ChartSpec = {
             "kind": "share",
             "title": title,
             "unit": unit,
@@ -117,9 +129,7 @@ class Charts:
         }
         return self._add(spec)
 
-    def band(
-        self, start: float | None, end: float | None, label: str, severity: float
-    ) -> dict[str, Any]:
+    def band(self, start: float | None, end: float | None, label: str, severity: float) -> Band:
         """A shaded time range (a rule finding) for a time series' ``bands``."""
         s = start if start is not None else self.t0
         e = end if end is not None else s

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from stepscope.analysis.report_data import read_rules
+from stepscope.jobfolder import JobJson, RuleVerdict
 from stepscope.read import Job
 from stepscope.report._charts import Charts
 
@@ -26,10 +26,10 @@ class Context:
     """The job's metadata and frames, and the charts of the page being built."""
 
     job: Job
-    meta: dict[str, Any]
+    meta: JobJson
     steps: pd.DataFrame
     events: pd.DataFrame
-    rules: list[dict[str, Any]]
+    rules: list[RuleVerdict]
     charts: Charts
     now: float
     _system: dict[str, pd.DataFrame] = field(default_factory=dict)
@@ -57,7 +57,7 @@ class Context:
         return float(end) if end is not None else self.now
 
 
-def _first_time(meta: dict[str, Any], steps: pd.DataFrame, events: pd.DataFrame) -> float:
+def _first_time(meta: JobJson, steps: pd.DataFrame, events: pd.DataFrame) -> float:
     candidates = [meta.get("start_time")]
     if len(events):
         candidates.append(float(events["time"].min()))

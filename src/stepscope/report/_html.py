@@ -7,7 +7,6 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 # JSON inside <script type="application/json">: "</script>" or "<!--" in a string
 # must not end the element, so the characters that could are written as escapes.
@@ -20,12 +19,12 @@ _SCRIPT_SAFE = {
 }
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """HTML-escaped text of any value (quotes too, so it is safe in attributes)."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def script_json(obj: Any) -> str:
+def script_json(obj: object) -> str:
     """JSON that is safe inside a ``<script type="application/json">`` element."""
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_SAFE)
 
@@ -68,7 +67,10 @@ def fmt_value(v: float | None, unit: str) -> str:
 
 
 def table(
-    head: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "", raw_cols: Sequence[int] = ()
+    head: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    cls: str = "",
+    raw_cols: Sequence[int] = (),
 ) -> str:
     """A table; cells are escaped except the columns in ``raw_cols`` (pre-rendered HTML)."""
     th = "".join(f"<th>{esc(h)}</th>" for h in head)

@@ -8,8 +8,8 @@ gives what the record itself holds (its ``top`` or ``summary``), else nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
+from stepscope.jobfolder import JsonObject
 from stepscope.read import Job
 
 TOP_N = 15
@@ -35,14 +35,15 @@ def file_label(key: str) -> str:
     return key.rsplit("/", 1)[-1]
 
 
-def files_of(record: dict[str, Any]) -> list[str]:
+def files_of(record: JsonObject) -> list[str]:
     """The record's artifact keys (strings only), in the order of :data:`FILE_KINDS`."""
-    keys = [k for k in record.get("files") or [] if isinstance(k, str)]
+    files = record.get("files") or []
+    keys = [k for k in files if isinstance(k, str)] if isinstance(files, list) else []
     order = {label: i for i, (_s, label) in enumerate(FILE_KINDS)}
     return sorted(keys, key=lambda k: order.get(file_label(k), len(order)))
 
 
-def _artifact(job: Job, record: dict[str, Any], suffix: str) -> Any:
+def _artifact(job: Job, record: JsonObject, suffix: str) -> object:
     """The JSON artifact of the window that ends with ``suffix``, or None."""
     for key in files_of(record):
         if key.endswith(suffix):
@@ -53,11 +54,11 @@ def _artifact(job: Job, record: dict[str, Any], suffix: str) -> Any:
     return None
 
 
-def _dicts(rows: Any) -> list[dict[str, Any]]:
+def _dicts(rows: object) -> list[JsonObject]:
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
-def operators(job: Job, record: dict[str, Any]) -> list[dict[str, Any]]:
+def operators(job: Job, record: JsonObject) -> list[JsonObject]:
     """Top operators by host self time (``.operators.json``; else the record's ``top``)."""
     data = _artifact(job, record, ".operators.json")
     rows = _dicts(data.get("operators")) if isinstance(data, dict) else []
@@ -65,7 +66,7 @@ def operators(job: Job, record: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: _num(r.get("self_cpu_us")), reverse=True)[:TOP_N]
 
 
-def cprofile_functions(job: Job, record: dict[str, Any]) -> list[dict[str, Any]]:
+def cprofile_functions(job: Job, record: JsonObject) -> list[JsonObject]:
     """Top functions by own time of a cProfile window (``.functions.json``; else ``top``)."""
     data = _artifact(job, record, ".functions.json")
     rows = _dicts(data.get("functions")) if isinstance(data, dict) else []
@@ -80,7 +81,7 @@ def _frame(identifier: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
-def pyinstrument_functions(job: Job, record: dict[str, Any]) -> list[dict[str, Any]]:
+def pyinstrument_functions(job: Job, record: JsonObject) -> list[JsonObject]:
     """Top functions of a pyinstrument window, from its saved session's samples.
 
     Own time is the time of the samples a function was the innermost frame of;
@@ -105,7 +106,7 @@ def pyinstrument_functions(job: Job, record: dict[str, Any]) -> list[dict[str, A
     ]
 
 
-def dataloader(job: Job, record: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def dataloader(job: Job, record: JsonObject) -> tuple[JsonObject, list[JsonObject]]:
     """A dataloader window's summary and per-worker rows."""
     data = _artifact(job, record, ".dataloader.json")
     doc = data if isinstance(data, dict) else {}
@@ -113,16 +114,16 @@ def dataloader(job: Job, record: dict[str, Any]) -> tuple[dict[str, Any], list[d
     return (summary if isinstance(summary, dict) else {}), _dicts(doc.get("workers"))
 
 
-def _num(v: Any) -> float:
+def _num(v: object) -> float:
+    found = num(v) if not isinstance(v, bool) else float(v)
+    return 0.0 if found is None else found
+
+
+def num(v: object) -> float | None:
+    """A number from a record, or None when it is not one."""
+    if isinstance(v, bool) or not isinstance(v, str | int | float):
+        return None
     try:
         return float(v)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def num(v: Any) -> float | None:
-    """A number from a record, or None when it is not one."""
-    try:
-        return None if v is None or isinstance(v, bool) else float(v)
-    except (TypeError, ValueError):
+    except ValueError:
         return None

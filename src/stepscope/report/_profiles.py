@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import quote
 
+from stepscope.jobfolder import JsonObject
 from stepscope.read import Job
 from stepscope.report import _profile_data as data
 from stepscope.report._context import Context
@@ -25,7 +25,7 @@ OPEN_DETAILED = 3  # shown open; the others in a collapsed block
 PERFETTO = "https://ui.perfetto.dev"
 
 
-def safe_key(key: Any) -> bool:
+def safe_key(key: object) -> bool:
     """A window's file key that may become a link: relative, inside ``profiling/``."""
     if not isinstance(key, str) or not key.startswith("profiling/") or "\\" in key:
         return False
@@ -52,7 +52,7 @@ class Links:
             return None
         return quote(rel.replace(os.sep, "/"))
 
-    def html(self, record: dict[str, Any]) -> str:
+    def html(self, record: JsonObject) -> str:
         """One link per artifact of the window, named by what it is."""
         out = []
         for key in data.files_of(record):
@@ -64,12 +64,12 @@ class Links:
         return " · ".join(out)
 
 
-def _settings(record: dict[str, Any]) -> dict[str, Any]:
+def _settings(record: JsonObject) -> JsonObject:
     w = record.get("window")
     return w if isinstance(w, dict) else {}
 
 
-def window_kind(record: dict[str, Any]) -> str:
+def window_kind(record: JsonObject) -> str:
     """``python (cprofile, cpu_time)``, ``detailed (record_shapes)``, ``deep``..."""
     kind = str(record.get("kind"))
     w = _settings(record)
@@ -84,16 +84,16 @@ def window_kind(record: dict[str, Any]) -> str:
     return label + (" · live" if record.get("request") else "")
 
 
-def window_title(record: dict[str, Any]) -> str:
+def window_title(record: JsonObject) -> str:
     return f"{window_kind(record)}, rank {record.get('rank')}, {_steps(record)}"
 
 
-def _steps(record: dict[str, Any]) -> str:
+def _steps(record: JsonObject) -> str:
     a, b = record.get("start_step"), record.get("end_step")
     return f"step {a}" if a == b else f"steps {a}\u2013{b}"
 
 
-def _truncated(record: dict[str, Any]) -> str:
+def _truncated(record: JsonObject) -> str:
     cut = record.get("truncated")
     if not cut:
         return "no"
@@ -102,12 +102,12 @@ def _truncated(record: dict[str, Any]) -> str:
     return "yes"
 
 
-def _duration(record: dict[str, Any]) -> float | None:
+def _duration(record: JsonObject) -> float | None:
     start, end = data.num(record.get("start_time")), data.num(record.get("end_time"))
     return end - start if start is not None and end is not None else None
 
 
-def _windows_table(records: list[dict[str, Any]], links: Links) -> str:
+def _windows_table(records: list[JsonObject], links: Links) -> str:
     rows = [
         (
             esc(window_kind(r)),
@@ -126,16 +126,16 @@ def _windows_table(records: list[dict[str, Any]], links: Links) -> str:
     return table(head, rows, cls="windows", raw_cols=range(7)) + extra
 
 
-def _us(v: Any) -> str:
+def _us(v: object) -> str:
     us = data.num(v)
     return fmt_duration(us / 1e6 if us is not None else None)
 
 
-def _s(v: Any) -> str:
+def _s(v: object) -> str:
     return fmt_duration(data.num(v))
 
 
-def operators_table(job: Job, record: dict[str, Any]) -> str:
+def operators_table(job: Job, record: JsonObject) -> str:
     ops = data.operators(job, record)
     if not ops:
         return note("No operator table was saved for this window.")
@@ -149,12 +149,12 @@ def operators_table(job: Job, record: dict[str, Any]) -> str:
     return table(head, rows, cls="num operators")
 
 
-def _where(f: dict[str, Any]) -> str:
+def _where(f: JsonObject) -> str:
     builtin = f.get("file") in ("~", "<built-in>")
     return "built-in" if builtin else f"{f.get('file')}:{f.get('line')}"
 
 
-def functions_table(job: Job, record: dict[str, Any]) -> str:
+def functions_table(job: Job, record: JsonObject) -> str:
     w = _settings(record)
     if w.get("python_profiler") == "pyinstrument":
         funcs, timer = data.pyinstrument_functions(job, record), "sampled wall time"
@@ -176,7 +176,7 @@ def functions_table(job: Job, record: dict[str, Any]) -> str:
     return note(f"Times are of the {timer} timer.") + table(head, rows, cls="functions")
 
 
-def dataloader_table(job: Job, record: dict[str, Any]) -> str:
+def dataloader_table(job: Job, record: JsonObject) -> str:
     summary, workers = data.dataloader(job, record)
     if not summary:
         return note("No data-loader summary was saved for this window.")
@@ -206,7 +206,7 @@ def dataloader_table(job: Job, record: dict[str, Any]) -> str:
 
 
 def _detail_blocks(
-    job: Job, records: list[dict[str, Any]], render: Callable[[Job, dict[str, Any]], str]
+    job: Job, records: list[JsonObject], render: Callable[[Job, JsonObject], str]
 ) -> str:
     newest = records[-MAX_DETAILED:]
     blocks = [f"<h4>{esc(window_title(r))}</h4>{render(job, r)}" for r in newest]

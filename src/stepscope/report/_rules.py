@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from stepscope.analysis.report_data import GPU_RE, finite, numbered, per_step, rank_rules
+from stepscope.jobfolder import FindingJson, RuleVerdict
+from stepscope.report._charts import Band
 from stepscope.report._context import Context
 from stepscope.report._html import badge, chart, esc, fmt_duration, fmt_time, note, section, table
 
@@ -36,13 +36,13 @@ def rule_anchor(name: str) -> str:
     return "rule-" + "".join(c if c.isalnum() else "-" for c in name)
 
 
-def _params(params: Any) -> str:
+def _params(params: object) -> str:
     if not isinstance(params, dict) or not params:
         return ""
     return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
-def _summary_table(results: list[dict[str, Any]]) -> str:
+def _summary_table(results: list[RuleVerdict]) -> str:
     rows = [
         (
             f'<a href="#{esc(rule_anchor(str(r.get("rule"))))}">{esc(r.get("rule"))}</a>',
@@ -67,14 +67,14 @@ def _summary_table(results: list[dict[str, Any]]) -> str:
     return table(head, rows, cls="rules", raw_cols=tuple(range(7)))
 
 
-def _steps_text(f: dict[str, Any]) -> str:
+def _steps_text(f: FindingJson) -> str:
     steps = f.get("steps")
     if isinstance(steps, list | tuple) and len(steps) == 2:
         return f"{steps[0]}\u2013{steps[1]}"
     return "" if steps is None else str(steps)
 
 
-def _findings_table(findings: list[dict[str, Any]]) -> str:
+def _findings_table(findings: list[FindingJson]) -> str:
     findings = sorted(findings, key=lambda f: -(finite(f.get("severity")) or 0))
     rows = [
         (
@@ -109,7 +109,7 @@ def _findings_table(findings: list[dict[str, Any]]) -> str:
     return table(head, rows, cls="findings") + more
 
 
-def _span(f: dict[str, Any]) -> float | None:
+def _span(f: FindingJson) -> float | None:
     start, end = finite(f.get("start")), finite(f.get("end"))
     return end - start if start is not None and end is not None else None
 
@@ -126,9 +126,8 @@ def _evidence_columns(ctx: Context, node: str, wanted: list[str]) -> dict[str, s
     return out
 
 
-def _evidence(ctx: Context, result: dict[str, Any]) -> str:
+def _evidence(ctx: Context, name: str, findings: list[FindingJson]) -> str:
     """The rule's data over the whole job, with its findings shaded where they fired."""
-    name, findings = str(result.get("rule")), result.get("findings") or []
     kind, wanted = EVIDENCE.get(name, ("steps", ["duration"]))
     bands = [
         ctx.charts.band(
@@ -160,7 +159,7 @@ def _evidence(ctx: Context, result: dict[str, Any]) -> str:
     return _steps_evidence(ctx, name, wanted, bands)
 
 
-def _steps_evidence(ctx: Context, name: str, wanted: list[str], bands: list[dict[str, Any]]) -> str:
+def _steps_evidence(ctx: Context, name: str, wanted: list[str], bands: list[Band]) -> str:
     train = ctx.steps[ctx.steps["phase"] == "train"]
     if train.empty:
         return note("No training steps to plot the evidence on.")
@@ -178,7 +177,7 @@ def _steps_evidence(ctx: Context, name: str, wanted: list[str], bands: list[dict
     return chart(cid, "Shaded: where the rule fired (darker: more severe).")
 
 
-def _rule_block(ctx: Context, r: dict[str, Any]) -> str:
+def _rule_block(ctx: Context, r: RuleVerdict) -> str:
     name = str(r.get("rule"))
     findings = [f for f in r.get("findings") or [] if isinstance(f, dict)]
     body = f"<p>{badge(str(r.get('status')))} {esc(r.get('description'))}</p>"
@@ -190,7 +189,7 @@ def _rule_block(ctx: Context, r: dict[str, Any]) -> str:
     if r.get("updated"):
         body += f'<p class="note">Evaluated up to {esc(fmt_time(finite(r.get("updated"))))}</p>'
     if findings:
-        body += _findings_table(findings) + _evidence(ctx, {**r, "findings": findings})
+        body += _findings_table(findings) + _evidence(ctx, name, findings)
     return section(rule_anchor(name), name, body, level=3)
 
 

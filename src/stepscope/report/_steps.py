@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,7 @@ def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: floa
         series["median rank"] = agg["median"].to_numpy(np.float64)
     # Outliers as their own point series: min/max downsampling keeps their exact values.
     series["outliers"] = np.where(dur > threshold, dur, np.nan)
-    extra: dict[str, Any] = {
+    extra: dict[str, object] = {
         "phase": phase,
         "outlier_threshold": None if math.isinf(threshold) else threshold,
     }
@@ -39,14 +38,15 @@ def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: floa
     chart_id = ctx.charts.add_timeseries(
         f"{phase} step duration", agg["start"], series, "s", **extra
     )
-    spec = ctx.charts.specs[chart_id]
-    spec["series"][-1].update(points=True, color="#d62728")
+    series_specs = ctx.charts.specs[chart_id]["series"]  # the list _ts wrote, outliers last
+    if isinstance(series_specs, list):
+        series_specs[-1].update(points=True, color="#d62728")
     return chart(chart_id, "Each point is a step at its start time; red dots: outliers.")
 
 
 def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
     hist = histogram(agg["duration"].to_numpy(np.float64))
-    extra: dict[str, Any] = {"phase": phase}
+    extra: dict[str, object] = {"phase": phase}
     if not math.isinf(threshold) and threshold <= hist["edges"][-1]:
         extra["markers"] = [{"x": threshold, "axis": "value", "label": LIMIT}]
     chart_id = ctx.charts.add_histogram(f"{phase} step duration histogram", hist, "s", **extra)

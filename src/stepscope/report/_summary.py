@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from stepscope.analysis.report_data import lifecycle
+from stepscope.jobfolder import JobJson, json_number
 from stepscope.report._context import Context
 from stepscope.report._html import badge, esc, fmt_duration, fmt_time, note, section, table
 
 
-def _command(meta: dict[str, Any]) -> str:
+def _command(meta: JobJson) -> str:
     cmd = meta.get("command")
     if isinstance(cmd, list):
         return shlex.join(str(c) for c in cmd)
@@ -28,7 +28,7 @@ def _ranks(ctx: Context) -> str:
     )
 
 
-def _status(meta: dict[str, Any]) -> str:
+def _status(meta: JobJson) -> str:
     parts = [badge(str(meta.get("status")))]
     if meta.get("exit_code") is not None:
         parts.append(f"exit code {esc(meta['exit_code'])}")
@@ -103,9 +103,9 @@ def faults_section(ctx: Context) -> str:
             f.get("pid"),
             f.get("error"),
             f.get("count"),
-            fmt_time(f.get("first_time") or f.get("time")),
+            fmt_time(json_number(f.get("first_time") or f.get("time"))),
         )
-        for f in sorted(faults, key=lambda f: float(f.get("time") or 0))
+        for f in sorted(faults, key=lambda f: json_number(f.get("time")) or 0.0)
     ]
     head = ["Component", "Node", "Rank", "PID", "Error", "Count", "First seen"]
     intro = note(

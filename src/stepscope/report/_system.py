@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from stepscope.analysis.report_data import CORE_RE, GPU_RE, metric_table, numbered
-from stepscope.report._context import Context
+from stepscope.analysis.report_data import CORE_RE, GPU_RE, MetricRow, metric_table, numbered
+from stepscope.jobfolder import NodeInfo
+from stepscope.report._context import Context, Progress
 from stepscope.report._html import chart, esc, fmt_value, note, section, table
 
 # (title, unit, {label: column}, y range): the time series drawn for every node.
@@ -33,7 +33,7 @@ def node_anchor(node: str) -> str:
     return "node-" + "".join(c if c.isalnum() else "-" for c in node)
 
 
-def _derived(wide: pd.DataFrame, info: dict[str, Any]) -> pd.DataFrame:
+def _derived(wide: pd.DataFrame, info: NodeInfo) -> pd.DataFrame:
     """Training-process CPU and memory as % of the node, to share an axis with the totals."""
     out = wide.copy()
     cores = info.get("cpu_count") or len(numbered(wide.columns, CORE_RE)) or 1
@@ -44,7 +44,7 @@ def _derived(wide: pd.DataFrame, info: dict[str, Any]) -> pd.DataFrame:
     return out
 
 
-def _series(wide: pd.DataFrame, columns: dict[str, str]) -> dict[str, np.ndarray]:
+def _series(wide: pd.DataFrame, columns: dict[str, str]) -> dict[str, npt.NDArray[np.float64]]:
     return {label: wide[col].to_numpy(np.float64) for label, col in columns.items() if col in wide}
 
 
@@ -71,7 +71,7 @@ def _plain_charts(ctx: Context, wide: pd.DataFrame, node: str) -> str:
     for title, unit, cols, y_range in _PLAIN_CHARTS:
         series = _series(wide, cols)
         if series:
-            extra: dict[str, Any] = {"yRange": y_range} if y_range else {}
+            extra: dict[str, object] = {"yRange": y_range} if y_range else {}
             metrics = [c for c in cols.values() if c in wide]
             out.append(
                 chart(
@@ -96,7 +96,7 @@ def _gpu_charts(ctx: Context, wide: pd.DataFrame, node: str) -> str:
         if not cols:
             continue
         series = {f"GPU {c.split('_')[0][3:]}": wide[c].to_numpy(np.float64) for c in cols}
-        extra: dict[str, Any] = {"yRange": y_range} if y_range else {}
+        extra: dict[str, object] = {"yRange": y_range} if y_range else {}
         chart_id = ctx.charts.add_timeseries(
             f"{title}, {node}", wide["time"], series, unit, node=node, metrics=cols, **extra
         )
@@ -127,7 +127,7 @@ def _quantile_table(wide: pd.DataFrame) -> str:
     rows = metric_table(wide.drop(columns=["proc_cpu_pct", "proc_rss_pct"], errors="ignore"))
     head = ["Metric", "p50", "p95", "p99", "max"]
 
-    def cells(r: dict[str, Any]) -> tuple[str, ...]:
+    def cells(r: MetricRow) -> tuple[str, ...]:
         return (r["metric"], *(fmt_value(r[k], r["unit"]) for k in ("p50", "p95", "p99", "max")))
 
     main = [cells(r) for r in rows if not CORE_RE.match(r["metric"])]
@@ -141,7 +141,7 @@ def _quantile_table(wide: pd.DataFrame) -> str:
     return html
 
 
-def _facts(info: dict[str, Any], node: str, wide: pd.DataFrame) -> str:
+def _facts(info: NodeInfo, node: str, wide: pd.DataFrame) -> str:
     gpus = ", ".join(str(g.get("name")) for g in info.get("gpus") or []) or "none"
     mem = fmt_value(info.get("mem_total"), "B") if info.get("mem_total") else "?"
     interval = info.get("interval_ms") or (int(wide["interval_ms"].iloc[-1]) if len(wide) else "?")
@@ -170,15 +170,14 @@ def node_section(ctx: Context, node: str) -> str:
     return section(node_anchor(node), f"Node {node}", body, level=3)
 
 
-def _node_info(ctx: Context, node: str) -> dict[str, Any]:
+def _node_info(ctx: Context, node: str) -> NodeInfo:
     try:
-        info: dict[str, Any] = ctx.job.node_info(node)
+        return ctx.job.node_info(node)
     except (OSError, ValueError):
-        info = {}
-    return info
+        return {}
 
 
-def system_section(ctx: Context, progress: Any = None) -> str:
+def system_section(ctx: Context, progress: Progress | None = None) -> str:
     """System usage of every node."""
     nodes = ctx.job.nodes()
     if not nodes:

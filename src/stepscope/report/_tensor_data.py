@@ -7,8 +7,6 @@ gradients that have no stored one, within a bound on what is read.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -20,6 +18,11 @@ RAW_TENSORS = 12  # raw-only weights/gradients whose l2 is computed
 RAW_STEPS = 50  # saved steps per tensor and phase read for it, evenly spread
 RAW_BYTES = 256 * 1024 * 1024  # raw bytes read in all
 BUILTIN = ("losses", "weights", "biases", "inputs", "outputs", "optimizer_variables")
+
+#: A row of the tensors table: name, kind, train steps, eval steps, what is stored.
+SummaryRow = tuple[str, str, str, str, str]
+#: Where a chart goes: values before reductions, l2 first, training first, by family.
+ChartRank = tuple[int, bool, int, str, str]
 
 
 def families(names: list[str], collections: dict[str, list[str]]) -> dict[str, str]:
@@ -48,12 +51,14 @@ def _span(steps: pd.Series) -> str:
     return f"{steps.nunique()} ({int(steps.min())}\u2013{int(steps.max())})"
 
 
-def summary_rows(scalars: pd.DataFrame, index: pd.DataFrame, fams: dict[str, str]) -> list[Any]:
+def summary_rows(
+    scalars: pd.DataFrame, index: pd.DataFrame, fams: dict[str, str]
+) -> list[SummaryRow]:
     """One row per tensor: name, kind, train steps, eval steps, what is stored."""
     both = pd.concat([scalars[["name", "phase", "step"]], index[["name", "phase", "step"]]])
     keys = scalars.groupby("name")["key"].unique() if len(scalars) else pd.Series(dtype=object)
     raw = index.drop_duplicates("name", keep="last").set_index("name") if len(index) else None
-    rows = []
+    rows: list[SummaryRow] = []
     for name, rows_of in both.groupby("name", sort=True):
         stored = sorted(str(k) for k in keys.get(name, []))
         if raw is not None and name in raw.index:
@@ -83,7 +88,7 @@ def raw_l2(
 ) -> pd.DataFrame:
     """The l2 norm of raw-only weights and gradients at up to ``RAW_STEPS`` steps each."""
     cols = ["time", "phase", "step", "name", "key", "value"]
-    out: list[tuple[Any, ...]] = []
+    out: list[tuple[float, str, int, str, str, float]] = []
     budget = RAW_BYTES
     for name in _raw_candidates(index, scalars, fams) if len(index) else []:
         for phase, rows in index[index["name"] == name].groupby("phase"):
@@ -101,7 +106,7 @@ def raw_l2(
 def chart_groups(rows: pd.DataFrame, fams: dict[str, str]) -> list[tuple[str, pd.DataFrame]]:
     """(title, rows) per chart: values first (losses together, other scalars one by one),
     then reductions by kind, l2 first; names in one chart share their saved steps."""
-    groups: list[tuple[tuple[Any, ...], str, pd.DataFrame]] = []
+    groups: list[tuple[ChartRank, str, pd.DataFrame]] = []
     for (phase, key), part in rows.groupby(["phase", "key"], sort=False):
         steps_of = part.groupby("name")["step"].apply(lambda s: tuple(sorted(set(s))))
         for _steps, names in steps_of.groupby(steps_of):
@@ -128,7 +133,7 @@ def _title(fam: str, members: list[str], key: str, phase: str) -> str:
     return f"{fam}: {key} ({phase})"
 
 
-def _rank(fam: str, key: str, phase: str) -> tuple[Any, ...]:
+def _rank(fam: str, key: str, phase: str) -> ChartRank:
     order = ["losses", "gradients", "weights", "biases", "optimizer_variables"]
     fam_rank = order.index(fam) if fam in order else len(order)
     key_rank = 0 if key == VALUE else 1 if key.startswith("l2") else 2

@@ -3,8 +3,6 @@ weights and gradients; with links to the debugging rules' results (docs/tensors.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -69,7 +67,7 @@ def _charts(ctx: Context, rows: pd.DataFrame, fams: dict[str, str]) -> str:
     return "<h3>Over the steps</h3>" + html
 
 
-def _table(rows: list[Any]) -> str:
+def _table(rows: list[td.SummaryRow]) -> str:
     head = ["Tensor", "Kind", "Train steps saved", "Eval steps saved", "Stored"]
     body = table(head, rows[:MAX_TABLE], cls="tensors")
     if len(rows) > MAX_TABLE:
