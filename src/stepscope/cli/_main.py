@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from stepscope.cli._profile import add_parsers as add_profiling_parsers
 from stepscope.cli._run import add_parser as add_run_parser
@@ -15,12 +15,26 @@ from stepscope.cli._ui import add_parser as add_ui_parser
 from stepscope.config import DEFAULT_OUTPUT
 from stepscope.errors import StepscopeError
 
+if TYPE_CHECKING:
+    from stepscope.read import Job
+
+
+class LsRow(TypedDict):
+    """One job of ``stepscope ls`` (``--json`` prints a list of these)."""
+
+    name: str
+    path: str
+    status: str
+    start_time: float | None
+    duration_seconds: float
+    steps: int
+
 
 def cmd_ls(args: argparse.Namespace) -> int:
     from stepscope.cli._text import render_ls
     from stepscope.read import list_jobs
 
-    rows = []
+    rows: list[LsRow] = []
     for job in list_jobs(args.output):
         meta = job.meta
         end = meta.get("end_time") or time.time()
@@ -39,7 +53,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open(path: str) -> Any:
+def _open(path: str) -> Job:
     from stepscope.read import open
 
     return open(path)
@@ -85,7 +99,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_export(sub: Any) -> None:
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="export a job's data to another tool")
     kinds = p.add_subparsers(dest="kind", required=True)
     tb = kinds.add_parser("tensorboard", help="the job's tensors as TensorBoard event files")
@@ -94,7 +108,7 @@ def _add_export(sub: Any) -> None:
     tb.set_defaults(fn=cmd_export)
 
 
-def _add_readers(sub: Any) -> None:
+def _add_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("ls", help="list the jobs of an output folder")
     p.add_argument("output", nargs="?", default=DEFAULT_OUTPUT)
     p.add_argument("--json", action="store_true")

@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from stepscope.errors import UsageError
+
+if TYPE_CHECKING:
+    from stepscope.jobfolder import JsonObject
+    from stepscope.read import Job
+    from stepscope.store import Store
 
 WAIT_S = 10.0
 BY = "cli"
@@ -32,7 +37,7 @@ def parse_steps(text: str) -> tuple[int | None, int | None]:
         ) from None
 
 
-def _range(args: argparse.Namespace) -> dict[str, Any]:
+def _range(args: argparse.Namespace) -> JsonObject:
     if args.steps is not None and (args.start_time is not None or args.duration is not None):
         raise UsageError("--steps and --start-time/--duration conflict: give one of the two")
     if args.start_time is not None or args.duration is not None:
@@ -47,11 +52,11 @@ def _range(args: argparse.Namespace) -> dict[str, Any]:
     return {"start_step": start, "num_steps": count}
 
 
-def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
+def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
     """The windows the options ask for, as ``control.request_profile`` bodies."""
     from stepscope.jobfolder import control
 
-    span, windows = _range(args), []
+    span, windows = _range(args), list[JsonObject]()
     if args.detailed:
         windows.append(
             {
@@ -73,7 +78,7 @@ def profile_windows(args: argparse.Namespace) -> list[dict[str, Any]]:
     return windows
 
 
-def _running_job(path: str) -> Any:
+def _running_job(path: str) -> Job:
     from stepscope.read import open
 
     job = open(path)
@@ -85,7 +90,7 @@ def _running_job(path: str) -> Any:
     return job
 
 
-def _wait(store: Any, name: str, args: argparse.Namespace) -> int:
+def _wait(store: Store, name: str, args: argparse.Namespace) -> int:
     from stepscope.jobfolder import control
 
     print(f"requested: {name}")
@@ -134,7 +139,7 @@ def _add_wait(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", type=float, default=WAIT_S, help="seconds to wait (default 10)")
 
 
-def add_parsers(sub: Any) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``profile`` and ``config`` on the ``stepscope`` parser."""
     p = sub.add_parser("profile", help="open (or switch off) profiling windows of a running job")
     p.add_argument("job")

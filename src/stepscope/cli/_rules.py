@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from stepscope.read import Job
 from stepscope.read import open as open_job
@@ -24,9 +23,9 @@ ORDER = ("IssuesFound", "Error", "InProgress", "NoIssuesFound", "NotApplicable")
 FINDINGS_SHOWN = 5
 
 
-def parse_params(params: Sequence[str]) -> dict[str, dict[str, Any]]:
+def parse_params(params: Sequence[str]) -> dict[str, dict[str, str]]:
     """``["StepOutlier.stddev=3"]`` -> ``{"StepOutlier": {"stddev": "3"}}``."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, str]] = {}
     for item in params:
         name, dot, rest = item.partition(".")
         key, eq, value = rest.partition("=")
@@ -106,7 +105,7 @@ def rules_results(job: Job, rule_names: Sequence[str], params: Sequence[str]) ->
     return rank(results)
 
 
-def _with(spec: RuleSpec, given: dict[str, Any] | None) -> RuleSpec:
+def _with(spec: RuleSpec, given: Mapping[str, object] | None) -> RuleSpec:
     if not given:
         return spec
     rule = spec.rule

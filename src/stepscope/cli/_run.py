@@ -12,9 +12,8 @@ import os
 import shutil
 import sys
 import time
-from typing import Any
 
-from stepscope.config import DEFAULT_OUTPUT
+from stepscope.config import DEFAULT_OUTPUT, StepscopeConfig
 from stepscope.errors import UsageError
 from stepscope.launch import add_options as add_torchrun_options
 
@@ -34,7 +33,7 @@ def job_name(command: list[str]) -> str:
     return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def _resolve(args: argparse.Namespace) -> Any:
+def _resolve(args: argparse.Namespace) -> StepscopeConfig:
     from stepscope.config import resolve_config
 
     given = {"output": args.output, "job": args.job, "interval_ms": args.interval_ms}
@@ -84,7 +83,7 @@ def _refuse_existing(output: str, name: str) -> None:
         )
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``run`` subcommand."""
     p = sub.add_parser(
         "run",

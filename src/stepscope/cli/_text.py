@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stepscope.analysis.summary import JobSummary, Quantiles, StepsSummary, SystemSummary
+    from stepscope.cli._main import LsRow
 
 _SHOWN_METRICS = (
     ("cpu", "CPU total", "%"),
@@ -44,7 +49,7 @@ def fmt_seconds(x: float | None) -> str:
     return f"{x / 60:.1f} min"
 
 
-def _gpu_metrics(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _gpu_metrics(metrics: Mapping[str, Quantiles]) -> list[tuple[str, str, str]]:
     units = {"util": "%", "mem_util": "%", "mem_used": "B", "power_w": "W", "temp_c": "C"}
     out = []
     for name in sorted(metrics):
@@ -55,7 +60,7 @@ def _gpu_metrics(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def render_show(s: dict[str, Any]) -> str:
+def render_show(s: JobSummary) -> str:
     lines = [
         f"job        {s['name']}   ({s['path']})",
         f"status     {s['status']}"
@@ -79,7 +84,7 @@ def render_show(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _render_steps(st: dict[str, Any]) -> list[str]:
+def _render_steps(st: StepsSummary) -> list[str]:
     ranks = ", ".join(f"rank {r}: {n}" for r, n in st["by_rank"].items())
     head = f"steps      {st['count']} training steps (rank 0)"
     lines = [head + (f"   [{ranks}]" if ranks else "")]
@@ -94,7 +99,7 @@ def _render_steps(st: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _render_system(sy: dict[str, Any]) -> list[str]:
+def _render_system(sy: SystemSummary) -> list[str]:
     lines = []
     for node, info in sy["nodes"].items():
         lines.append(
@@ -111,7 +116,7 @@ def _render_system(sy: dict[str, Any]) -> list[str]:
     return lines or ["system     no samples"]
 
 
-def render_ls(rows: list[dict[str, Any]]) -> str:
+def render_ls(rows: list[LsRow]) -> str:
     head = f"{'JOB':<32} {'STATUS':<10} {'STARTED':<20} {'DURATION':>10} {'STEPS':>8}"
     out = [head]
     for r in rows:

@@ -13,7 +13,7 @@ import argparse
 import os
 import socket
 import sys
-from typing import Any
+from collections.abc import Callable
 
 from stepscope.errors import UsageError
 
@@ -23,7 +23,7 @@ DEFAULT_PORT = 8765
 TOKEN_ENV = "STEPSCOPE_UI_TOKEN"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``ui`` on the ``stepscope`` parser."""
     p = sub.add_parser("ui", help="serve the live dashboard of the jobs under a folder")
     p.add_argument("root", nargs="?", default=DEFAULT_ROOT,
@@ -93,7 +93,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return 0
 
 
-def new_token_if_loopback(host: str, make: Any) -> str:
+def new_token_if_loopback(host: str, make: Callable[[], object]) -> str:
     """A fresh token on loopback; beyond it none (so that the binding is refused)."""
     from stepscope.dashboard import is_loopback
 
