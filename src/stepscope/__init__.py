@@ -7,7 +7,7 @@ training process.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from stepscope.read import Job, list_jobs, open
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
     import importlib

@@ -14,7 +14,7 @@ standard library.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stepscope.dashboard._security import is_loopback, new_token
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from stepscope.dashboard._app import create_app
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "create_app":
         from stepscope.dashboard._app import create_app
 

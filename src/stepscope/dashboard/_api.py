@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -19,6 +19,9 @@ from stepscope.dashboard._data import DEFAULT_BUCKETS, MAX_BUCKETS, Source, enco
 from stepscope.dashboard._paths import NotServed, local_artifact
 from stepscope.errors import StepscopeError
 from stepscope.report import render_report
+from stepscope.store import Store
+
+Handler = Callable[[Request], Response]
 
 PHASES = ("train", "eval")
 
@@ -65,13 +68,12 @@ def _int(request: Request, key: str, default: int, lo: int, hi: int) -> int:
     return value
 
 
-def handle(fn: Any) -> Any:
+def handle(fn: Handler) -> Handler:
     """Turn the handlers' exceptions into JSON errors."""
 
     def wrapped(request: Request) -> Response:
         try:
-            result: Response = fn(request)
-            return result
+            return fn(request)
         except HTTPError as exc:
             return error(exc.status, str(exc))
         except _controls.BadRequest as exc:
@@ -149,19 +151,22 @@ def control_status(request: Request) -> Response:
     return json_bytes(encode(_controls.status(job.store, request.path_params["name"])))
 
 
-async def _body(request: Request) -> Any:
+async def _body(request: Request) -> object:
     raw = await request.body()
     if not raw:
         return {}
     if len(raw) > 64_000:
         raise HTTPError(413, "The body is too large (at most 64 kB).")
     try:
-        return json.loads(raw)
+        body: object = json.loads(raw)
     except ValueError:
         raise HTTPError(400, "The body is not valid JSON.") from None
+    return body
 
 
-def control_endpoint(make: Any) -> Any:
+def control_endpoint(
+    make: Callable[[Store, object], str],
+) -> Callable[[Request], Awaitable[Response]]:
     """A POST handler that writes one control request into a running job."""
 
     async def endpoint(request: Request) -> Response:

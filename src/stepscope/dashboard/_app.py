@@ -14,7 +14,15 @@ from starlette.staticfiles import StaticFiles
 from stepscope.dashboard import _api, _controls
 from stepscope.dashboard._data import Source
 from stepscope.dashboard._openapi import document
-from stepscope.dashboard._security import ASGIApp, Guard, Message, Receive, Scope, Send
+from stepscope.dashboard._security import (
+    ASGIApp,
+    Guard,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    header_pairs,
+)
 from stepscope.store import Store, open_store
 from stepscope.webcharts import STATIC_DIR as CHARTS_DIR
 
@@ -44,9 +52,9 @@ class SecureHeaders:
 
         async def wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
-                have = {k.lower() for k, _ in message.get("headers", [])}
-                message["headers"] = [*message.get("headers", []),
-                                      *(h for h in HEADERS if h[0] not in have)]  # fmt: skip
+                given = header_pairs(message)
+                have = {k.lower() for k, _ in given}
+                message["headers"] = [*given, *(h for h in HEADERS if h[0] not in have)]
             await send(message)
 
         await self.app(scope, receive, wrapped)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, cast
 
 T = TypeVar("T")
+V = TypeVar("V")
 MAX_ANSWERS = 512
 MAX_SUMMARY_BYTES = 256 * 2**20  # a 24-h node: ~40 MB (its segments and their combination)
 
@@ -30,15 +31,15 @@ S = TypeVar("S", bound=HasBytes)
 _MISSING = object()
 
 
-class _Lru:
+class _Lru(Generic[V]):
     """The part both caches share: a lock, values in use order, hit counts."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self._values: OrderedDict[Hashable, V] = OrderedDict()
         self.hits = self.misses = 0
 
-    def _hit(self, key: Hashable) -> Any:
+    def _hit(self, key: Hashable) -> V | object:
         """The value of ``key`` made most recent, or ``_MISSING`` (hold the lock)."""
         if key not in self._values:
             return _MISSING
@@ -47,8 +48,12 @@ class _Lru:
         return self._values[key]
 
 
-class Answers(_Lru):
-    """A bounded LRU of computed answers with one computation per key at a time."""
+class Answers(_Lru[object]):
+    """A bounded LRU of computed answers with one computation per key at a time.
+
+    A key's answer is made by one ``compute`` only (the key names what is computed),
+    so the value found under it is of that ``compute``'s type.
+    """
 
     def __init__(self, max_entries: int = MAX_ANSWERS) -> None:
         super().__init__()
@@ -60,13 +65,13 @@ class Answers(_Lru):
         with self._lock:
             found = self._hit(key)
             if found is not _MISSING:
-                return found
+                return cast(T, found)
             busy = self._busy.setdefault(key, threading.Lock())
         with busy:
             with self._lock:
                 found = self._hit(key)
                 if found is not _MISSING:
-                    return found
+                    return cast(T, found)
             self.misses += 1
             value = compute()
             with self._lock:
@@ -77,8 +82,11 @@ class Answers(_Lru):
         return value
 
 
-class Sized(_Lru):
-    """A LRU of values with an ``nbytes``, holding at most ``max_bytes`` of them."""
+class Sized(_Lru[HasBytes]):
+    """A LRU of values with an ``nbytes``, holding at most ``max_bytes`` of them.
+
+    As in :class:`Answers`, a key's value is made by one ``compute`` only.
+    """
 
     def __init__(self, max_bytes: int = MAX_SUMMARY_BYTES) -> None:
         super().__init__()
@@ -89,7 +97,7 @@ class Sized(_Lru):
         with self._lock:
             found = self._hit(key)
             if found is not _MISSING:
-                return found
+                return cast(S, found)
             self.misses += 1
         value = compute()  # outside the lock: parts are summarized in parallel
         with self._lock:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import TypedDict
 
 from stepscope.config import SYSTEM_MONITOR_INTERVALS, ConfigError
 from stepscope.errors import UsageError
-from stepscope.jobfolder import control
+from stepscope.jobfolder import JsonObject, control
 from stepscope.store import Store
 
 BY = "dashboard"
@@ -29,7 +29,15 @@ class BadRequest(UsageError, ValueError):
     """A body the dashboard refuses (HTTP 400, the message says why)."""
 
 
-def _object(body: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+class RequestState(TypedDict):
+    """A control request's state: ``pending`` until the job answered (``ack``)."""
+
+    name: str
+    pending: bool
+    ack: control.Ack | None
+
+
+def _object(body: object, keys: tuple[str, ...]) -> JsonObject:
     if not isinstance(body, dict):
         raise BadRequest("The body must be a JSON object.")
     unknown = sorted(set(body) - set(keys))
@@ -39,16 +47,20 @@ def _object(body: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     return body
 
 
-def interval(store: Store, body: Any) -> str:
+def interval(store: Store, body: object) -> str:
     """``{"interval_ms": 1000}`` -> a ``config`` request; returns its name."""
     ms = _object(body, ("interval_ms",)).get("interval_ms")
-    if isinstance(ms, bool) or ms not in SYSTEM_MONITOR_INTERVALS:
+    if (
+        isinstance(ms, bool)
+        or not isinstance(ms, int | float)
+        or ms not in SYSTEM_MONITOR_INTERVALS
+    ):
         accepted = ", ".join(map(str, SYSTEM_MONITOR_INTERVALS))
         raise BadRequest(f"Invalid value {ms!r} for interval_ms. Accepted values are {accepted}.")
     return control.request_interval(store, int(ms), BY)
 
 
-def stop(store: Store, body: Any) -> str:
+def stop(store: Store, body: object) -> str:
     """``{"reason": "..."}`` (optional) -> a ``stop`` request; returns its name."""
     reason = _object(body or {}, ("reason",)).get("reason") or "stop requested in the dashboard"
     if not isinstance(reason, str) or len(reason) > 500:
@@ -56,7 +68,7 @@ def stop(store: Store, body: Any) -> str:
     return control.request_stop(store, reason, BY)
 
 
-def _int_or_none(body: dict[str, Any], key: str) -> int | None:
+def _int_or_none(body: JsonObject, key: str) -> int | None:
     value = body.get(key)
     if value is None or value == "":
         return None
@@ -65,30 +77,34 @@ def _int_or_none(body: dict[str, Any], key: str) -> int | None:
     return value
 
 
-def _span(body: dict[str, Any]) -> dict[str, Any]:
+def _number(key: str, value: object) -> float | None:
+    """``value`` if a number (None stays None), else BadRequest naming ``key``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRequest(f"{key} must be a number (unix seconds / seconds), not {value!r}.")
+    return value
+
+
+def _span(body: JsonObject) -> JsonObject:
     """A step window (blank: the current step, one step) or a time window."""
     start_time, duration = body.get("start_time"), body.get("duration")
     timed = start_time not in (None, "") or duration not in (None, "")
-    steps = {"start_step": _int_or_none(body, "start_step"),
+    steps: JsonObject = {"start_step": _int_or_none(body, "start_step"),
              "num_steps": _int_or_none(body, "num_steps")}  # fmt: skip
     if not timed:
         return steps
     if any(v is not None for v in steps.values()):
         raise BadRequest("Give either start_step/num_steps or start_time/duration, not both.")
-    if start_time in (None, "", "now"):
-        start_time = time.time()
-    if duration in ("",):
-        duration = None
-    for key, value in (("start_time", start_time), ("duration", duration)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise BadRequest(f"{key} must be a number (unix seconds / seconds), not {value!r}.")
-    return {"start_unix_time": float(start_time), "duration": duration}
+    start = time.time() if start_time in (None, "", "now") else _number("start_time", start_time)
+    length = _number("duration", None if duration in ("",) else duration)
+    return {"start_unix_time": float(start or 0.0), "duration": length}
 
 
-def profile_windows(body: Any) -> list[dict[str, Any]]:
+def profile_windows(given: object) -> list[JsonObject]:
     """The windows a profile body asks for, as ``control.request_profile`` wants them."""
-    body = _object(body, PROFILE_KEYS)
-    span, windows = _span(body), []
+    body = _object(given, PROFILE_KEYS)
+    span, windows = _span(body), list[JsonObject]()
     if body.get("detailed"):
         windows.append({"kind": "detailed", **span})
     python = body.get("python")
@@ -111,12 +127,12 @@ def profile_windows(body: Any) -> list[dict[str, Any]]:
     return windows
 
 
-def profile(store: Store, body: Any) -> str:
+def profile(store: Store, body: object) -> str:
     """A ``profile`` request for the windows of ``body``; returns its name."""
     return control.request_profile(store, profile_windows(body), BY)
 
 
-def status(store: Store, name: str) -> dict[str, Any]:
+def status(store: Store, name: str) -> RequestState:
     """A request's state: ``pending`` until the job acknowledged it, then its answer."""
     if not REQUEST_NAME.match(name):
         raise LookupError(f"no control request named {name!r}")

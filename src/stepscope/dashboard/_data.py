@@ -15,8 +15,8 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import TypedDict
 
 import pandas as pd
 import pyarrow as pa
@@ -27,7 +27,7 @@ from stepscope.dashboard._paths import JOB_NAME, job_store
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
-from stepscope.jobfolder import is_job
+from stepscope.jobfolder import JsonObject, NodeInfo, RuleVerdict, is_job
 from stepscope.read import Job
 from stepscope.store import Store
 
@@ -36,8 +36,47 @@ MAX_BUCKETS = 4000
 ISSUE = "IssuesFound"
 LIVE_CHECK_S = 0.25
 
+#: A stream's parts and what identifies their content (a signature, or a time slot).
+Stream = tuple[Hashable, tuple[Part, ...]]
 
-def clean(obj: Any) -> Any:
+
+class JobRow(TypedDict):
+    """One job of the jobs list (``/api/jobs``)."""
+
+    name: str
+    status: str | None
+    alive: bool | None
+    reason: str | None
+    start_time: float | None
+    end_time: float | None
+    duration_s: float | None
+    steps: int
+    rule_issues: int
+    rules: int
+
+
+class JobDetail(TypedDict):
+    """The job page's header (``/api/jobs/{job}``): metadata, nodes, ranks, files."""
+
+    name: str
+    status: str | None
+    alive: bool | None
+    reason: str | None
+    exit_code: int | None
+    command: list[str] | None
+    hosts: list[str] | None
+    start_time: float | None
+    end_time: float | None
+    stepscope_version: str | None
+    now: float
+    nodes: dict[str, NodeInfo]
+    ranks: list[int]
+    steps: int
+    artifacts: list[JsonObject]
+    faults: list[JsonObject]
+
+
+def clean(obj: object) -> object:
     """``obj`` with NaN and infinities as None (JSON has no NaN)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -48,7 +87,7 @@ def clean(obj: Any) -> Any:
     return obj
 
 
-def encode(obj: Any) -> bytes:
+def encode(obj: object) -> bytes:
     """Compact JSON bytes of ``obj`` (NaN as null, unknown types as strings)."""
     try:  # chart specs are already clean: the fast path
         return json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False).encode()
@@ -79,7 +118,7 @@ class Source:
         return [n for n in self.root.listdir() if is_job(self.root, n)]
 
     # -- row streams ---------------------------------------------------------------
-    def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Any:
+    def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Stream:
         """(signature, parts) of a stream: by segment on local disks, else one part per second.
 
         A finished job's files are listed once; a running job's at most every
@@ -92,7 +131,7 @@ class Source:
         key = ("remote", job.path, prefix, int(self._now()))
         lock = self._locks[job.name]
 
-        def locked() -> tuple[Any, tuple[Part, ...]]:
+        def locked() -> Stream:
             with lock:
                 frame = read()
             part = Part(None, pa.Table.from_pandas(frame, preserve_index=False), sort)
@@ -100,16 +139,16 @@ class Source:
 
         return self.answers.get(key, locked)
 
-    def system_parts(self, job: Job, node: str) -> tuple[Any, tuple[Part, ...]]:
+    def system_parts(self, job: Job, node: str) -> Stream:
         return self._stream(job, f"system/{node}", "time", lambda: job.system(nodes=[node]))
 
-    def steps_parts(self, job: Job, rank: int) -> tuple[Any, tuple[Part, ...]]:
+    def steps_parts(self, job: Job, rank: int) -> Stream:
         return self._stream(job, f"steps/rank-{rank}", "start", lambda: job.steps(ranks=[rank]))
 
     # -- answers -----------------------------------------------------------------------
-    def jobs(self) -> list[dict[str, Any]]:
+    def jobs(self) -> list[JobRow]:
         """One row per job for the jobs list, oldest first."""
-        rows = []
+        rows: list[JobRow] = []
         for name in self.names():
             try:
                 rows.append(self.job_row(name))
@@ -117,7 +156,7 @@ class Source:
                 continue
         return sorted(rows, key=lambda r: r.get("start_time") or 0.0)
 
-    def job_row(self, name: str) -> dict[str, Any]:
+    def job_row(self, name: str) -> JobRow:
         job = self.job(name)
         meta = job.meta
         start, end = meta.get("start_time"), meta.get("end_time")
@@ -142,21 +181,27 @@ class Source:
         _, parts = self.steps_parts(job, ranks[0])
         return sum(len(p.only("phase", "train")) for p in parts)
 
-    def detail(self, name: str) -> dict[str, Any]:
+    def detail(self, name: str) -> JobDetail:
         """The job page's header: metadata, nodes, ranks, profiling artifacts."""
         job = self.job(name)
         meta = job.meta
-        nodes = {}
+        nodes: dict[str, NodeInfo] = {}
         for node in job.nodes():
             try:
                 nodes[node] = job.node_info(node)
             except (OSError, ValueError):
                 nodes[node] = {"node": node}
-        keep = ("name", "status", "alive", "reason", "exit_code", "command", "hosts",
-                "start_time", "end_time", "stepscope_version")  # fmt: skip
         return {
-            **{k: meta.get(k) for k in keep},
             "name": name,
+            "status": meta.get("status"),
+            "alive": meta.get("alive"),
+            "reason": meta.get("reason"),
+            "exit_code": meta.get("exit_code"),
+            "command": meta.get("command"),
+            "hosts": meta.get("hosts"),
+            "start_time": meta.get("start_time"),
+            "end_time": meta.get("end_time"),
+            "stepscope_version": meta.get("stepscope_version"),
             "now": self._now(),
             "nodes": nodes,
             "ranks": job.ranks(),
@@ -165,7 +210,7 @@ class Source:
             "faults": job.faults(),
         }
 
-    def rules(self, name: str) -> list[dict[str, Any]]:
+    def rules(self, name: str) -> list[RuleVerdict]:
         """Rule statuses, most severe first (``rules/*.json``), cached by file signature."""
         job = self.job(name)
         sig = signature(job.store, "rules", ".json") if job.store.is_local else int(self._now())
@@ -186,9 +231,10 @@ class Source:
         )
 
     def _system(self, job: Job, node: str, parts: tuple[Part, ...], t0: float,
-                start: float | None, end: float | None, buckets: int) -> dict:  # fmt: skip
+                start: float | None, end: float | None, buckets: int) -> JsonObject:  # fmt: skip
         cuts = cut(parts, start, end)
         data = reducer(cuts, node_columns(columns(parts)), buckets, self.summaries)
+        info: NodeInfo
         try:
             info = job.node_info(node)
         except (OSError, ValueError):

@@ -5,14 +5,13 @@ A test checks that every route of the app is documented here and nothing else.
 
 from __future__ import annotations
 
-from typing import Any
-
 from stepscope import __version__
 from stepscope.config import SYSTEM_MONITOR_INTERVALS
+from stepscope.jobfolder import JsonObject
 
-_JOB = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"},
+_JOB: JsonObject = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"},
         "description": "job folder name under the served root"}  # fmt: skip
-_WINDOW = [
+_WINDOW: list[JsonObject] = [
     {"name": "start", "in": "query", "schema": {"type": "number"},
      "description": "unix seconds (inclusive); blank: the beginning"},
     {"name": "end", "in": "query", "schema": {"type": "number"},
@@ -20,7 +19,7 @@ _WINDOW = [
     {"name": "buckets", "in": "query", "schema": {"type": "integer", "minimum": 10,
      "maximum": 4000, "default": 1000}, "description": "time buckets (2 points each)"},
 ]  # fmt: skip
-_ERR = {
+_ERR: JsonObject = {
     "description": "error",
     "content": {
         "application/json": {
@@ -31,8 +30,11 @@ _ERR = {
         }
     },
 }
-_JSON = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
-_ACCEPTED = {
+_JSON: JsonObject = {
+    "description": "OK",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+_ACCEPTED: JsonObject = {
     "description": "request written; poll /control/{name} for the answer",
     "content": {
         "application/json": {
@@ -43,26 +45,28 @@ _ACCEPTED = {
         }
     },
 }
-_REFUSED = {"401": _ERR, "403": _ERR}
+_REFUSED: dict[str, JsonObject] = {"401": _ERR, "403": _ERR}
 
 
-def _get(summary: str, params: list[dict[str, Any]] | None = None,
-         ok: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def _get(summary: str, params: list[JsonObject] | None = None,
+         ok: JsonObject | None = None) -> JsonObject:  # fmt: skip
+    responses: dict[str, JsonObject] = {"200": ok or _JSON, "404": _ERR, **_REFUSED}
     return {"get": {"summary": summary, "parameters": params or [],
-                    "responses": {"200": ok or _JSON, "404": _ERR, **_REFUSED}}}  # fmt: skip
+                    "responses": responses}}  # fmt: skip
 
 
-def _post(summary: str, schema: dict[str, Any]) -> dict[str, Any]:
+def _post(summary: str, schema: JsonObject) -> JsonObject:
+    responses: dict[str, JsonObject] = {"202": _ACCEPTED, "400": _ERR, "404": _ERR,
+                                        "409": _ERR, "415": _ERR, **_REFUSED}  # fmt: skip
     return {"post": {
         "summary": summary, "parameters": [_JOB],
         "security": [{"token": []}],
         "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
-        "responses": {"202": _ACCEPTED, "400": _ERR, "404": _ERR, "409": _ERR, "415": _ERR,
-                      **_REFUSED},
+        "responses": responses,
     }}  # fmt: skip
 
 
-_PROFILE = {"type": "object", "additionalProperties": False, "properties": {
+_PROFILE: JsonObject = {"type": "object", "additionalProperties": False, "properties": {
     "detailed": {"type": "boolean", "description": "PyTorch profiler trace"},
     "python": {"enum": ["cprofile", "pyinstrument", None], "description": "Python profiler"},
     "timer": {"enum": ["total_time", "cpu_time", "off_cpu_time"], "description": "cProfile timer"},
@@ -74,7 +78,7 @@ _PROFILE = {"type": "object", "additionalProperties": False, "properties": {
 }}  # fmt: skip
 
 
-def document() -> dict[str, Any]:
+def document() -> JsonObject:
     """The OpenAPI document of the dashboard's API."""
     jobs = "/api/jobs/{job}"
     return {

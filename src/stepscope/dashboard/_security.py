@@ -23,11 +23,12 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
+# ASGI's scope and messages: dicts whose keys depend on their "type" (the ASGI spec).
+# Values are read narrowed to the spec's types; a value of another type counts as absent.
+Scope = MutableMapping[str, object]
+Message = MutableMapping[str, object]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -69,8 +70,15 @@ def check_binding(host: str, token: str | None) -> None:
         )
 
 
+def header_pairs(message: Scope | Message) -> list[tuple[bytes, bytes]]:
+    """The ``headers`` of an ASGI scope or message: (name, value) byte pairs."""
+    found = message.get("headers")
+    return list(found) if isinstance(found, list | tuple) else []
+
+
 def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    pairs = header_pairs(scope)
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in pairs}
 
 
 def _hostname(value: str) -> str:
@@ -142,7 +150,9 @@ class Guard:
 
 
 def _query_token(scope: Scope) -> str:
-    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])
+    raw = scope.get("query_string", b"")
+    query = raw.decode("latin-1") if isinstance(raw, bytes) else ""
+    values = parse_qs(query).get("token", [""])
     return values[0]
 
 
@@ -162,7 +172,7 @@ def _with_cookie(send: Send, token: str) -> Send:
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message["headers"] = [*message.get("headers", []), (b"set-cookie", value.encode())]
+            message["headers"] = [*header_pairs(message), (b"set-cookie", value.encode())]
         await send(message)
 
     return wrapped

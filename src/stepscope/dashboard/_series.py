@@ -9,13 +9,14 @@ means for stacks and heatmaps); the specs are rounded like the report's, so that
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from stepscope.analysis.downsample import compact, offsets
+from stepscope.analysis.downsample import FloatArray, compact, offsets
 from stepscope.analysis.report_data import CORE_RE, GPU_RE, SPLIT, numbered
 from stepscope.dashboard._reduce import Reducer
+from stepscope.jobfolder import JsonObject, NodeInfo
 
 HEATMAP_BUCKETS = 300
 
@@ -40,17 +41,20 @@ def node_columns(names: Iterable[str]) -> list[str]:
     return [c for c in names if c in used] + gpus + numbered(names, CORE_RE)
 
 
-def _spec(kind: str, title: str, unit: str, t0: float, xs: Any, cols: Mapping[str, Any]) -> dict:
-    series = [{"label": k, "values": compact(v)} for k, v in cols.items()]
+def _spec(
+    kind: str, title: str, unit: str, t0: float, xs: npt.ArrayLike, cols: Mapping[str, FloatArray]
+) -> JsonObject:
+    series: list[JsonObject] = [{"label": k, "values": compact(v)} for k, v in cols.items()]
     return {"kind": kind, "title": title, "unit": unit, "t0": t0, "x": offsets(xs, t0),
             "series": series}  # fmt: skip
 
 
-Scales = dict[str, tuple[str, Callable[[Any], Any]]]
+#: Derived column -> (the column it scales, the scale), applied after downsampling.
+Scales = dict[str, tuple[str, Callable[[FloatArray], FloatArray]]]
 Plan = list[tuple[str, str, str, list[float] | None, dict[str, str]]]
 
 
-def derived(present: list[str], info: Mapping[str, Any]) -> Scales:
+def derived(present: list[str], info: NodeInfo) -> Scales:
     """The training processes as % of the node: (column, scale), applied after downsampling.
 
     Both scales are positive factors, so the extremes and means of the scaled
@@ -81,9 +85,7 @@ def _plan(present: list[str], scales: Scales) -> Plan:
     return plan
 
 
-def node_charts(
-    data: Reducer, info: Mapping[str, Any], t0: float, buckets: int
-) -> dict[str, dict[str, Any]]:
+def node_charts(data: Reducer, info: NodeInfo, t0: float, buckets: int) -> dict[str, JsonObject]:
     """Every chart of one node for the samples of ``data`` (already windowed).
 
     The line charts' columns are downsampled together: one pass over the data.
@@ -96,7 +98,7 @@ def node_charts(
     source = {c: scales.get(c, (c, None)) for *_, series in plan for c in series.values()}
     xs, down = data.minmax(list(dict.fromkeys(c for c, _ in source.values())), buckets)
     values = {c: f(down[col]) if f else down[col] for c, (col, f) in source.items()}
-    charts: dict[str, dict[str, Any]] = {}
+    charts: dict[str, JsonObject] = {}
     for chart_id, title, unit, y_range, series in plan:
         cols = {label: values[c] for label, c in series.items()}
         charts[chart_id] = _spec("timeseries", title, unit, t0, xs, cols)
@@ -109,7 +111,7 @@ def node_charts(
     return charts
 
 
-def heatmap(title: str, data: Reducer, rows: list[str], t0: float, buckets: int) -> dict[str, Any]:
+def heatmap(title: str, data: Reducer, rows: list[str], t0: float, buckets: int) -> JsonObject:
     """Columns ``rows`` over time, bucket means rounded to integers."""
     xs, cols = data.mean(rows, buckets)
     values = [[None if v != v else int(v) for v in np.round(c).tolist()] for c in cols.values()]
@@ -117,7 +119,7 @@ def heatmap(title: str, data: Reducer, rows: list[str], t0: float, buckets: int)
             "rows": list(cols), "values": values}  # fmt: skip
 
 
-def step_charts(data: Reducer, t0: float, buckets: int) -> dict[str, dict[str, Any]]:
+def step_charts(data: Reducer, t0: float, buckets: int) -> dict[str, JsonObject]:
     """Step duration (min/max), its split (stacked means) and the split's share."""
     if not data.rows:
         return {}

@@ -15,7 +15,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -75,7 +74,7 @@ class Part:
         self.names = tuple(table.column_names)  # Table.column_names builds a new list per call
         self._types = dict(zip(self.names, table.schema.types, strict=True))
         self._columns: dict[str, np.ndarray] = {}
-        self._only: dict[tuple[str, Any], Part] = {}
+        self._only: dict[tuple[str, str | float], Part] = {}
 
     def __len__(self) -> int:
         return len(self.x)
@@ -93,7 +92,7 @@ class Part:
             self._columns[name] = got
         return got
 
-    def only(self, name: str, value: Any) -> Part:
+    def only(self, name: str, value: str | float) -> Part:
         """The part of the rows whose ``name`` is ``value`` (kept: one filter per segment)."""
         got = self._only.get((name, value))
         if got is None:
