@@ -7,19 +7,9 @@ command-line arguments (in that order of precedence). See docs/config.md.
 
 from __future__ import annotations
 
-from stepscope.config._base import (
-    MAX_CHEAP_SECONDS,
-    MAX_CHEAP_STEPS,
-    ConfigError,
-    ProfilingCostWarning,
-)
-from stepscope.config._debugger import (
-    BUILTIN_COLLECTIONS,
-    PHASES,
-    CollectionConfig,
-    DebuggerHookConfig,
-    SaveConfig,
-)
+from stepscope.config._base import MAX_CHEAP_SECONDS, MAX_CHEAP_STEPS, ProfilingCostWarning
+from stepscope.config._collection_params import BUILTIN_COLLECTIONS, PHASES, SaveConfig
+from stepscope.config._debugger import CollectionConfig, DebuggerHookConfig
 from stepscope.config._framework import FrameworkProfile
 from stepscope.config._metrics import (
     DataloaderProfilingConfig,
@@ -32,6 +22,7 @@ from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, cProf
 from stepscope.config._resolve import ENV_VARS, load_toml, resolve_config
 from stepscope.config._stepscope import DEFAULT_OUTPUT, JobConfig, StepscopeConfig
 from stepscope.config._window import WINDOW_KINDS, ProfilingWindow, WindowKind
+from stepscope.errors import ConfigError
 
 __all__ = [
     "BUILTIN_COLLECTIONS",

@@ -18,11 +18,14 @@ import dataclasses
 import difflib
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from stepscope.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 T = TypeVar("T")
 
@@ -38,13 +41,13 @@ class ProfilingCostWarning(UserWarning):
     """A profiling window long enough to slow training down noticeably."""
 
 
-def invalid(value: Any, name: str, accepted: str, fix: str = "") -> ConfigError:
+def invalid(value: object, name: str, accepted: str, fix: str = "") -> ConfigError:
     """``Invalid value <value> for <name>. Accepted values are <accepted>. <fix>``."""
     message = f"Invalid value {value!r} for {name}. Accepted values are {accepted}."
     return ConfigError(f"{message} {fix}" if fix else message)
 
 
-def as_int(value: Any, name: str, minimum: int, fix: str = "") -> int:
+def as_int(value: object, name: str, minimum: int, fix: str = "") -> int:
     """``value`` as an int >= ``minimum``; accepts "5" and 5.0 (pasted or from JSON)."""
     accepted = f"whole numbers >= {minimum}"
     result: int
@@ -66,7 +69,7 @@ def as_int(value: Any, name: str, minimum: int, fix: str = "") -> int:
     return result
 
 
-def as_float(value: Any, name: str, *, positive: bool, fix: str = "") -> float:
+def as_float(value: object, name: str, *, positive: bool, fix: str = "") -> float:
     """``value`` as a finite float, > 0 if ``positive`` else >= 0; accepts "1.5"."""
     accepted = "numbers > 0" if positive else "numbers >= 0"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -80,7 +83,7 @@ def as_float(value: Any, name: str, *, positive: bool, fix: str = "") -> float:
     return result
 
 
-def as_bool(value: Any, name: str) -> bool:
+def as_bool(value: object, name: str) -> bool:
     """``value`` as a bool; accepts "true"/"false"/"1"/"0"/"yes"/"no" in any case."""
     if isinstance(value, bool):
         return value
@@ -91,7 +94,11 @@ def as_bool(value: Any, name: str) -> bool:
     raise invalid(value, name, "true or false (also 1/0, yes/no)")
 
 
-def as_text(value: Any, name: str, *, allow_none: bool = False) -> str | None:
+@overload
+def as_text(value: object, name: str, *, allow_none: Literal[False] = False) -> str: ...
+@overload
+def as_text(value: object, name: str, *, allow_none: bool) -> str | None: ...
+def as_text(value: object, name: str, *, allow_none: bool = False) -> str | None:
     """``value`` as a non-empty string (paths may be ``os.PathLike``)."""
     if value is None and allow_none:
         return None
@@ -113,7 +120,7 @@ def suggest(key: str, valid: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
-def check_keys(data: Any, valid: Iterable[str], section: str) -> Mapping[str, Any]:
+def check_keys(data: object, valid: Iterable[str], section: str) -> Mapping[str, object]:
     """Refuse anything but a mapping whose keys are all in ``valid``, suggesting fixes."""
     valid = list(valid)
     where = f"[{section}]"
@@ -135,12 +142,14 @@ def check_keys(data: Any, valid: Iterable[str], section: str) -> Mapping[str, An
     return data
 
 
-def given(data: Mapping[str, Any], aliases: Mapping[str, str] | None = None) -> dict[str, Any]:
+def given(
+    data: Mapping[str, object], aliases: Mapping[str, str] | None = None
+) -> dict[str, object]:
     """Keys of ``data`` whose value is not None, with seed aliases renamed to our names.
 
     None means "not given" (JSON null; TOML has none), so the field keeps its default.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in data.items():
         name = (aliases or {}).get(key, key)
         if value is None:
@@ -152,23 +161,28 @@ def given(data: Mapping[str, Any], aliases: Mapping[str, str] | None = None) -> 
     return out
 
 
-def build(cls: type[T], kwargs: Mapping[str, Any], section: str) -> T:
-    """``cls(**kwargs)``, with ``[section]`` prefixed to the message of a ConfigError."""
+def build(cls: Callable[..., T], kwargs: Mapping[str, object], section: str) -> T:
+    """``cls(**kwargs)``, with ``[section]`` prefixed to the message of a ConfigError.
+
+    ``kwargs`` are not validated yet: the configuration classes check and convert
+    every field when built (``__post_init__``), whatever its declared type.
+    """
     try:
         return cls(**kwargs)
     except ConfigError as error:
         raise error.in_section(section) from None
 
 
-def fields_to_dict(obj: Any) -> dict[str, Any]:
+def fields_to_dict(obj: DataclassInstance) -> dict[str, object]:
     """The fields of a config dataclass as JSON-serialisable values (enums by value)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for field in dataclasses.fields(obj):
         value = getattr(obj, field.name)
+        to_dict = getattr(value, "to_dict", None)
         if isinstance(value, Enum):
             value = value.value
-        elif hasattr(value, "to_dict"):
-            value = value.to_dict()
+        elif to_dict is not None:
+            value = to_dict()
         elif isinstance(value, tuple | list):
             value = [copy.deepcopy(item) for item in value]
         else:
@@ -177,6 +191,6 @@ def fields_to_dict(obj: Any) -> dict[str, Any]:
     return out
 
 
-def field_names(cls: Any) -> list[str]:
+def field_names(cls: DataclassInstance | type[DataclassInstance]) -> list[str]:
     """The names of the fields of a dataclass, in order."""
     return [field.name for field in dataclasses.fields(cls)]

@@ -5,12 +5,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.config._base import (
     MAX_CHEAP_SECONDS,
     MAX_CHEAP_STEPS,
-    ConfigError,
     ProfilingCostWarning,
     as_float,
     as_int,
@@ -31,6 +29,7 @@ from stepscope.config._metrics import (
 )
 from stepscope.config._ranges import StepRange, TimeRange
 from stepscope.config._window import ProfilingWindow
+from stepscope.errors import ConfigError
 
 _OPTIONS: dict[str, type[MetricsConfigBase]] = {
     "detailed_profiling_config": DetailedProfilingConfig,
@@ -116,9 +115,9 @@ class FrameworkProfile:
         """Every resolved profiling window, in the order detailed, dataloader, python."""
         return [window for option in self.options for window in option.windows()]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The profile as a JSON-serialisable dict (``from_dict`` reads it back)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name in field_names(self):
             value = getattr(self, name)
             if name in _UNSUPPORTED:
@@ -127,7 +126,7 @@ class FrameworkProfile:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str = SECTION) -> FrameworkProfile:
+    def from_dict(cls, data: Mapping[str, object], *, section: str = SECTION) -> FrameworkProfile:
         """A FrameworkProfile from a dict of its parameters; option dicts are nested."""
         return build(cls, given(check_keys(data, field_names(cls), section)), section)
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from stepscope.config._base import (
-    ConfigError,
     as_bool,
     build,
     check_keys,
@@ -18,7 +17,8 @@ from stepscope.config._base import (
     invalid,
 )
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, as_enum, cProfileTimer
-from stepscope.config._window import ProfilingWindow, WindowKind
+from stepscope.config._window import ProfilingWindow, WindowKind, WindowOptions
+from stepscope.errors import ConfigError
 
 SECTION = "profiler.framework_profile_params"
 
@@ -82,17 +82,20 @@ class MetricsConfigBase:
 
     def windows(self) -> list[ProfilingWindow]:
         """The resolved windows of this option (one, except for the default Python ones)."""
-        return [ProfilingWindow(kind=self.kind, **self.range.to_dict(), **self._options())]
+        span = self.range  # one call per kind of range: each to_dict() is its own TypedDict
+        if isinstance(span, TimeRange):
+            return [ProfilingWindow(kind=self.kind, **span.to_dict(), **self._options())]
+        return [ProfilingWindow(kind=self.kind, **span.to_dict(), **self._options())]
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self) -> WindowOptions:
         return {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The option as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return fields_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str | None = None) -> Self:
+    def from_dict(cls, data: Mapping[str, object], *, section: str | None = None) -> Self:
         """The option from a dict of its parameters (strings like ``"5"`` are accepted)."""
         section = section or f"{SECTION}.{cls.kind}_profiling_config"
         return build(cls, given(check_keys(data, field_names(cls), section)), section)
@@ -126,8 +129,13 @@ class DetailedProfilingConfig(MetricsConfigBase):
         for name in self._FLAGS:
             object.__setattr__(self, name, as_bool(getattr(self, name), name))
 
-    def _options(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._FLAGS}
+    def _options(self) -> WindowOptions:
+        return {
+            "record_shapes": self.record_shapes,
+            "profile_memory": self.profile_memory,
+            "with_stack": self.with_stack,
+            "include_prestep": self.include_prestep,
+        }
 
 
 @dataclass(frozen=True)
@@ -158,7 +166,7 @@ class DataloaderProfilingConfig(MetricsConfigBase):
                 f"It does not compile ({error}); escape special characters with a backslash.",
             ) from None
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self) -> WindowOptions:
         return {"metrics_regex": self.metrics_regex}
 
 
@@ -210,7 +218,7 @@ class PythonProfilingConfig(MetricsConfigBase):
             for i, timer in enumerate(cProfileTimer)
         ]
 
-    def _options(self) -> dict[str, Any]:
+    def _options(self) -> WindowOptions:
         cprofile = self.python_profiler is PythonProfiler.CPROFILE
         return {
             "python_profiler": self.python_profiler,

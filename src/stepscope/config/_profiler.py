@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from stepscope.config._base import (
-    ConfigError,
     as_bool,
     as_float,
     as_int,
@@ -20,6 +18,7 @@ from stepscope.config._base import (
     invalid,
 )
 from stepscope.config._framework import FrameworkProfile
+from stepscope.errors import ConfigError
 
 SYSTEM_MONITOR_INTERVALS = (100, 200, 500, 1000, 5000, 60000)
 SECTION = "profiler"
@@ -27,7 +26,7 @@ SECTION = "profiler"
 _ALIASES = {"s3_output_path": "output_path", "profiler_params": "profile_params"}
 
 
-def _interval(value: Any) -> int:
+def check_interval(value: object) -> int:
     """``value`` as one of the accepted sampling intervals (None is the seed's 500 ms)."""
     if value is None:
         return 500
@@ -60,13 +59,13 @@ class Profiler:
         )
         object.__setattr__(self, "cpu_profiling_duration", duration)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The settings as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return fields_to_dict(self)
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], *, section: str = f"{SECTION}.profile_params"
+        cls, data: Mapping[str, object], *, section: str = f"{SECTION}.profile_params"
     ) -> Profiler:
         """A Profiler from ``{"cpu_profiling_duration": ...}``."""
         return build(cls, given(check_keys(data, field_names(cls), section)), section)
@@ -95,7 +94,9 @@ class ProfilerConfig:
             self, "output_path", as_text(self.output_path, "output_path", allow_none=True)
         )
         object.__setattr__(
-            self, "system_monitor_interval_millis", _interval(self.system_monitor_interval_millis)
+            self,
+            "system_monitor_interval_millis",
+            check_interval(self.system_monitor_interval_millis),
         )
         framework = self.framework_profile_params
         if isinstance(framework, Mapping):
@@ -114,12 +115,12 @@ class ProfilerConfig:
         disable = as_bool(self.disable_profiler, "disable_profiler")
         object.__setattr__(self, "disable_profiler", disable)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The configuration as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return fields_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str = SECTION) -> ProfilerConfig:
+    def from_dict(cls, data: Mapping[str, object], *, section: str = SECTION) -> ProfilerConfig:
         """A ProfilerConfig from a dict; accepts the seed's ``s3_output_path``."""
         valid = [*field_names(cls), *_ALIASES]
         return build(cls, given(check_keys(data, valid, section), _ALIASES), section)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 from stepscope.config._base import as_float, as_int, build, check_keys, given, invalid
 
@@ -17,11 +17,25 @@ START_TIME_FIX = "Give seconds since 1970-01-01 UTC, e.g. time.time() + 60."
 DURATION_FIX = "Give the number of seconds to profile, e.g. duration=5."
 
 
+class StepSpan(TypedDict):
+    """A :class:`StepRange` as a dict (None: not given)."""
+
+    start_step: int | None
+    num_steps: int | None
+
+
+class TimeSpan(TypedDict):
+    """A :class:`TimeRange` as a dict (None: not given)."""
+
+    start_unix_time: float | None
+    duration: float | None
+
+
 class _CaseInsensitiveEnum(Enum):
     """Accepts any case, and a pasted ``"PythonProfiler.CPROFILE"``, by value or name."""
 
     @classmethod
-    def _missing_(cls, value: object) -> Any:
+    def _missing_(cls, value: object) -> _CaseInsensitiveEnum | None:
         if isinstance(value, str):
             key = value.strip().rsplit(".", 1)[-1].lower()
             for member in cls:
@@ -45,7 +59,7 @@ class cProfileTimer(_CaseInsensitiveEnum):  # the seed's name
     OFF_CPU_TIME = "off_cpu_time"
 
 
-def as_enum(enum: type[E], value: Any, name: str) -> E:
+def as_enum(enum: type[E], value: object, name: str) -> E:
     """``value`` (a member or a string in any case) as a member of ``enum``."""
     try:
         return enum(value)
@@ -80,12 +94,12 @@ class StepRange:
             1 if self.num_steps is None else self.num_steps,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StepSpan:
         """The range as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return {"start_step": self.start_step, "num_steps": self.num_steps}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str = "StepRange") -> StepRange:
+    def from_dict(cls, data: Mapping[str, object], *, section: str = "StepRange") -> StepRange:
         """A StepRange from ``{"start_step": ..., "num_steps": ...}``."""
         return build(cls, given(check_keys(data, ("start_step", "num_steps"), section)), section)
 
@@ -111,12 +125,12 @@ class TimeRange:
             duration = as_float(self.duration, "duration", positive=True, fix=DURATION_FIX)
             object.__setattr__(self, "duration", duration)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TimeSpan:
         """The range as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return {"start_unix_time": self.start_unix_time, "duration": self.duration}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str = "TimeRange") -> TimeRange:
+    def from_dict(cls, data: Mapping[str, object], *, section: str = "TimeRange") -> TimeRange:
         """A TimeRange from ``{"start_unix_time": ..., "duration": ...}``."""
         keys = ("start_unix_time", "duration")
         return build(cls, given(check_keys(data, keys, section)), section)

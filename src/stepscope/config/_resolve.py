@@ -11,10 +11,11 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
-from stepscope.config._base import ConfigError, as_bool, suggest
-from stepscope.config._stepscope import JobConfig, StepscopeConfig
+from stepscope.config._base import as_bool, as_text, suggest
+from stepscope.config._profiler import check_interval
+from stepscope.config._stepscope import JobConfig, StepscopeConfig, check_job_name
+from stepscope.errors import ConfigError
 
 #: Environment variables read by :func:`resolve_config`, and the ``args`` they match.
 ENV_VARS = {
@@ -27,7 +28,7 @@ ARGS = tuple(ENV_VARS.values())
 _TOML_FIX = 'Fix the syntax (strings need quotes: name = "bert-42"); see docs/config.md.'
 
 
-def load_toml(path: str | Path) -> dict[str, Any]:
+def load_toml(path: str | Path) -> dict[str, object]:
     """The contents of a TOML file as a dict; a ConfigError if it is missing or invalid."""
     path = Path(path)
     try:
@@ -53,29 +54,31 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         ) from None
 
 
-def _with_output(config: StepscopeConfig, value: Any) -> StepscopeConfig:
+def _with_output(config: StepscopeConfig, value: object) -> StepscopeConfig:
     # A later source's output replaces the file's, whichever of its two names it used.
     profiler = dataclasses.replace(config.profiler, output_path=None)
-    job = JobConfig(value, config.job.name)
+    job = JobConfig(as_text(value, "output"), config.job.name)
     return dataclasses.replace(config, profiler=profiler, job=job)
 
 
-def _with_job(config: StepscopeConfig, value: Any) -> StepscopeConfig:
-    return dataclasses.replace(config, job=dataclasses.replace(config.job, name=value))
+def _with_job(config: StepscopeConfig, value: object) -> StepscopeConfig:
+    job = dataclasses.replace(config.job, name=check_job_name(value))
+    return dataclasses.replace(config, job=job)
 
 
-def _with_interval(config: StepscopeConfig, value: Any) -> StepscopeConfig:
-    profiler = dataclasses.replace(config.profiler, system_monitor_interval_millis=value)
+def _with_interval(config: StepscopeConfig, value: object) -> StepscopeConfig:
+    interval = check_interval(value)
+    profiler = dataclasses.replace(config.profiler, system_monitor_interval_millis=interval)
     return dataclasses.replace(config, profiler=profiler)
 
 
-def _with_disable(config: StepscopeConfig, value: Any) -> StepscopeConfig:
+def _with_disable(config: StepscopeConfig, value: object) -> StepscopeConfig:
     disable = as_bool(value, "disable_profiler")
     profiler = dataclasses.replace(config.profiler, disable_profiler=disable)
     return dataclasses.replace(config, profiler=profiler)
 
 
-_SETTERS: dict[str, Callable[[StepscopeConfig, Any], StepscopeConfig]] = {
+_SETTERS: dict[str, Callable[[StepscopeConfig, object], StepscopeConfig]] = {
     "output": _with_output,
     "job": _with_job,
     "interval_ms": _with_interval,
@@ -86,7 +89,7 @@ _SETTERS: dict[str, Callable[[StepscopeConfig, Any], StepscopeConfig]] = {
 def resolve_config(
     file: str | Path | None = None,
     env: Mapping[str, str] | None = None,
-    args: Mapping[str, Any] | None = None,
+    args: Mapping[str, object] | None = None,
 ) -> StepscopeConfig:
     """The configuration from defaults < ``file`` (TOML) < ``env`` < ``args``.
 
@@ -103,12 +106,12 @@ def resolve_config(
         except ConfigError as error:
             raise error.in_source(str(file)) from None
     for var, key in ENV_VARS.items():
-        value = (env or {}).get(var)
-        if value is not None and value.strip():
+        text = (env or {}).get(var)
+        if text is not None and text.strip():
             try:
-                config = _SETTERS[key](config, value.strip())
+                config = _SETTERS[key](config, text.strip())
             except ConfigError as error:
-                raise error.in_source(f"environment variable {var}={value!r}") from None
+                raise error.in_source(f"environment variable {var}={text!r}") from None
     for key, value in (args or {}).items():
         if key not in _SETTERS:
             close = suggest(key, ARGS)

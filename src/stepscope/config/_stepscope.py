@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from stepscope.config._base import (
-    ConfigError,
     as_text,
     build,
     check_keys,
@@ -19,12 +17,13 @@ from stepscope.config._base import (
 )
 from stepscope.config._debugger import DebuggerHookConfig
 from stepscope.config._profiler import ProfilerConfig
+from stepscope.errors import ConfigError
 
 DEFAULT_OUTPUT = "./stepscope-runs"
 _JOB_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
-def check_job_name(name: Any) -> str:
+def check_job_name(name: object) -> str:
     """``name`` if it is a safe folder name, else a ConfigError suggesting one."""
     if isinstance(name, str) and _JOB_NAME.fullmatch(name) and name not in (".", ".."):
         return name
@@ -57,12 +56,12 @@ class JobConfig:
         if self.name is not None:
             object.__setattr__(self, "name", check_job_name(self.name))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The settings as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return fields_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str = "job") -> JobConfig:
+    def from_dict(cls, data: Mapping[str, object], *, section: str = "job") -> JobConfig:
         """A JobConfig from ``{"output": ..., "name": ...}``."""
         return build(cls, given(check_keys(data, field_names(cls), section)), section)
 
@@ -81,7 +80,7 @@ class StepscopeConfig:
 
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
     job: JobConfig = field(default_factory=JobConfig)
-    rules: tuple[dict[str, Any], ...] = ()
+    rules: tuple[dict[str, object], ...] = ()
     debugger: DebuggerHookConfig | None = None
 
     def __post_init__(self) -> None:
@@ -114,12 +113,12 @@ class StepscopeConfig:
         if self.debugger is not None and not isinstance(self.debugger, DebuggerHookConfig):
             raise invalid(self.debugger, "debugger", "a table ([debugger] in TOML)")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The configuration as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return fields_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, section: str = "") -> StepscopeConfig:
+    def from_dict(cls, data: Mapping[str, object], *, section: str = "") -> StepscopeConfig:
         """A StepscopeConfig from a dict with the layout of the TOML file."""
         section = section or "top level"
         return build(cls, given(check_keys(data, field_names(cls), section)), section)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from stepscope.config._base import (
-    ConfigError,
     as_bool,
     build,
     check_keys,
@@ -17,9 +16,22 @@ from stepscope.config._base import (
     invalid,
 )
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, as_enum, cProfileTimer
+from stepscope.errors import ConfigError
 
 WindowKind = Literal["detailed", "dataloader", "python"]
 WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
+
+
+class WindowOptions(TypedDict, total=False):
+    """The options of a window's kind (:class:`ProfilingWindow`'s fields beside its span)."""
+
+    python_profiler: PythonProfiler | None
+    cprofile_timer: cProfileTimer | None
+    metrics_regex: str | None
+    record_shapes: bool
+    profile_memory: bool
+    with_stack: bool
+    include_prestep: bool
 
 
 @dataclass(frozen=True)
@@ -87,13 +99,13 @@ class ProfilingWindow:
         end = self.end_step
         return end is not None and self.start_step is not None and self.start_step <= step < end
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The window as a JSON-serialisable dict (``from_dict`` reads it back)."""
         return fields_to_dict(self)
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], *, section: str = "ProfilingWindow"
+        cls, data: Mapping[str, object], *, section: str = "ProfilingWindow"
     ) -> ProfilingWindow:
         """A ProfilingWindow from the dict :meth:`to_dict` gives."""
         kwargs = given(check_keys(data, field_names(cls), section))
