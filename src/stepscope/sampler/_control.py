@@ -11,7 +11,7 @@ applies a request; each acknowledges it (the same answer: last write wins).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Protocol
 
 from stepscope.jobfolder import control
 from stepscope.sampler._encoding import validate_interval_ms
@@ -22,7 +22,13 @@ KEY = "system_monitor_interval_millis"
 _ENVELOPE = {"kind", "by", "time", "pid"}
 
 
-def parse_interval(body: Any) -> int:
+class IntervalSetter(Protocol):
+    """What takes a new interval: the sampler (``Sampler.set_interval``)."""
+
+    def set_interval(self, ms: int) -> None: ...
+
+
+def parse_interval(body: object) -> int:
     """The interval a ``config`` request asks for; ValueError says what is wrong."""
     if not isinstance(body, dict):
         raise ValueError("the request is not a JSON object")
@@ -46,7 +52,7 @@ class IntervalRequests:
     def due(self) -> bool:
         return time.monotonic() >= self._next
 
-    def take(self, sampler: Any) -> None:
+    def take(self, sampler: IntervalSetter) -> None:
         """Apply new requests to ``sampler`` (``set_interval``) and acknowledge them."""
         self._next = time.monotonic() + self.poll_s
         for name, body in self._requests.pending():

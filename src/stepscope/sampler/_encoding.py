@@ -11,12 +11,11 @@ import itertools
 from array import array
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
 
 import pyarrow as pa
 
 from stepscope.jobfolder import SYSTEM_BASE_SCHEMA
-from stepscope.sampler._nvml import Row
+from stepscope.sampler._nvml import Row, Value
 
 # The same values as stepscope.config.SYSTEM_MONITOR_INTERVALS (a test checks it); not
 # imported from there to keep the sampler process's start-up short.
@@ -26,7 +25,7 @@ _CODES = {pa.float32(): "f", pa.float64(): "d", pa.int32(): "i"}  # array module
 _BYTE_RATES = {"disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps"}
 
 
-def validate_interval_ms(value: int) -> int:
+def validate_interval_ms(value: object) -> int:
     """``value`` if it is an accepted sampling interval, else a ValueError that lists them."""
     if isinstance(value, bool) or value not in ACCEPTED_INTERVALS_MS:
         accepted = ", ".join(map(str, ACCEPTED_INTERVALS_MS))
@@ -62,7 +61,7 @@ def _batch(names: tuple[str, ...], rows: list[Row]) -> pa.RecordBatch:
 
 # Arrays are built from buffers: pa.array() imports pandas (0.4 s, 60 MB) on first use
 # to check whether its input is a pandas object, and the sampler must start light.
-def _array(field: pa.Field, values: list[Any]) -> pa.Array:
+def _array(field: pa.Field, values: list[Value]) -> pa.Array:
     if field.type == pa.string():
         data = [str(v).encode() for v in values]
         offsets = array("i", itertools.accumulate(map(len, data), initial=0))
@@ -72,13 +71,15 @@ def _array(field: pa.Field, values: list[Any]) -> pa.Array:
     return pa.Array.from_buffers(field.type, len(values), [_validity(values), _buffer(numbers)])
 
 
-def _number(value: Any, digits: int | None) -> float:
+def _number(value: Value, digits: int | None) -> float:
     if value is None:
         return 0
+    if isinstance(value, str):
+        raise TypeError(f"a number column holds the string {value!r}")
     return round(value, digits) if digits is not None else value
 
 
-def _validity(values: list[Any]) -> pa.Buffer | None:
+def _validity(values: list[Value]) -> pa.Buffer | None:
     """Arrow's validity bitmap (bit ``i`` of byte ``i // 8`` set when value ``i`` is there)."""
     if all(v is not None for v in values):
         return None
@@ -89,5 +90,5 @@ def _validity(values: list[Any]) -> pa.Buffer | None:
     return _buffer(bits)
 
 
-def _buffer(data: array[Any] | bytearray | list[bytes]) -> pa.Buffer:
+def _buffer(data: array[int] | array[float] | bytearray | list[bytes]) -> pa.Buffer:
     return pa.py_buffer(b"".join(data) if isinstance(data, list) else data)

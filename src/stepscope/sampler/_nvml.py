@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TypeVar
 
+T = TypeVar("T")
 Value = float | int | str | None
 Row = dict[str, Value]
 
@@ -30,7 +32,7 @@ class GpuInfo:
 class Gpus:
     """The GPUs of this node; :meth:`sample` adds their ``gpu<i>_*`` columns to a row."""
 
-    def __init__(self, nvml: Any, handles: list[Any], info: list[GpuInfo]) -> None:
+    def __init__(self, nvml: ModuleType, handles: list[object], info: list[GpuInfo]) -> None:
         self._nvml = nvml
         self._handles = handles
         self.info = info
@@ -55,7 +57,7 @@ class Gpus:
         return gpus
 
     @classmethod
-    def _discover(cls, nvml: Any) -> Gpus | None:
+    def _discover(cls, nvml: ModuleType) -> Gpus | None:
         handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
         if not handles:
             return None
@@ -71,7 +73,7 @@ class Gpus:
         with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
 
-    def _read(self, gpu: GpuInfo, handle: Any) -> Row:
+    def _read(self, gpu: GpuInfo, handle: object) -> Row:
         nvml = self._nvml
         util = self._call(nvml.nvmlDeviceGetUtilizationRates, handle)
         mem = self._call(nvml.nvmlDeviceGetMemoryInfo, handle)
@@ -91,14 +93,14 @@ class Gpus:
             p + "temp_c": float(temp) if temp is not None else None,
         }
 
-    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def _call(self, fn: Callable[..., T], *args: object) -> T | None:
         try:
             return fn(*args)
         except self._nvml.NVMLError:
             return None
 
 
-def _info(nvml: Any, index: int, handle: Any) -> GpuInfo:
+def _info(nvml: ModuleType, index: int, handle: object) -> GpuInfo:
     name = nvml.nvmlDeviceGetName(handle)
     if isinstance(name, bytes):  # nvidia-ml-py < 11.515 returned bytes
         name = name.decode(errors="replace")

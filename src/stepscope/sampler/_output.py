@@ -16,13 +16,12 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import psutil
 
-from stepscope.jobfolder import paths
-from stepscope.sampler._nvml import Row
+from stepscope.jobfolder import GpuFacts, NodeInfo, paths
+from stepscope.sampler._nvml import Row, Value
 from stepscope.sampler._probe import rows_to_batches
 from stepscope.store import SegmentWriter, Store, StoreUnavailable
 
@@ -32,12 +31,27 @@ if TYPE_CHECKING:
 MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
 
 
+class FaultRecord(TypedDict, total=False):
+    """``faults/sampler-<node>-<pid>.json``: the faults and dropped rows of one sampler."""
+
+    component: str
+    node: str
+    pid: int
+    count: int
+    dropped_rows: int
+    first_time: float
+    time: float
+    error: str
+    dropped_first_time: Value
+    dropped_last_time: Value
+
+
 class Faults:
     """What the fault boundary caught: first error on stderr, all in one JSON file."""
 
     def __init__(self, store: Store, node: str) -> None:
         self._store, self._key = store, paths.fault_key("sampler", node, os.getpid())
-        self.doc: dict[str, Any] = {"component": "sampler", "node": node, "pid": os.getpid()}
+        self.doc: FaultRecord = {"component": "sampler", "node": node, "pid": os.getpid()}
         self.doc |= {"count": 0, "dropped_rows": 0}
         self._changed = False
 
@@ -60,7 +74,7 @@ class Faults:
         if self.doc["count"] == 1:
             self.save()
 
-    def dropped(self, row_time: Any) -> None:
+    def dropped(self, row_time: Value) -> None:
         """A row left the full buffer unstored: the gap is ``dropped_first_time`` onwards."""
         self.doc["dropped_rows"] += 1
         self.doc.setdefault("dropped_first_time", row_time)
@@ -95,10 +109,12 @@ def store_rows(writer: SegmentWriter, pending: deque[Row], final: bool = False) 
     writer.flush(final)
 
 
-def node_facts(sampler: Sampler) -> dict[str, Any]:
+def node_facts(sampler: Sampler) -> NodeInfo:
     """The content of ``nodes/<node>.json`` (docs/format.md)."""
     gpus = sampler.probe.gpus.info if sampler.probe.gpus is not None else []
-    facts: dict[str, Any] = {"node": sampler.node, "hostname": socket.gethostname()}
+    facts: NodeInfo = {"node": sampler.node, "hostname": socket.gethostname()}
     facts |= {"cpu_count": psutil.cpu_count(), "mem_total": float(psutil.virtual_memory().total)}
-    facts |= {"gpus": [asdict(gpu) for gpu in gpus], "interval_ms": sampler.interval_ms}
-    return facts | {"clock_offset_s": sampler.clock_offset_s, "boot_time": psutil.boot_time()}
+    listed = [GpuFacts(index=g.index, name=g.name, mem_total=g.mem_total) for g in gpus]
+    facts |= {"gpus": listed, "interval_ms": sampler.interval_ms}
+    facts |= {"clock_offset_s": sampler.clock_offset_s, "boot_time": psutil.boot_time()}
+    return facts

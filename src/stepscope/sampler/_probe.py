@@ -26,9 +26,10 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Protocol
 
 import psutil
 
@@ -44,12 +45,22 @@ from stepscope.sampler._nvml import Gpus, Row
 _LOOPBACK = ("lo", "lo0")
 
 
+class CpuTimes(Protocol):
+    """One core's times from ``psutil.cpu_times(percpu=True)``: seconds by field, iterable
+    (``iowait``, ``guest`` and ``guest_nice`` only on Linux, read with getattr)."""
+
+    @property
+    def idle(self) -> float: ...
+
+    def __iter__(self) -> Iterator[float]: ...
+
+
 @dataclass
 class _Reading:
     """Cumulative counters at one instant (monotonic seconds)."""
 
     mono: float
-    cpus: list[Any]
+    cpus: list[CpuTimes]
     disks: dict[str, tuple[int, int]]
     nics: dict[str, tuple[int, int]]
 
@@ -114,7 +125,7 @@ def _core_names(count: int) -> tuple[str, ...]:
     return tuple(f"cpu{i}" for i in range(count))
 
 
-def _cpu_columns(prev: list[Any] | None, cur: list[Any]) -> Row:
+def _cpu_columns(prev: list[CpuTimes] | None, cur: list[CpuTimes]) -> Row:
     """Total, iowait and per-core utilisation from two readings of ``/proc/stat``."""
     names = _core_names(len(cur))
     if prev is None or len(prev) != len(cur):  # first sample, or a core went off/online
@@ -126,7 +137,7 @@ def _cpu_columns(prev: list[Any] | None, cur: list[Any]) -> Row:
     return row
 
 
-def _cpu_delta(before: Any, after: Any) -> tuple[float, float, float]:
+def _cpu_delta(before: CpuTimes, after: CpuTimes) -> tuple[float, float, float]:
     """(busy, iowait, total) seconds of one core between two readings, as psutil counts them."""
     total = _cpu_total(after) - _cpu_total(before)
     idle = after.idle - before.idle
@@ -134,7 +145,7 @@ def _cpu_delta(before: Any, after: Any) -> tuple[float, float, float]:
     return max(total - idle - iowait, 0.0), max(iowait, 0.0), total
 
 
-def _cpu_total(times: Any) -> float:
+def _cpu_total(times: CpuTimes) -> float:
     # Linux counts guest time inside user and nice as well: do not count it twice.
     return float(sum(times)) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
 
