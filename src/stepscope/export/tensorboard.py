@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
-from stepscope.read import Tensors
+from stepscope.read import Job, Tensors
 
 PHASES = ("train", "eval")
 
@@ -60,9 +59,9 @@ def _export_run(tensors: Tensors, phase: str, logdir: str, out: ExportSummary) -
     out.runs += 1
 
 
-def export_tensorboard(job: Any, out_dir: str) -> ExportSummary:
+def export_tensorboard(job: Job, out_dir: str) -> ExportSummary:
     """Write the tensors of every rank of ``job`` (a :class:`stepscope.Job`) into ``out_dir``."""
-    tensors: Tensors = job.tensors
+    tensors = job.tensors
     summary = ExportSummary()
     for rank in tensors.ranks():
         for phase in PHASES:

@@ -15,7 +15,7 @@ import contextlib
 import os
 import select
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, AnyStr
 
 if TYPE_CHECKING:
     import psutil
@@ -91,7 +91,7 @@ def process(pid: int) -> psutil.Process | None:
         return None
 
 
-def wait_child(proc: subprocess.Popen[Any], fd: int | None, timeout: float) -> int | None:
+def wait_child(proc: subprocess.Popen[AnyStr], fd: int | None, timeout: float) -> int | None:
     """``Popen.wait(timeout)`` without its polling loop (up to 20 wake-ups a second):
     the exit code, or None if ``proc`` still runs after ``timeout``. ``fd``: its pidfd."""
     if fd is None:
