@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from stepscope import __version__
-from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA, JobMeta, paths, write_meta
+from stepscope.jobfolder import (
+    EVENTS_SCHEMA,
+    STEPS_SCHEMA,
+    JobMeta,
+    RuleVerdict,
+    paths,
+    write_meta,
+)
 from stepscope.store import SegmentWriter, Store, open_store
 
 
@@ -78,17 +85,19 @@ def _system_table(spec: SyntheticJob, node: str, rng: np.random.Generator) -> pa
     cores = np.clip(40 + 30 * wave[None, :] + rng.normal(0, 8, (spec.cores, n)), 0, 100)
     spike = int(np.searchsorted(t, spec.spike_time))
     cores[:, spike] = 100.0
-    cols: dict[str, Any] = {
+    cols: dict[str, npt.ArrayLike] = {
         "time": t,
         "node": np.full(n, node),
         "interval_ms": np.full(n, spec.interval_ms, np.int32),
     }
-    cols["cpu"] = cores.mean(axis=0).astype(np.float32)
+    cpu = cores.mean(axis=0).astype(np.float32)
+    cols["cpu"] = cpu
     cols["cpu_iowait"] = np.clip(rng.gamma(1.0, 1.5, n), 0, 100).astype(np.float32)
     cols.update({f"cpu{i}": cores[i].astype(np.float32) for i in range(spec.cores)})
     mem_total = 6.4e10
-    cols["mem_used"] = mem_total * (0.3 + 0.1 * wave)
-    cols["mem_percent"] = (100 * cols["mem_used"] / mem_total).astype(np.float32)
+    mem_used = mem_total * (0.3 + 0.1 * wave)
+    cols["mem_used"] = mem_used
+    cols["mem_percent"] = (100 * mem_used / mem_total).astype(np.float32)
     for col, scale in (
         ("disk_read_bps", 5e7),
         ("disk_write_bps", 1e7),
@@ -98,7 +107,7 @@ def _system_table(spec: SyntheticJob, node: str, rng: np.random.Generator) -> pa
         values = rng.gamma(2.0, scale / 2, n)
         values[0] = np.nan  # the first sample of a sampler has no throughput
         cols[col] = values
-    cols["proc_cpu"] = (cols["cpu"] * spec.cores * 0.8).astype(np.float32)
+    cols["proc_cpu"] = (cpu * spec.cores * 0.8).astype(np.float32)
     cols["proc_rss"] = np.full(n, 8e9)
     for g in range(spec.gpus):
         cols.update(_gpu_columns(g, n, wave, spike, rng))
@@ -106,8 +115,8 @@ def _system_table(spec: SyntheticJob, node: str, rng: np.random.Generator) -> pa
 
 
 def _gpu_columns(
-    g: int, n: int, wave: np.ndarray, spike: int, rng: np.random.Generator
-) -> dict[str, Any]:
+    g: int, n: int, wave: npt.NDArray[np.float64], spike: int, rng: np.random.Generator
+) -> dict[str, npt.NDArray[np.float32] | npt.NDArray[np.float64]]:
     util = np.clip(85 - 20 * wave + rng.normal(0, 4, n), 0, 100)
     util[spike] = 0.0  # the GPUs starve while the CPU spikes
     total = 4.2e10
@@ -139,7 +148,7 @@ def _steps_table(spec: SyntheticJob, node: str, rank: int, rng: np.random.Genera
     parts = frac * dur[:, None].astype(np.float32)
     eval_mask = phase == "eval"
     parts[eval_mask, 2:4] = 0.0  # no backward or optimizer when evaluating
-    cols: dict[str, Any] = {
+    cols: dict[str, npt.ArrayLike] = {
         "rank": np.full(count, rank, np.int32),
         "local_rank": np.full(count, rank % spec.ranks_per_node, np.int32),
         "node": np.full(count, node),
@@ -179,7 +188,7 @@ def _events_table(spec: SyntheticJob, node: str, rank: int) -> pa.Table:
 
 
 def write_synthetic_job(
-    url: str, spec: SyntheticJob | None = None, rules: Sequence[dict[str, Any]] = ()
+    url: str, spec: SyntheticJob | None = None, rules: Sequence[RuleVerdict] = ()
 ) -> Store:
     """Write a complete job folder at ``url`` (and its ``rules/<rule>.json``); returns its store."""
     spec = spec or SyntheticJob()
