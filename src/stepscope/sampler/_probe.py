@@ -34,12 +34,12 @@ from typing import Protocol
 import psutil
 
 from stepscope.process import process
-from stepscope.sampler._encoding import (  # noqa: F401  (re-exported: the sampler's API)
-    ACCEPTED_INTERVALS_MS,
-    rows_to_batches,
-    schema_for,
-    validate_interval_ms,
-)
+
+# Re-exported, the sampler's API: "as" marks them so for strict type checks.
+from stepscope.sampler._encoding import ACCEPTED_INTERVALS_MS as ACCEPTED_INTERVALS_MS
+from stepscope.sampler._encoding import rows_to_batches as rows_to_batches
+from stepscope.sampler._encoding import schema_for as schema_for
+from stepscope.sampler._encoding import validate_interval_ms as validate_interval_ms
 from stepscope.sampler._nvml import Gpus, Row
 
 _LOOPBACK = ("lo", "lo0")
