@@ -29,21 +29,22 @@ class SlowSteps(Rule):
 
     def evaluate(self, data: RuleInput) -> RuleResult:
         steps = data.steps
-        steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p("skip_steps"))]
+        steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p_int("skip_steps"))]
         if not len(steps):
             return self.not_applicable(data, "no training steps yet")
         findings = []
+        limit = self.p_float("max_seconds")
         for rank, group in steps.groupby("rank"):
             median = float(group["duration"].median())
-            if median > self.p("max_seconds"):
+            if median > limit:
                 findings.append(
                     Finding(
-                        f"rank {rank}: median step {median:.3f} s > {self.p('max_seconds')} s",
+                        f"rank {rank}: median step {median:.3f} s > {limit} s",
                         self.recommendation,
-                        severity=min(1.0, median / self.p("max_seconds") / 4),
+                        severity=min(1.0, median / limit / 4),
                         rank=int(rank),
                         value=median,
-                        threshold=self.p("max_seconds"),
+                        threshold=limit,
                         steps=(int(group["step"].min()), int(group["step"].max())),
                     )
                 )
