@@ -56,7 +56,8 @@ def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
     """The windows the options ask for, as ``control.request_profile`` bodies."""
     from stepscope.jobfolder import control
 
-    span, windows = _range(args), list[JsonObject]()
+    span = _range(args)
+    windows: list[JsonObject] = []
     if args.detailed:
         windows.append(
             {

@@ -104,7 +104,8 @@ def _span(body: JsonObject) -> JsonObject:
 def profile_windows(given: object) -> list[JsonObject]:
     """The windows a profile body asks for, as ``control.request_profile`` wants them."""
     body = _object(given, PROFILE_KEYS)
-    span, windows = _span(body), list[JsonObject]()
+    span = _span(body)
+    windows: list[JsonObject] = []
     if body.get("detailed"):
         windows.append({"kind": "detailed", **span})
     python = body.get("python")
