@@ -14,7 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.rollup import Rolled, Rows, Summary, combine, fine_width, summarize
 from stepscope.dashboard._cache import Sized
 from stepscope.dashboard._streams import Part
@@ -35,10 +37,10 @@ class Cut:
         return self.lo == 0 and self.hi == len(self.part)
 
     @property
-    def x(self) -> np.ndarray:
+    def x(self) -> FloatArray:
         return self.part.x[self.lo : self.hi]
 
-    def column(self, name: str) -> np.ndarray:
+    def column(self, name: str) -> npt.NDArray[np.generic]:
         return self.part.column(name)[self.lo : self.hi]
 
 

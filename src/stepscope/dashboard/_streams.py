@@ -17,10 +17,12 @@ from collections import OrderedDict
 from collections.abc import Hashable
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.store import TMP_MARKER, Store
 
 Entry = tuple[str, int, int]
@@ -73,13 +75,13 @@ class Part:
         self.first, self.last = (float(x[0]), float(x[-1])) if len(x) else (0.0, 0.0)
         self.names = tuple(table.column_names)  # Table.column_names builds a new list per call
         self._types = dict(zip(self.names, table.schema.types, strict=True))
-        self._columns: dict[str, np.ndarray] = {}
+        self._columns: dict[str, npt.NDArray[np.generic]] = {}
         self._only: dict[tuple[str, str | float], Part] = {}
 
     def __len__(self) -> int:
         return len(self.x)
 
-    def column(self, name: str) -> np.ndarray:
+    def column(self, name: str) -> npt.NDArray[np.generic]:
         """Column ``name``: floats (NaN for nulls, all NaN when missing), strings as objects."""
         got = self._columns.get(name)
         if got is None:
@@ -103,7 +105,7 @@ class Part:
         return got
 
 
-def _floats(col: pa.ChunkedArray) -> np.ndarray:
+def _floats(col: pa.ChunkedArray) -> FloatArray:
     return np.asarray(col.to_numpy(), dtype=np.float64)
 
 

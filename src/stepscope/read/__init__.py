@@ -9,11 +9,12 @@ imports the code that writes a job.
 
 from stepscope.errors import JobNotFoundError
 from stepscope.read._job import Job, list_jobs, open
-from stepscope.read._tensors import Tensor, Tensors, TensorValue, np_reduce
+from stepscope.read._tensors import RawTensor, Tensor, Tensors, TensorValue, np_reduce
 
 __all__ = [
     "Job",
     "JobNotFoundError",
+    "RawTensor",
     "Tensor",
     "TensorValue",
     "Tensors",

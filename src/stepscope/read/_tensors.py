@@ -40,8 +40,10 @@ _NUMPY = {
     "uint8": "u1",
     "bool": "?",
 }
+#: A raw tensor as read: numbers of the dtype it was saved in (bool for a mask).
+RawTensor: TypeAlias = npt.NDArray[np.number] | npt.NDArray[np.bool_]
 #: A saved tensor's value: a numpy array (a raw tensor) or a float (a scalar, a loss).
-TensorValue: TypeAlias = npt.NDArray[np.generic] | float
+TensorValue: TypeAlias = RawTensor | float
 
 _NP_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
     "min": np.min,
@@ -56,7 +58,7 @@ _NP_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
 }
 
 
-def decode(data: bytes, dtype: str, shape: Sequence[int]) -> npt.NDArray[np.generic]:
+def decode(data: bytes, dtype: str, shape: Sequence[int]) -> RawTensor:
     """A raw tensor's bytes as a numpy array (bfloat16 widened exactly to float32)."""
     if dtype == "bfloat16":
         bits = np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16
@@ -139,7 +141,7 @@ class Tensors:
         df = self._read("index", INDEX_SCHEMA, names, phase, step)
         return df.sort_values(["name", "phase", "step"], kind="stable", ignore_index=True)
 
-    def load(self, row: pd.Series) -> npt.NDArray[np.generic]:
+    def load(self, row: pd.Series) -> RawTensor:
         """The raw tensor of one index row (reads only its bytes)."""
         path = self.store.path(f"{self.prefix}/blobs/{row['blob']}")
         start = int(row["offset"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.report_data import rank_rules
 from stepscope.report import _tensor_data as td
 from stepscope.report._context import Context
@@ -18,7 +19,7 @@ MAX_TABLE = 200  # tensors listed; open when at most OPEN_TABLE
 OPEN_TABLE = 30
 
 
-def _finite(values: pd.Series) -> tuple[np.ndarray, int]:
+def _finite(values: pd.Series) -> tuple[FloatArray, int]:
     """Values with NaN and infinities as gaps (the chart layer draws no infinity)."""
     v = values.to_numpy(np.float64)
     ok = np.isfinite(v)

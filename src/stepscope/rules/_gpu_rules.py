@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, patience, window
@@ -36,14 +37,14 @@ def mem_percent(w: Windows, framed: pd.DataFrame, g: int) -> npt.NDArray[np.floa
     return x[:, 0] / x[:, 1] * 100.0
 
 
-def fitted_rise(w: Windows, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+def fitted_rise(w: Windows, t: FloatArray, v: FloatArray) -> FloatArray:
     """Per window and column of ``v``: the rise of the least-squares line through
     (t, v) over the window (0 where it cannot be fitted)."""
     ok = ~np.isnan(v)
     tt = np.where(ok, (t - t.min())[:, None], 0.0)
     vv = np.where(ok, v, 0.0)
 
-    def total(x: np.ndarray) -> np.ndarray:
+    def total(x: FloatArray) -> FloatArray:
         return np.asarray(np.add.reduceat(x, w.offsets, axis=0))
 
     n, st, sv, stv, stt = total(ok * 1.0), total(tt), total(vv), total(tt * vv), total(tt * tt)
@@ -62,7 +63,7 @@ def fitted_rise(w: Windows, t: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.where(n > 1, rise, 0.0)
 
 
-def floor_before(means: np.ndarray, lookback: int) -> np.ndarray:
+def floor_before(means: FloatArray, lookback: int) -> FloatArray:
     """Per window (rows): the lowest mean of the ``lookback`` windows before it (NaN if none)."""
     pad = np.full((lookback, means.shape[1]), np.nan)
     before = np.concatenate([pad, means[:-1]])

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._windows import Hit
 
 
@@ -50,20 +51,20 @@ class Windows:
         """Whether column ``name`` of ``framed`` exists and has a non-NaN value."""
         return name in framed and bool((~np.isnan(self.columns(framed, [name]))).any())
 
-    def mean(self, x: np.ndarray) -> np.ndarray:
+    def mean(self, x: FloatArray) -> FloatArray:
         """Per window (rows) and column: the mean of the non-NaN values (NaN if none)."""
         ok = ~np.isnan(x)
         total = np.add.reduceat(np.where(ok, x, 0.0), self.offsets, axis=0)
         n = np.add.reduceat(ok.astype(np.float64), self.offsets, axis=0)
         return np.divide(total, n, out=np.full_like(total, np.nan), where=n > 0)
 
-    def share(self, mask: np.ndarray) -> np.ndarray:
+    def share(self, mask: npt.NDArray[np.bool_]) -> FloatArray:
         """Per window: the share of samples where ``mask`` holds, % (0-100)."""
         hits = np.add.reduceat(mask.astype(np.float64), self.offsets, axis=0)
         counts = self.counts if mask.ndim == 1 else self.counts[:, None]
         return np.asarray(hits / counts * 100.0)
 
-    def quantiles(self, x: np.ndarray, qs: list[float]) -> np.ndarray:
+    def quantiles(self, x: FloatArray, qs: list[float]) -> FloatArray:
         """Per window: quantiles ``qs`` (0-1, linear) of each column: (windows, qs, cols)."""
         ends = np.append(self.offsets[1:], len(x))
         pct = np.asarray(qs) * 100.0
@@ -78,7 +79,7 @@ class Windows:
                 parts.append(np.nanpercentile(block, pct, axis=0))
         return np.stack(parts)
 
-    def hits(self, key: str, value: np.ndarray, fired: np.ndarray) -> list[Hit]:
+    def hits(self, key: str, value: FloatArray, fired: npt.NDArray[np.bool_]) -> list[Hit]:
         """A :class:`Hit` of ``key`` for each window where ``fired`` (per window) holds."""
         return [
             Hit(key, int(self.ids[i]), float(self.start[i]), float(self.end[i]), float(value[i]))
@@ -86,7 +87,7 @@ class Windows:
         ]
 
 
-def peer_medians(x: np.ndarray) -> np.ndarray:
+def peer_medians(x: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
     """Per row and column of ``x``: the median of the row's other non-NaN values (NaN
     if none), as ``DataFrame.drop(columns=c).median(axis=1)`` for every column ``c``
     at once: sorted once per row, each median read at its shifted middle positions.
@@ -113,7 +114,7 @@ class Groups:
     """Rows grouped by integer keys, in the order of ``DataFrame.groupby(keys)``
     (sorted, the first key first), reduced with numpy."""
 
-    def __init__(self, *keys: np.ndarray) -> None:
+    def __init__(self, *keys: npt.NDArray[np.integer]) -> None:
         self.order = np.lexsort(keys[::-1])  # lexsort's primary key is its last
         ranked = [k[self.order] for k in keys]
         change = np.zeros(len(self.order), dtype=bool)
@@ -124,17 +125,17 @@ class Groups:
         self.keys = [k[self.offsets] for k in ranked]
         self.counts = np.diff(np.append(self.offsets, len(self.order)))
 
-    def first(self, x: np.ndarray) -> np.ndarray:
+    def first(self, x: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
         """Per group: the value of its first row (in the original order)."""
         return np.asarray(x)[self.order][self.offsets]
 
-    def min(self, x: np.ndarray) -> np.ndarray:
+    def min(self, x: FloatArray) -> FloatArray:
         return np.asarray(np.fmin.reduceat(np.asarray(x)[self.order], self.offsets))
 
-    def max(self, x: np.ndarray) -> np.ndarray:
+    def max(self, x: FloatArray) -> FloatArray:
         return np.asarray(np.fmax.reduceat(np.asarray(x)[self.order], self.offsets))
 
-    def median(self, x: np.ndarray) -> np.ndarray:
+    def median(self, x: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
         """Per group: the median of the non-NaN values (NaN if none), computed in float64
         and returned in the dtype of ``x`` if a float one, as pandas does."""
         x = np.asarray(x)

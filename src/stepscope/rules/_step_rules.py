@@ -7,8 +7,10 @@ phase), so each step belongs to one window and is reported at most once.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
@@ -24,7 +26,7 @@ def skip_steps(default: int) -> Param:
     return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
 
 
-def outliers(durations: np.ndarray, k: float, min_excess: float = 0.0) -> np.ndarray:
+def outliers(durations: FloatArray, k: float, min_excess: float = 0.0) -> npt.NDArray[np.intp]:
     """Indices of values more than ``k`` standard deviations (and ``min_excess``) from
     the others' mean.
 
@@ -95,7 +97,7 @@ class StepOutlier(NodeRule):
                 findings.append(self._finding(steps.iloc[rows[i]], float(d[i]), typical))
         return Part(findings, len(findings), len(steps))
 
-    def _groups(self, steps: pd.DataFrame) -> list[np.ndarray]:
+    def _groups(self, steps: pd.DataFrame) -> list[npt.NDArray[np.intp]]:
         """The positions of the steps of each (rank, phase, window), in groupby order."""
         phase, _ = pd.factorize(steps["phase"], sort=True)
         rows = np.flatnonzero(phase >= 0)  # groupby leaves out a missing phase
@@ -103,7 +105,7 @@ class StepOutlier(NodeRule):
         g = Groups(steps["rank"].to_numpy()[rows], phase[rows], win)
         return np.split(rows[g.order], g.offsets[1:])
 
-    def _finding(self, row: pd.Series, d: float, typical: np.ndarray) -> Finding:
+    def _finding(self, row: pd.Series, d: float, typical: FloatArray) -> Finding:
         mean, std = float(typical.mean()), float(typical.std())
         std = max(std, STD_FLOOR * abs(mean))
         k = float(self.p_float("stddev"))

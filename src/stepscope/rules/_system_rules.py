@@ -8,8 +8,10 @@ after the ``patience`` samples at the start of the job; their base,
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._params import patience, window
 from stepscope.rules._system_base import SystemRule, lasted, pct
 from stepscope.rules._types import Finding
@@ -21,7 +23,7 @@ class _ShareRule(SystemRule):
 
     what = ""
 
-    def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
+    def bottlenecked(self, host: FloatArray, gpu_mean: FloatArray) -> npt.NDArray[np.bool_]:
         """Per sample: bottlenecked, from the host column (``cpu``, ``cpu_iowait``)."""
         raise NotImplementedError
 
@@ -68,7 +70,7 @@ class CPUBottleneck(_ShareRule):
     )
     what = "CPU bottleneck"
 
-    def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
+    def bottlenecked(self, host: FloatArray, gpu_mean: FloatArray) -> npt.NDArray[np.bool_]:
         return (host > self.p_float("cpu_threshold")) & (gpu_mean < self.p_float("gpu_threshold"))
 
 
@@ -89,7 +91,7 @@ class IOBottleneck(_ShareRule):
     what = "I/O bottleneck"
     host_column = "cpu_iowait"
 
-    def bottlenecked(self, host: np.ndarray, gpu_mean: np.ndarray) -> np.ndarray:
+    def bottlenecked(self, host: FloatArray, gpu_mean: FloatArray) -> npt.NDArray[np.bool_]:
         return (host > self.p_float("io_threshold")) & (gpu_mean < self.p_float("gpu_threshold"))
 
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._input import RuleInput
 
 GPU_UTIL = re.compile(r"^gpu(\d+)_util$")
@@ -87,7 +89,9 @@ def window_width(data: RuleInput, node: str | None, window: int) -> float:
     return window * data.interval_s(node)
 
 
-def window_index(times: pd.Series | np.ndarray, origin: float, width: float) -> np.ndarray:
+def window_index(
+    times: pd.Series | FloatArray, origin: float, width: float
+) -> npt.NDArray[np.int64]:
     """The aligned window of each time: ``floor((t - origin) / width)``."""
     return np.floor((np.asarray(times, dtype=np.float64) - origin) / width).astype(np.int64)
 

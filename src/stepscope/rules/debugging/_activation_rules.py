@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
@@ -12,10 +13,10 @@ from stepscope.rules._types import Finding, RuleResult
 from stepscope.rules.debugging._base import TensorRule, regex_param, step_span
 
 if TYPE_CHECKING:
-    from stepscope.read import Tensors
+    from stepscope.read import RawTensor, Tensors
 
 
-def per_unit(x: np.ndarray) -> np.ndarray:
+def per_unit(x: RawTensor) -> RawTensor:
     """Samples as rows, units as columns (the first axis is the batch)."""
     return x.reshape(x.shape[0], -1) if x.ndim > 1 else x.reshape(-1, 1)
 
@@ -24,7 +25,7 @@ class _UnitRule(TensorRule):
     """A layer fires when more than ``threshold_layer`` % of its units are flagged in
     more than (100 - ``threshold_inactivity``) % of the samples."""
 
-    def flagged(self, units: np.ndarray, name: str) -> np.ndarray:
+    def flagged(self, units: RawTensor, name: str) -> npt.NDArray[np.bool_]:
         raise NotImplementedError
 
     def layers(self, tensors: Tensors) -> list[str]:
@@ -77,7 +78,7 @@ class DeadRelu(_UnitRule):
     def layers(self, tensors: Tensors) -> list[str]:
         return self.select(tensors, self.collections, self.p_str("tensor_regex"))
 
-    def flagged(self, units: np.ndarray, name: str) -> np.ndarray:
+    def flagged(self, units: RawTensor, name: str) -> npt.NDArray[np.bool_]:
         return units <= 0  # inactive samples; a unit is dead when nearly always inactive
 
 
@@ -102,7 +103,7 @@ class SaturatedActivation(_UnitRule):
     def layers(self, tensors: Tensors) -> list[str]:
         return self.select(tensors, self.collections)
 
-    def flagged(self, units: np.ndarray, name: str) -> np.ndarray:
+    def flagged(self, units: RawTensor, name: str) -> npt.NDArray[np.bool_]:
         kind = "tanh" if name in self._tanh else "sigmoid"
         low, high = self.p_float(f"threshold_{kind}_min"), self.p_float(f"threshold_{kind}_max")
         return (units <= low) | (units >= high)
@@ -130,7 +131,7 @@ class ClassImbalance(TensorRule):
         regex_param("predictions_regex", ".*loss_input_0"),
     )
 
-    def _pairs(self, tensors: Tensors) -> tuple[np.ndarray, np.ndarray]:
+    def _pairs(self, tensors: Tensors) -> tuple[RawTensor, RawTensor]:
         labels = dict(
             ((s, p), x)
             for p in ("train", "eval")

@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
 import pandas as pd
 
 from stepscope.rules._base import Rule
@@ -21,7 +20,7 @@ from stepscope.rules._params import Param
 from stepscope.rules._types import Finding, RuleResult, Status
 
 if TYPE_CHECKING:
-    from stepscope.read import Tensors
+    from stepscope.read import RawTensor, Tensors
 
 VALUE = "value"
 
@@ -99,7 +98,7 @@ class TensorRule(Rule):
     @staticmethod
     def raws(
         tensors: Tensors, names: list[str], phase: str = "train"
-    ) -> Iterable[tuple[str, int, np.ndarray]]:
+    ) -> Iterable[tuple[str, int, RawTensor]]:
         """``(name, step, array)`` of every raw tensor of ``names``, in step order."""
         for _, row in tensors.index(names, phase).iterrows():
             yield str(row["name"]), int(row["step"]), tensors.load(row)

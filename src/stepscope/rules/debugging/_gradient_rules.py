@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
@@ -20,7 +21,7 @@ from stepscope.rules.debugging._base import (
 )
 
 if TYPE_CHECKING:
-    from stepscope.read import Tensors
+    from stepscope.read import RawTensor, Tensors
 
 
 class VanishingGradient(TensorRule):
@@ -71,9 +72,8 @@ class ExplodingTensor(TensorRule):
     )
     _KEYS = (VALUE, "min", "max", "mean", "abs_min", "abs_max", "abs_mean")
 
-    def _bad(self, x: np.ndarray) -> np.ndarray:
-        bad: np.ndarray = np.isnan(x) if self.p_bool("only_nan") else ~np.isfinite(x)
-        return bad
+    def _bad(self, x: RawTensor) -> npt.NDArray[np.bool_]:
+        return np.isnan(x) if self.p_bool("only_nan") else ~np.isfinite(x)
 
     def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         names = self.select(
@@ -126,7 +126,7 @@ class WeightUpdateRatio(TensorRule):
     def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
         findings: list[Finding] = []
         points = 0
-        previous: dict[str, tuple[int, np.ndarray]] = {}
+        previous: dict[str, tuple[int, RawTensor]] = {}
         for name, step, w in self.raws(tensors, self.select(tensors, self.collections)):
             last = previous.get(name)
             previous[name] = (step, w)

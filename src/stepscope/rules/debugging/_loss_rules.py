@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
 from stepscope.rules._types import Finding, RuleResult
@@ -147,7 +148,7 @@ class Overfit(TensorRule):
         return self.verdict(data, findings, len(points), what="evaluations with both losses")
 
 
-def stale_for(values: np.ndarray, delta: float) -> int:
+def stale_for(values: FloatArray, delta: float) -> int:
     """Saved points since the last improvement of the best value by more than ``delta``."""
     best, since = np.inf, 0
     for v in values:

@@ -19,7 +19,7 @@ from stepscope.rules.debugging._base import (
 )
 
 if TYPE_CHECKING:
-    from stepscope.read import Tensors
+    from stepscope.read import RawTensor, Tensors
 
 
 class AllZero(TensorRule):
@@ -74,7 +74,7 @@ class UnchangedTensor(TensorRule):
         names = self.select(
             tensors, split_names(self.p_str("collection_names")), self.p_str("tensor_regex")
         )
-        series: dict[str, list[tuple[int, np.ndarray]]] = {}
+        series: dict[str, list[tuple[int, RawTensor]]] = {}
         for name, step, x in self.raws(tensors, names):
             series.setdefault(name, []).append((step, x))
         n, findings = self.p_int("num_steps"), []
