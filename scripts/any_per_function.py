@@ -12,7 +12,8 @@ A type alias that hides ``Any`` counts as the ``Any`` it holds wherever it is us
 module-level ``JsonDict = dict[str, Any]`` (or ``X: TypeAlias = ...``) makes every
 ``JsonDict`` in an annotation count 1, also where it is imported by another module
 of the package (``from stepscope.jobfolder import JsonDict``). String annotations
-are parsed as expressions. ``object`` is not ``Any`` and does not count.
+are parsed as expressions. ``object`` is not ``Any`` and does not count. Type stubs
+(``.pyi``, e.g. of a C extension) count like modules.
 
 Prints one line per top-level part (``(root)`` for the package's own modules) and
 the total; with ``--max``, exits 1 when the total ratio is above it.
@@ -41,7 +42,7 @@ class Module:
 
 def _modules(root: Path) -> list[Module]:
     out = []
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.pyi")]):
         rel = path.relative_to(root)
         parts = list(rel.with_suffix("").parts)
         if parts[-1] == "__init__":

@@ -18,9 +18,9 @@ import dataclasses
 import difflib
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar, overload
 
 from stepscope.errors import ConfigError
 
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 T = TypeVar("T")
+
+#: A JSON value as written: what ``json.dumps`` takes (the configuration's ``to_dict``).
+Json: TypeAlias = "str | int | float | bool | Sequence[Json] | Mapping[str, Json] | None"
 
 #: Detailed and dataloader windows longer than this warn (ProfilingCostWarning).
 MAX_CHEAP_STEPS = 3

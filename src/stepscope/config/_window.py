@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Literal, TypedDict, get_args
 
 from stepscope.config._base import (
+    Json,
     as_bool,
     build,
     check_keys,
     field_names,
-    fields_to_dict,
     given,
     invalid,
 )
@@ -99,9 +99,24 @@ class ProfilingWindow:
         end = self.end_step
         return end is not None and self.start_step is not None and self.start_step <= step < end
 
-    def to_dict(self) -> dict[str, object]:
-        """The window as a JSON-serialisable dict (``from_dict`` reads it back)."""
-        return fields_to_dict(self)
+    def to_dict(self) -> dict[str, Json]:
+        """The window as a JSON-serialisable dict (``from_dict`` reads it back): its
+        fields in order, the enums by value."""
+        python, timer = self.python_profiler, self.cprofile_timer
+        return {
+            "kind": self.kind,
+            "start_step": self.start_step,
+            "num_steps": self.num_steps,
+            "start_unix_time": self.start_unix_time,
+            "duration": self.duration,
+            "python_profiler": python.value if python is not None else None,
+            "cprofile_timer": timer.value if timer is not None else None,
+            "metrics_regex": self.metrics_regex,
+            "record_shapes": self.record_shapes,
+            "profile_memory": self.profile_memory,
+            "with_stack": self.with_stack,
+            "include_prestep": self.include_prestep,
+        }
 
     @classmethod
     def from_dict(
