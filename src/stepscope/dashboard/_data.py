@@ -16,13 +16,13 @@ import math
 import threading
 import time
 from collections.abc import Callable, Hashable
-from typing import TypedDict
 
 import pandas as pd
 import pyarrow as pa
 
 from stepscope.analysis.report_data import SPLIT, rank_rules, read_rules
 from stepscope.dashboard._cache import Answers, Sized
+from stepscope.dashboard._openapi import JobDetail, JobRow
 from stepscope.dashboard._paths import JOB_NAME, job_store
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
@@ -38,42 +38,6 @@ LIVE_CHECK_S = 0.25
 
 #: A stream's parts and what identifies their content (a signature, or a time slot).
 Stream = tuple[Hashable, tuple[Part, ...]]
-
-
-class JobRow(TypedDict):
-    """One job of the jobs list (``/api/jobs``)."""
-
-    name: str
-    status: str | None
-    alive: bool | None
-    reason: str | None
-    start_time: float | None
-    end_time: float | None
-    duration_s: float | None
-    steps: int
-    rule_issues: int
-    rules: int
-
-
-class JobDetail(TypedDict):
-    """The job page's header (``/api/jobs/{job}``): metadata, nodes, ranks, files."""
-
-    name: str
-    status: str | None
-    alive: bool | None
-    reason: str | None
-    exit_code: int | None
-    command: list[str] | None
-    hosts: list[str] | None
-    start_time: float | None
-    end_time: float | None
-    stepscope_version: str | None
-    now: float
-    nodes: dict[str, NodeInfo]
-    ranks: list[int]
-    steps: int
-    artifacts: list[JsonObject]
-    faults: list[JsonObject]
 
 
 def clean(obj: object) -> object:

@@ -1,16 +1,57 @@
-"""The API's OpenAPI 3.1 document, written by hand (served at ``/openapi.json``).
+"""The API's OpenAPI 3.1 document, written by hand (served at ``/openapi.json``), and
+the typed shape of the answers that are records (:class:`JobRow`, :class:`JobDetail`).
 
 A test checks that every route of the app is documented here and nothing else.
 """
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from stepscope import __version__
 from stepscope.config import SYSTEM_MONITOR_INTERVALS
-from stepscope.jobfolder import JsonObject
+from stepscope.jobfolder import JsonObject, NodeInfo
 
-_JOB: JsonObject = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"},
-        "description": "job folder name under the served root"}  # fmt: skip
+
+class JobRow(TypedDict):
+    """One job of the jobs list (``/api/jobs``)."""
+
+    name: str
+    status: str | None
+    alive: bool | None
+    reason: str | None
+    start_time: float | None
+    end_time: float | None
+    duration_s: float | None
+    steps: int
+    rule_issues: int
+    rules: int
+
+
+class JobDetail(TypedDict):
+    """The job page's header (``/api/jobs/{job}``): metadata, nodes, ranks, files."""
+
+    name: str
+    status: str | None
+    alive: bool | None
+    reason: str | None
+    exit_code: int | None
+    command: list[str] | None
+    hosts: list[str] | None
+    start_time: float | None
+    end_time: float | None
+    stepscope_version: str | None
+    now: float
+    nodes: dict[str, NodeInfo]
+    ranks: list[int]
+    steps: int
+    artifacts: list[JsonObject]
+    faults: list[JsonObject]
+
+
+_JOB: JsonObject = {
+    "name": "job", "in": "path", "required": True, "schema": {"type": "string"},
+    "description": "job folder name under the served root"}  # fmt: skip
 _WINDOW: list[JsonObject] = [
     {"name": "start", "in": "query", "schema": {"type": "number"},
      "description": "unix seconds (inclusive); blank: the beginning"},

@@ -7,10 +7,9 @@ phase), so each step belongs to one window and is reported at most once.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from stepscope.analysis.downsample import FloatArray
+from stepscope.analysis.downsample import FloatArray, IntArray
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
@@ -26,7 +25,7 @@ def skip_steps(default: int) -> Param:
     return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
 
 
-def outliers(durations: FloatArray, k: float, min_excess: float = 0.0) -> npt.NDArray[np.intp]:
+def outliers(durations: FloatArray, k: float, min_excess: float = 0.0) -> IntArray:
     """Indices of values more than ``k`` standard deviations (and ``min_excess``) from
     the others' mean.
 
@@ -97,7 +96,7 @@ class StepOutlier(NodeRule):
                 findings.append(self._finding(steps.iloc[rows[i]], float(d[i]), typical))
         return Part(findings, len(findings), len(steps))
 
-    def _groups(self, steps: pd.DataFrame) -> list[npt.NDArray[np.intp]]:
+    def _groups(self, steps: pd.DataFrame) -> list[IntArray]:
         """The positions of the steps of each (rank, phase, window), in groupby order."""
         phase, _ = pd.factorize(steps["phase"], sort=True)
         rows = np.flatnonzero(phase >= 0)  # groupby leaves out a missing phase
