@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from stepscope.agent.profilers._dataloader import DataloaderProfiler
 from stepscope.agent.profilers._detailed import DetailedProfiler
-from stepscope.agent.profilers._python import ProfileHookBusy, python_profiler
+from stepscope.agent.profilers._python import python_profiler
 from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, FileBounds, Finish
 from stepscope.config import ProfilingWindow
+from stepscope.errors import ProfileHookBusy
 
 if TYPE_CHECKING:
     from stepscope.agent._recorder import StepRecorder

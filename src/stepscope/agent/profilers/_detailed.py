@@ -30,7 +30,7 @@ def _activities() -> list[ProfilerActivity]:
 
     acts = [ProfilerActivity.CPU]
     # Never initialise CUDA ourselves: trace kernels only if the process already uses it.
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         acts.append(ProfilerActivity.CUDA)
     return acts
 

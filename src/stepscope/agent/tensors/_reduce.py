@@ -120,7 +120,7 @@ def stack_to_host(values: list[torch.Tensor]) -> HostVector:
         buf.copy_(stacked, non_blocking=True)
         out.parts.append((idx, buf))
     if any(d.type == "cuda" for d in by_device) or _cuda_busy():
-        event = out.event = torch.cuda.Event()
+        event = out.event = torch.cuda.Event()  # type: ignore[no-untyped-call]  # torch's
         event.record()
     return out
 
@@ -129,4 +129,4 @@ def _cuda_busy() -> bool:
     """Whether CUDA is in use in this process (raw copies may still be in flight)."""
     import torch
 
-    return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
+    return bool(torch.cuda.is_available() and torch.cuda.is_initialized())  # type: ignore[no-untyped-call]
