@@ -15,8 +15,10 @@ from stepscope.jobfolder import (
     FORMAT_VERSION,
     HEARTBEAT_STALE_S,
     SYSTEM_BASE_SCHEMA,
+    FaultJson,
     Heartbeat,
     JobMeta,
+    WindowJson,
     heartbeats,
     liveness,
     paths,
@@ -143,3 +145,12 @@ def test_keys_and_damaged_records(tmp_path: Path) -> None:
     store.write_bytes(paths.fault_key("agent", "n", 2), b"not json")
     store.write_json(paths.fault_key("agent", "n", 3), [1, 2])  # not a record
     assert read_all(store, paths.FAULTS) == [{"count": 1}]
+
+
+def test_documented_fault_and_window_records_are_the_types() -> None:
+    faults = set(re.findall(r'"(\w+)"', _section("faults/")))
+    assert faults == set(FaultJson.__annotations__)
+    profiling = _section("profiling/")
+    listed = profiling[profiling.index("is the window's record") :]
+    listed = listed[: listed.index(", ...)")]
+    assert set(re.findall(r"`(\w+)`", listed)) == set(WindowJson.__annotations__)

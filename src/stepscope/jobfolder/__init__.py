@@ -16,6 +16,7 @@ settings). I/O goes through :class:`FolderIO`, the few methods of a store it nee
 from stepscope.jobfolder import _paths as paths
 from stepscope.jobfolder._json import (
     ClockReference,
+    FaultJson,
     FindingJson,
     GpuFacts,
     JobJson,
@@ -23,6 +24,7 @@ from stepscope.jobfolder._json import (
     LauncherRecord,
     NodeInfo,
     RuleVerdict,
+    WindowJson,
     as_clock_reference,
     as_json_object,
     as_launcher_record,
@@ -81,6 +83,7 @@ __all__ = [
     "SYSTEM_BASE_SCHEMA",
     "VALUE_KEY",
     "ClockReference",
+    "FaultJson",
     "FindingJson",
     "FolderIO",
     "GpuFacts",
@@ -93,6 +96,7 @@ __all__ = [
     "NodeInfo",
     "Planned",
     "RuleVerdict",
+    "WindowJson",
     "as_clock_reference",
     "as_json_object",
     "as_launcher_record",

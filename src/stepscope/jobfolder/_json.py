@@ -124,6 +124,49 @@ class RuleVerdict(TypedDict, total=False):
     details: JsonObject
 
 
+class FaultJson(TypedDict, total=False):
+    """``faults/<component>-<node>-<pid>.json``: what one fault boundary caught.
+
+    The agent's and the rule runner's records carry the rank and the first
+    traceback; the sampler's and a store stream's also count the rows they had to
+    drop (``dropped_rows`` and the gap ``dropped_first_time``-``dropped_last_time``);
+    a store stream's record names its ``stream`` and when it ``recovered_time``.
+    """
+
+    component: str
+    node: str
+    rank: int | None
+    local_rank: int
+    pid: int
+    time: float
+    first_time: float
+    error: str | None
+    count: int
+    traceback: str
+    stream: str
+    last_error: str
+    recovered_time: float
+    dropped_rows: int
+    dropped_first_time: float
+    dropped_last_time: float
+
+
+class WindowJson(TypedDict, total=False):
+    """``profiling/rank-<r>/<base>.window.json``: one finished profiling window."""
+
+    kind: str
+    rank: int
+    start_step: int
+    end_step: int
+    start_time: float
+    end_time: float
+    window: JsonObject
+    request: str | None
+    path: str
+    files: list[str]
+    truncated: bool
+
+
 def json_number(value: object) -> float | None:
     """``value`` as a float if it is a JSON number (an int or a float), else None."""
     return float(value) if isinstance(value, int | float) else None

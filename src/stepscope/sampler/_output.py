@@ -16,11 +16,11 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 import psutil
 
-from stepscope.jobfolder import GpuFacts, NodeInfo, paths
+from stepscope.jobfolder import FaultJson, GpuFacts, NodeInfo, paths
 from stepscope.sampler._nvml import Row, Value
 from stepscope.sampler._probe import rows_to_batches
 from stepscope.store import SegmentWriter, Store, StoreUnavailable
@@ -31,27 +31,12 @@ if TYPE_CHECKING:
 MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
 
 
-class FaultRecord(TypedDict, total=False):
-    """``faults/sampler-<node>-<pid>.json``: the faults and dropped rows of one sampler."""
-
-    component: str
-    node: str
-    pid: int
-    count: int
-    dropped_rows: int
-    first_time: float
-    time: float
-    error: str
-    dropped_first_time: Value
-    dropped_last_time: Value
-
-
 class Faults:
     """What the fault boundary caught: first error on stderr, all in one JSON file."""
 
     def __init__(self, store: Store, node: str) -> None:
         self._store, self._key = store, paths.fault_key("sampler", node, os.getpid())
-        self.doc: FaultRecord = {"component": "sampler", "node": node, "pid": os.getpid()}
+        self.doc: FaultJson = {"component": "sampler", "node": node, "pid": os.getpid()}
         self.doc |= {"count": 0, "dropped_rows": 0}
         self._changed = False
 
@@ -77,8 +62,9 @@ class Faults:
     def dropped(self, row_time: Value) -> None:
         """A row left the full buffer unstored: the gap is ``dropped_first_time`` onwards."""
         self.doc["dropped_rows"] += 1
-        self.doc.setdefault("dropped_first_time", row_time)
-        self.doc["dropped_last_time"] = row_time
+        if isinstance(row_time, int | float):  # a sample's time: always a number
+            self.doc.setdefault("dropped_first_time", float(row_time))
+            self.doc["dropped_last_time"] = float(row_time)
         self._changed = True
 
     def save(self) -> None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypedDict
 
 import pyarrow as pa
 
 from stepscope.errors import StoreUnavailable
-from stepscope.jobfolder import paths
+from stepscope.jobfolder import FaultJson, paths
 
 FIRST_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 60.0
@@ -66,29 +65,12 @@ def _row_times(batch: pa.RecordBatch) -> tuple[float | None, float | None]:
     return None, None
 
 
-class StreamFaults(TypedDict, total=False):
-    """``faults/store-<stream>-<pid>.json``: a stream's failed writes and dropped rows."""
-
-    component: str
-    stream: str
-    pid: int
-    count: int
-    dropped_rows: int
-    error: str | None
-    first_time: float
-    time: float
-    last_error: str
-    dropped_first_time: float
-    dropped_last_time: float
-    recovered_time: float
-
-
 class StreamHealth:
     """Failed writes and dropped rows of one stream: the body of its record."""
 
     def __init__(self, stream: str, pid: int, wall: Callable[[], float] = time.time) -> None:
         self.stream, self.pid, self._wall = stream, pid, wall
-        self.doc: StreamFaults = {"component": f"store:{stream}", "stream": stream, "pid": pid}
+        self.doc: FaultJson = {"component": f"store:{stream}", "stream": stream, "pid": pid}
         self.doc |= {"count": 0, "dropped_rows": 0, "error": None}
         self.dirty = False
 
