@@ -70,3 +70,31 @@ def test_healthy_run_fires_nothing(tmp_path: Path) -> None:
         assert res["datapoints"] > 0
     text = rules_text(str(tmp_path / "job"), [], [], True)
     assert {r["rule"] for r in json.loads(text)} == set(RULES)
+
+
+@pytest.mark.parametrize(
+    ("rules", "said"),
+    [
+        ('name = "StepOutlierr"', "Unknown rule 'StepOutlierr'"),
+        ('name = "StepOutlier"\nparameters = { nope = 1 }', "Unknown parameter 'nope'"),
+        ('name = "Mine"\nsource = "missing.py"\nrule_to_invoke = "Mine"', "missing.py"),
+    ],
+)
+def test_a_bad_rule_set_starts_no_job(tmp_path: Path, rules: str, said: str) -> None:
+    config = tmp_path / "stepscope.toml"
+    config.write_text(f"[[rules]]\n{rules}\n")
+    mlp = str(SCRIPTS / "mlp.py")
+    run = stepscope_run(tmp_path, [mlp, "--steps", "5"], "--config", str(config))
+    assert run.code == 2 and said in run.stderr and "No job was started" in run.stderr
+    assert not run.job_path.exists() and "Traceback" not in run.stderr
+
+
+def test_a_good_rule_set_of_the_same_shape_runs(tmp_path: Path) -> None:
+    config = tmp_path / "stepscope.toml"
+    config.write_text('[[rules]]\nname = "StepOutlier"\nparameters = { stddev = 4 }\n')
+    run = stepscope_run(
+        tmp_path, [str(SCRIPTS / "mlp.py"), "--steps", "5"], "--config", str(config)
+    )
+    assert run.code == 0, run.stderr
+    verdict = json.loads((run.job_path / "rules" / "StepOutlier.json").read_text())
+    assert verdict["parameters"]["stddev"] == 4

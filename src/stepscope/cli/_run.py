@@ -52,6 +52,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if shutil.which(command[0]) is None:
         raise UsageError(f"command not found: {command[0]!r}. Check the name and your PATH.")
     cfg = _resolve(args)
+    if cfg.rules and not args.no_rules:
+        _check_rules(list(cfg.rules))
     if cfg.profiler.disable_profiler:
         print("stepscope: disable_profiler is set: running the command unwatched", file=sys.stderr)
         import subprocess
@@ -70,6 +72,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         rules=not args.no_rules,
     )
     return run(spec if plan is None else attach(spec, plan))
+
+
+def _check_rules(rules: list[dict[str, object]]) -> None:
+    """The job's own ``[[rules]]`` built once before anything starts (stepscope.rules.check:
+    a process of its own, so the launcher stays free of pandas and DuckDB)."""
+    import json
+    import subprocess
+
+    cmd = [sys.executable, "-m", "stepscope.rules.check", "--base-dir", os.getcwd()]
+    done = subprocess.run(cmd, input=json.dumps(rules, default=str), capture_output=True, text=True)
+    if done.returncode == 2:
+        raise UsageError(f"{done.stderr.strip()} No job was started.")
+    if done.returncode != 0:  # the check itself broke: the live runner will say more
+        print(f"stepscope: the rules could not be checked: {done.stderr.strip()}", file=sys.stderr)
 
 
 def _refuse_existing(output: str, name: str) -> None:
