@@ -107,12 +107,14 @@ def is_job(io: FolderIO, key: str = "") -> bool:
 
 def read_meta(io: FolderIO) -> JobJson:
     """``job.json`` as written (no liveness correction), after the version check."""
-    if not is_job(io):
+    try:  # one read, no existence check first: each is a request on object storage
+        body = io.read_json(paths.JOB_JSON)
+    except FileNotFoundError:
         raise JobNotFoundError(
             f"No stepscope job at {io.url!r}: it has no job.json. "
             "Pass a job folder (OUT/JOB), e.g. one listed by `stepscope ls OUT`."
-        )
-    meta = as_job_json(io.read_json(paths.JOB_JSON), f"job.json of {io.url!r}")
+        ) from None
+    meta = as_job_json(body, f"job.json of {io.url!r}")
     check_version(meta, io.url)
     return meta
 

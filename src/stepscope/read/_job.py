@@ -46,7 +46,8 @@ class Job:
         self.store = store
         self._now = now
         self.path = store.url
-        read_meta(store)  # no job.json, or a newer format: a clear error now
+        # job.json as opened (no job.json, or a newer format: a clear error now)
+        self._opened = read_meta(store)
         self._con = duckdb.connect()
 
     def __repr__(self) -> str:
@@ -187,8 +188,9 @@ def open(path: str | os.PathLike[str]) -> Job:
 def list_jobs(out: str | os.PathLike[str]) -> list[Job]:
     """Every job directly under the output folder ``out``, oldest first."""
     store = open_store(out)
-    jobs = []
+    started: list[tuple[float, Job]] = []
     for name in store.listdir():
         if is_job(store, name):
-            jobs.append(Job(store.sub(name)))
-    return sorted(jobs, key=lambda j: float(read_meta(j.store).get("start_time", 0)))
+            job = Job(store.sub(name))
+            started.append((float(job._opened.get("start_time", 0)), job))
+    return [job for _, job in sorted(started, key=lambda s: s[0])]
