@@ -122,6 +122,7 @@ class RuleVerdict(TypedDict, total=False):
     updated: float
     verdict: str | None
     details: JsonObject
+    cost_seconds: float | None
 
 
 class FaultJson(TypedDict, total=False):

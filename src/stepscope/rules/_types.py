@@ -99,6 +99,9 @@ class RuleResult:
     why a rule is ``NotApplicable`` or ``Error``. ``verdict`` is, while a job
     runs (status ``InProgress``), the status the rule would have if it ended now.
     ``details`` holds rule-specific figures (e.g. per-node percentiles).
+    ``cost_seconds`` estimates the job time the findings cost (what the job would
+    have saved without the problem), ``None`` when the rule cannot tell; the
+    diagnosis ranks findings by it.
     """
 
     rule: str
@@ -114,6 +117,7 @@ class RuleResult:
     updated: float = 0.0
     verdict: Status | None = None
     details: JsonObject = field(default_factory=dict)
+    cost_seconds: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
