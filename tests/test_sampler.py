@@ -49,7 +49,7 @@ BASE_TYPES = {
     "cpu": pa.float32(), "cpu_iowait": pa.float32(), "mem_used": pa.float64(),
     "mem_percent": pa.float32(), "disk_read_bps": pa.float64(), "disk_write_bps": pa.float64(),
     "net_rx_bps": pa.float64(), "net_tx_bps": pa.float64(), "proc_cpu": pa.float32(),
-    "proc_rss": pa.float64(),
+    "proc_cpu_main": pa.float32(), "proc_rss": pa.float64(),
 }  # fmt: skip
 GPU_TYPES = {
     "util": pa.float32(), "mem_used": pa.float64(), "mem_total": pa.float64(),
@@ -243,6 +243,8 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     for name in ["cpu", "cpu_iowait", "mem_percent", *cores]:
         assert max(cols[name][1:]) <= 100.0, name
     assert statistics.median(cols["proc_cpu"][1:]) > 20
+    # the child runs a program of its own (argv differs): a main process, not a pool child
+    assert cols["proc_cpu_main"][1:] == cols["proc_cpu"][1:]
     assert min(cols["proc_rss"]) > 1e6
 
     facts = json.loads((job / "nodes" / f"{NODE}.json").read_text())
@@ -495,3 +497,16 @@ def test_a_full_buffer_drops_the_oldest_rows_and_counts_them(tmp_path: Path) -> 
     fault = json.loads((tmp_path / "faults" / f"sampler-{NODE}-{os.getpid()}.json").read_text())
     assert fault["dropped_rows"] == 4
     assert (fault["dropped_first_time"], fault["dropped_last_time"]) == (times[2], times[5])
+
+
+def test_pool_children_are_told_from_main_processes() -> None:
+    from stepscope.sampler._roles import is_pool_child
+
+    train = ["python", "train.py", "--lr", "0.1"]
+    assert not is_pool_child(train, None)  # the watched process
+    assert is_pool_child(train, train)  # a forked DataLoader worker
+    spawn = ["python", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"]
+    assert is_pool_child([*spawn, "--multiprocessing-fork"], train)
+    # torchrun's ranks and a script started by a shell run programs of their own
+    assert not is_pool_child(["python", "-u", "train.py"], ["torchrun", "train.py"])
+    assert not is_pool_child(train, ["bash", "run.sh"])

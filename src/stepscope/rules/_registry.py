@@ -21,9 +21,12 @@ from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._loader_rules import DataLoaderWorkers
+from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
+from stepscope.rules._thread_rules import CPUBoundThreads
 from stepscope.rules.debugging import DEBUGGING_RULES
 from stepscope.rules.straggler import Straggler
 
@@ -32,6 +35,8 @@ BUILTIN: dict[str, type[Rule]] = {
     for c in (
         BatchSize,
         CPUBottleneck,
+        CPUBoundThreads,
+        DataLoaderWorkers,
         DataLoading,
         GPUIdleBetweenSteps,
         GPUMemoryIncrease,
@@ -41,6 +46,7 @@ BUILTIN: dict[str, type[Rule]] = {
         MaxInitializationTime,
         OverallFrameworkMetrics,
         OverallSystemUsage,
+        PythonOverhead,
         StepOutlier,
         Straggler,
     )

@@ -13,7 +13,8 @@ What is counted, so that nothing is counted twice:
   physical NIC as well. In a container where every NIC is virtual, all count.
 * ``mem_used`` is ``total - available``, consistent with ``mem_percent``.
 * ``proc_cpu``/``proc_rss`` sum the watched process and all its descendants; RSS
-  counts shared pages (forked data-loader workers) once per process.
+  counts shared pages (forked data-loader workers) once per process. ``proc_cpu_main``
+  leaves out the pool children (data-loader workers; see ``_roles``).
 
 Batches round percentages to 0.1 and byte rates to whole bytes/s: finer digits are
 noise (CPU time is counted in 10 ms ticks), and Parquet's dictionary encoding then
@@ -41,6 +42,7 @@ from stepscope.sampler._encoding import rows_to_batches as rows_to_batches
 from stepscope.sampler._encoding import schema_for as schema_for
 from stepscope.sampler._encoding import validate_interval_ms as validate_interval_ms
 from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._roles import Roles
 
 _LOOPBACK = ("lo", "lo0")
 
@@ -87,6 +89,7 @@ class SystemProbe:
         row |= {"disk_read_bps": disk_r, "disk_write_bps": disk_w}
         row |= {"net_rx_bps": net_rx, "net_tx_bps": net_tx}
         row["proc_cpu"], row["proc_rss"] = self.processes.read(dt if prev else None)
+        row["proc_cpu_main"] = self.processes.main_cpu
         if self.gpus is not None:
             self.gpus.sample(row)
         return row
@@ -183,10 +186,12 @@ class ProcessTree:
         self.refresh_s, self._listed = refresh_s, -math.inf
         self._members: list[psutil.Process] = []
         self._last: dict[psutil.Process, float] = {}  # CPU seconds at the last reading
+        self.roles = Roles()
+        self.main_cpu: float | None = None  # of the main processes at the last read()
 
     def read(self, dt: float | None) -> tuple[float | None, float | None]:
         """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
-        cpu_seconds, rss, seen = 0.0, 0.0, {}
+        cpu_seconds, main_seconds, rss, seen = 0.0, 0.0, 0.0, {}
         for proc in self._list():
             try:
                 with proc.oneshot():
@@ -196,9 +201,12 @@ class ProcessTree:
             if mem.rss == 0:
                 continue  # a zombie: exited, not yet reaped by its parent
             seen[proc] = used = times.user + times.system  # Process: same pid and start
-            cpu_seconds += max(used - self._last.get(proc, used), 0.0)
+            delta = max(used - self._last.get(proc, used), 0.0)
+            cpu_seconds += delta
+            main_seconds += delta if self.roles.is_main(proc) else 0.0
             rss += mem.rss
         self._last = seen
+        self.main_cpu = 100.0 * main_seconds / dt if dt and seen else None
         if not seen:
             return None, None
         return (100.0 * cpu_seconds / dt if dt else None), rss
@@ -208,6 +216,7 @@ class ProcessTree:
             self._listed = time.monotonic()
             with contextlib.suppress(psutil.Error):
                 self._members = [self.root, *self._descendants(self.root)]
+                self.roles.update(self.root, self._members)
         return self._members
 
     def _descendants(self, root: psutil.Process) -> list[psutil.Process]:

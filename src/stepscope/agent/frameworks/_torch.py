@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent.frameworks._torch_collectives import CollectiveTimer
 from stepscope.agent.frameworks._torch_hooks import TorchHooks
+from stepscope.agent.frameworks._torch_runtime import RuntimeFacts
 
 if TYPE_CHECKING:
     from stepscope.agent._agent import Agent
@@ -28,6 +29,9 @@ class TorchFramework:
         self.agent = agent
         self.hooks = TorchHooks(agent.recorder, agent.faults)
         self.collectives = CollectiveTimer(agent.recorder, agent.faults)
+        # threads and DataLoader settings, for the CPU rules (docs/format.md, events)
+        self.runtime = RuntimeFacts(agent.writer.event, agent.faults)
+        self.hooks.on_first_step = self.runtime.record_threads
 
     @property
     def attached(self) -> bool:
@@ -54,9 +58,15 @@ class TorchFramework:
             self.collectives.install()
         except Exception as exc:
             faults.record("collectives", exc)
+        try:
+            self.runtime.install()
+        except Exception as exc:
+            faults.record("runtime-facts", exc)
 
     def detach(self) -> None:
+        self.runtime.record_threads()  # a loop without optimizer steps: at its end
         try:
+            self.runtime.remove()
             self.collectives.remove()  # before the hooks: it wraps their wrapper
             self.hooks.remove()
         except Exception as exc:

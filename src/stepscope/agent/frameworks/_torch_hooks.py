@@ -59,6 +59,7 @@ class TorchHooks:
         self.timers = StepTimers(rec, faults)  # backward() and the data wait
         # Fetch times inside DataLoader workers, for data-loader windows.
         self.worker_fetch = WorkerFetchTimer()
+        self.on_first_step: Callable[[], None] | None = None  # after the first optimizer step
         # torch's own predicates, looked up once: the hooks run on every step.
         self._grad_enabled: Callable[[], bool] = lambda: True
         self._cuda_initialized: Callable[[], bool] = lambda: False
@@ -142,6 +143,8 @@ class TorchHooks:
         try:
             if self._discovery:
                 self._time_roots_by_class()
+                if self.on_first_step is not None:
+                    self.on_first_step()
             # A process that starts CUDA late (after its first steps) is looked at
             # again every 256 steps, not at every forward: the check is a Python call.
             if self.rec.device is None and self.rec.train_steps & 255 == 1:

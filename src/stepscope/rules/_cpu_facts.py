@@ -1,0 +1,135 @@
+"""What the CPU rules share: the ranks' thread and DataLoader facts, typical steps,
+medians of samples, and a node rule whose result carries ``cost_seconds``.
+
+The facts come from the agent's ``threads`` and ``dataloader`` events (docs/format.md);
+a job without them (an older agent, a loop without torch) leaves the rules that need
+them ``NotApplicable``. Ranks run side by side, so the job time a problem costs is the
+largest cost among ranks and nodes, not their sum.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from stepscope.rules._base import NodeRule, Part
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param
+from stepscope.rules._types import RuleResult, Status
+
+STALL_FACTOR = 3.0  # a step over 3x its rank's median is a stall (StepOutlier's), not typical
+COMPUTE = ("forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True)
+class RankFacts:
+    """The CPU facts of one rank: ``None`` where its events do not say."""
+
+    threads: int | None = None  # torch's intra-op threads
+    affinity: int | None = None  # cores the process may run on
+    cpu_count: int | None = None
+    workers: int | None = None  # the most num_workers of its DataLoaders
+
+
+def _details(rows: pd.DataFrame) -> list[dict[str, object]]:
+    out = []
+    for text in rows["detail"]:
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            value = None
+        out.append(value if isinstance(value, dict) else {})
+    return out
+
+
+def _count(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def rank_facts(events: pd.DataFrame) -> dict[int, RankFacts]:
+    """Rank -> its facts, from the last ``threads`` event and every ``dataloader`` event."""
+    out: dict[int, RankFacts] = {}
+    if not len(events):
+        return out
+    for kind in ("threads", "dataloader"):
+        rows = events[events["kind"] == kind].sort_values("time")
+        for rank, detail in zip(rows["rank"], _details(rows), strict=True):
+            facts = out.get(int(rank), RankFacts())
+            if kind == "threads":
+                facts = replace(
+                    facts,
+                    threads=_count(detail.get("intra_op")),
+                    affinity=_count(detail.get("affinity")),
+                    cpu_count=_count(detail.get("cpu_count")),
+                )
+            else:
+                n = _count(detail.get("num_workers"))
+                if n is not None:
+                    facts = replace(facts, workers=max(n, facts.workers or 0))
+            out[int(rank)] = facts
+    return out
+
+
+def train_steps(steps: pd.DataFrame, skip: int) -> pd.DataFrame:
+    """The training steps after the first ``skip`` of each rank, stalls left out."""
+    if not len(steps):
+        return steps
+    steps = steps[(steps["phase"] == "train") & (steps["step"] >= skip)]
+    if not len(steps):
+        return steps
+    typical = steps.groupby("rank")["duration"].transform("median") * STALL_FACTOR
+    return steps[steps["duration"] <= typical]
+
+
+def median_share(steps: pd.DataFrame, columns: tuple[str, ...]) -> float:
+    """The median over steps of the share of their time in ``columns``, %."""
+    part = steps[list(columns)].sum(axis=1).to_numpy(np.float64)
+    total = steps["duration"].to_numpy(np.float64)
+    share = np.divide(part, total, out=np.zeros_like(part), where=total > 0)
+    return float(np.median(share) * 100.0)
+
+
+def sample_median(system: pd.DataFrame, column: str, start: float, end: float) -> float | None:
+    """The median of ``column`` over the samples in ``[start, end]``; None without any."""
+    if column not in system or not len(system):
+        return None
+    inside = system[(system["time"] >= start) & (system["time"] <= end)][column].dropna()
+    return float(inside.median()) if len(inside) else None
+
+
+def node_cores(data: RuleInput, facts: dict[int, RankFacts]) -> int | None:
+    """The node's cores: ``nodes/<node>.json``, else what a rank's ``threads`` event says."""
+    for info in data.nodes.values():
+        count = _count(info.get("cpu_count"))
+        if count:
+            return count
+    return next((f.cpu_count for f in facts.values() if f.cpu_count), None)
+
+
+def skip_steps(default: int) -> Param:
+    return Param("skip_steps", default, "first training steps of each rank ignored", int)
+
+
+def min_steps(default: int = 20) -> Param:
+    return Param("min_steps", default, "fewest typical training steps to judge", int, minimum=1)
+
+
+@dataclass
+class CostPart(Part):
+    """A node's part with the job seconds its findings cost (None: unknown)."""
+
+    cost: float | None = None
+
+
+class CostedNodeRule(NodeRule):
+    """A node rule whose result carries ``cost_seconds``: the largest cost of its parts."""
+
+    def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
+        result = super().combine(parts, data)
+        costs = [p.cost for p in parts if isinstance(p, CostPart) and p.cost is not None]
+        if result.status is not Status.ISSUES_FOUND or not costs:
+            return result
+        return replace(result, cost_seconds=max(costs))

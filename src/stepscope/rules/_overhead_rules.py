@@ -1,0 +1,106 @@
+"""PythonOverhead: the training thread spends its steps outside the model's work.
+
+A step's ``other`` (docs/format.md) is its time outside the data wait, the forwards,
+``backward()`` and ``optimizer.step()``: the loss when computed outside the model,
+``zero_grad``, logging, ``.item()``/``.cpu()`` that wait for the device, metrics,
+Python between the calls. Judged per rank in windows of ``window`` steps on the
+median step, so one slow step (a checkpoint: StepOutlier's) neither fires the rule
+nor hides it; stalls (over 3x the median) are left out of the cost too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from stepscope.rules._base import Part
+from stepscope.rules._cpu_facts import CostedNodeRule, CostPart, min_steps, skip_steps, train_steps
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, window
+from stepscope.rules._types import Finding
+from stepscope.rules._windows import Hit, runs, severity
+
+
+class PythonOverhead(CostedNodeRule):
+    name = "PythonOverhead"
+    description = (
+        "Training steps spend a large median share of their time outside data wait, forward, "
+        "backward and optimizer: Python, logging, synchronisations."
+    )
+    recommendation = (
+        "Profile a window of steps (stepscope profile --kind python) and move the work off "
+        "the step: log and call .item()/.cpu() every N steps, not every step; compute the "
+        "loss inside the model's forward; zero_grad(set_to_none=True); no per-step "
+        "checkpoints, prints or metric syncs."
+    )
+    params = (
+        Param("threshold", 30, "median share of step time in 'other' that fires the rule, %"),
+        Param("min_other_s", 0.001, "least median 'other' time per step, seconds"),
+        Param("allowance", 5, "share of each step's time in 'other' not counted as cost, %"),
+        min_steps(),
+        skip_steps(5),
+        window(1000, "steps"),
+    )
+
+    def check(self, data: RuleInput) -> Part:
+        steps = train_steps(data.steps, self.p_int("skip_steps"))
+        if len(steps) < self.p_int("min_steps"):
+            return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
+        steps = steps.assign(win=steps["step"] // self.p_int("window"))
+        hits: list[Hit] = []
+        judged = 0
+        for (rank, win), rows in steps.groupby(["rank", "win"], sort=True):
+            if len(rows) < self.p_int("min_steps"):
+                continue  # too few steps for a median (a window's tail)
+            judged += len(rows)
+            share, other = self._medians(rows)
+            if share > self.p_float("threshold") and other >= self.p_float("min_other_s"):
+                start, end = float(rows["start"].min()), float(rows["end"].max())
+                hits.append(Hit(str(rank), int(str(win)), start, end, share))
+        if not judged:
+            return Part(na_reason=f"no window of {self.p_int('min_steps')} training steps yet")
+        findings, costs = [], dict[str, float]()
+        for run in runs(hits):
+            wins = [h.win for h in run]
+            rows = steps[(steps["rank"] == int(run[0].key)) & steps["win"].isin(wins)]
+            cost = self._cost(rows)
+            costs[run[0].key] = costs.get(run[0].key, 0.0) + cost
+            findings.append(self._finding(rows, cost))
+        return CostPart(findings, len(hits), judged, cost=max(costs.values(), default=None))
+
+    @staticmethod
+    def _medians(rows: pd.DataFrame) -> tuple[float, float]:
+        """The median share of 'other' in a step (%) and the median 'other' (s)."""
+        other = rows["other"].to_numpy(np.float64)
+        total = rows["duration"].to_numpy(np.float64)
+        share = np.divide(other, total, out=np.zeros_like(other), where=total > 0)
+        return float(np.median(share) * 100.0), float(np.median(other))
+
+    def _cost(self, rows: pd.DataFrame) -> float:
+        """Seconds of 'other' above the allowance, summed over the steps."""
+        allowance = float(self.p_float("allowance")) / 100.0
+        excess = rows["other"].to_numpy(np.float64) - allowance * rows["duration"].to_numpy(
+            np.float64
+        )
+        return float(np.clip(excess, 0.0, None).sum())
+
+    def _finding(self, rows: pd.DataFrame, cost: float) -> Finding:
+        share, other = self._medians(rows)
+        step = float(rows["duration"].median())
+        threshold = float(self.p_float("threshold"))
+        rank = int(rows["rank"].iloc[0])
+        first, last = int(rows["step"].min()), int(rows["step"].max())
+        return Finding(
+            f"rank {rank} spent a median {share:.0f}% of its training step (> {threshold:g}%; "
+            f"{other * 1000:.1f} ms of {step * 1000:.1f} ms) outside data wait, forward, "
+            f"backward and optimizer in steps {first}-{last}: about {cost:.1f} s in all",
+            self.recommendation,
+            severity(share, threshold, 100.0),
+            node=str(rows["node"].iloc[0]),
+            rank=rank,
+            start=float(rows["start"].min()),
+            end=float(rows["end"].max()),
+            steps=(first, last),
+            value=share,
+            threshold=threshold,
+        )
