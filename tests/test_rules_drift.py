@@ -94,7 +94,9 @@ def test_live_finds_the_day_long_leak_with_a_bounded_summary(tmp_path: Path, ris
     store, frame = new_job(tmp_path / "live"), samples(DAY, rise)
     now = rd.T0
     runner = Runner(
-        stepscope.open(str(tmp_path / "live")), build_rules([{"name": "GPUMemoryIncrease"}]), lambda: now
+        stepscope.open(str(tmp_path / "live")),
+        build_rules([{"name": "GPUMemoryIncrease"}]),
+        lambda: now,
     )
     sizes = []
     for hour in range(1, 25):  # one scan an hour

@@ -139,7 +139,9 @@ class GPUMemoryIncrease(SystemRule):
             }
         ).dropna(subset=["value"])
 
-    def trend_finding(self, key: str, points: pd.DataFrame, rise: float, data: RuleInput) -> Finding:
+    def trend_finding(
+        self, key: str, points: pd.DataFrame, rise: float, data: RuleInput
+    ) -> Finding:
         threshold = self.p_float("increase")
         start, end = float(points["time"].min()), float(points["time"].max())
         node = data.node_names()[0] if data.node_names() else ""
