@@ -4,6 +4,7 @@ silent without it, with the same parameters and having judged data (datapoints >
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -254,7 +255,7 @@ def test_loss_not_decreasing_on_smoothed_losses(
 ) -> None:
     # The predecessor's single-loss comparison fires on the healthy run: a minibatch
     # loss above the one saved 10 steps before it.
-    assert any(b >= a for a, b in zip(HEALTHY, HEALTHY[1:], strict=False))
+    assert any(b >= a for a, b in itertools.pairwise(HEALTHY))
     bad = write_job(tmp_path / problem, floats=every_10(values), members=LOSSES)
     res = judge(bad, "LossNotDecreasing")
     fires(res)

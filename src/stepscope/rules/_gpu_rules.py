@@ -12,6 +12,7 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct
+from stepscope.rules._text import versus
 from stepscope.rules._trend import COLUMNS, compact, trend_rise
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import (
@@ -146,8 +147,8 @@ class GPUMemoryIncrease(SystemRule):
         start, end = float(points["time"].min()), float(points["time"].max())
         node = data.node_names()[0] if data.node_names() else ""
         return Finding(
-            f"{key} on {node}: memory rose by {rise:.1f} points of its total "
-            f"(> {threshold:g}) over the job so far ({(end - start) / 3600:.1f} h; robust "
+            f"{key} on {node}: memory rose by {versus(rise, threshold, 'points')} of its total "
+            f"over the job so far ({(end - start) / 3600:.1f} h; robust "
             f"trend of {int(points['n'].sum())} samples' window medians): a slow leak",
             self.recommendation,
             severity(rise, threshold, 50.0),
@@ -162,8 +163,8 @@ class GPUMemoryIncrease(SystemRule):
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("increase")
         return Finding(
-            f"{run[0].key} on {node}: memory rose by {value:.1f} points of its total "
-            f"(> {threshold:g}) over {lasted(run)}",
+            f"{run[0].key} on {node}: memory rose by {versus(value, threshold, 'points')} of "
+            f"its total over {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 50.0),
             node=node,
@@ -237,8 +238,8 @@ class GPUIdleBetweenSteps(SystemRule):
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("threshold")
         return Finding(
-            f"{run[0].key} on {node} idle in {value:.0f}% of the training loop's samples "
-            f"(> {threshold:g}%) for {lasted(run)}",
+            f"{run[0].key} on {node} idle in {versus(value, threshold, '%')} of the training "
+            f"loop's samples for {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 100.0),
             node=node,

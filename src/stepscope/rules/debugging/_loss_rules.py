@@ -109,7 +109,9 @@ class Overtraining(TensorRule):
         Param("patience_train", 5, "saved training steps without improvement", int),
         Param("patience_validation", 10, "saved evaluation steps without improvement", int),
         Param("delta", 0.01, "minimum improvement of the best loss"),
-        Param("window", 5, "saved losses per rolling median (ours; 1: single losses)", int, minimum=1),
+        Param(
+            "window", 5, "saved losses per rolling median (ours; 1: single losses)", int, minimum=1
+        ),
     )
 
     def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
