@@ -1,7 +1,8 @@
 """Slow drifts over long jobs: GPUMemoryIncrease judges the trend of the whole job.
 
-A leak of 20% -> 70% over 24 hours on an 8-GPU node rises ~2.9 points in the
-rule's look-back (20 windows, ~83 min), never the 10 that fire it; the same
+A leak of 20% -> 70% over 24 hours on an 8-GPU node rises ~5.8 points in the
+rule's look-back (20 windows of 500 samples at 1 s here; ~2.9 at 500 ms), never
+the 10 that fire it; the same
 leak over one hour is found by the windows alone. The whole-job trend (Theil-Sen
 over per-window medians) finds both, offline and live; its silent twin is 24
 hours of flat, noisy memory with the same parameters. Live, the runner keeps a
