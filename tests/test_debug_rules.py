@@ -122,3 +122,23 @@ actions = ["stop"]
     meta = stepscope.open(r.job_path).meta
     assert meta["status"] == "Stopped", r.stderr
     assert "rule ExplodingTensor fired" in meta["reason"]
+
+
+def test_a_noisy_healthy_loss_saved_every_10_steps_is_not_flagged(run_job, tmp_path):
+    """Minibatches of 16: the loss of one saved step is often above the one saved 10
+    steps before it. Medians of 10 saved losses see it fall (issue 19, item 4)."""
+    config = """
+[[debugger.collections]]
+name = "losses"
+save_interval = 10
+[[rules]]
+name = "LossNotDecreasing"
+"""
+    r = run_job([TRAIN, "--steps", "250", "--batch", "16"], "--config", _config(tmp_path, config))
+    assert r.code == 0, r.stderr
+    final = json.loads((r.job_path / "rules" / "LossNotDecreasing.json").read_text())
+    assert final["status"] == "NoIssuesFound" and final["datapoints"] > 0, final["message"]
+    # The predecessor's comparison of two single saved losses (window = 1) flags it.
+    job = stepscope.open(r.job_path)
+    (single,) = evaluate_job(job, [{"name": "LossNotDecreasing", "parameters": {"window": 1}}])
+    assert single.status.value == "IssuesFound"

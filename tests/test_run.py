@@ -116,6 +116,11 @@ def test_failure_exit_code_and_status(run_job):
     job = stepscope.open(r.job_path)
     assert job.meta["status"] == "Failed" and job.meta["exit_code"] == 1
     assert len(job.steps(phase="train")) == 3
+    # The reason carries the exception's last line, from the rank's own record.
+    (rank,) = [json.loads(p.read_text()) for p in (r.job_path / "ranks").glob("*.json")]
+    assert rank["status"] == "Failed"
+    assert job.meta["reason"] == f"the command exited with code 1: {rank['error']}"
+    assert rank["error"] == "RuntimeError: injected failure"
 
 
 @pytest.mark.process

@@ -4,6 +4,7 @@ silent without it, with the same parameters and having judged data (datapoints >
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,78 @@ def test_stop_training_on_fire_is_the_stop_action() -> None:
     assert spec.actions == ("stop",)
     (plain,) = build_rules([{"name": "StalledTrainingRule"}])
     assert plain.actions == ()
+
+
+def noisy(curve: np.ndarray, seed: int = 0) -> list[float]:
+    """``curve`` with 5 % minibatch noise (the healthy run of issue 19 rose 5.28% between
+    two saved losses)."""
+    return list(curve * (1.0 + rng(seed).normal(0.0, 0.05, len(curve))))
+
+
+SAVED = np.arange(0, 1000, 10)  # losses saved every 10 steps
+HEALTHY = noisy(0.3 + 2.0 * np.exp(-SAVED / 300.0))
+
+
+def every_10(values: list[float]) -> list[Scalar]:
+    return [("train", int(s), "loss", v) for s, v in zip(SAVED, values, strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("problem", "values", "rising"),
+    [
+        ("stuck", noisy(np.full(len(SAVED), 1.2), seed=1), False),
+        ("rising", noisy(1.0 + SAVED / 500.0, seed=2), True),
+    ],
+)
+def test_loss_not_decreasing_on_smoothed_losses(
+    tmp_path: Path, problem: str, values: list[float], rising: bool
+) -> None:
+    # The predecessor's single-loss comparison fires on the healthy run: a minibatch
+    # loss above the one saved 10 steps before it.
+    assert any(b >= a for a, b in itertools.pairwise(HEALTHY))
+    bad = write_job(tmp_path / problem, floats=every_10(values), members=LOSSES)
+    res = judge(bad, "LossNotDecreasing")
+    fires(res)
+    # Rising: a median more than increase_threshold_percent (5 %) above the one before.
+    assert max(f.severity for f in res.findings) == (0.9 if rising else 0.6), res.message
+    silent(
+        judge(
+            write_job(tmp_path / "healthy", floats=every_10(HEALTHY), members=LOSSES),
+            "LossNotDecreasing",
+        )
+    )
+
+
+def test_loss_not_decreasing_waits_for_two_medians(tmp_path: Path) -> None:
+    res = judge(
+        write_job(tmp_path / "j", floats=every_10(HEALTHY)[:15], members=LOSSES),
+        "LossNotDecreasing",
+    )
+    assert res.status is Status.NOT_APPLICABLE
+    assert res.reason == "waiting for 20 saved losses (two medians of 10); 15 so far"
+
+
+def test_loss_not_decreasing_judges_tensors_by_regex(tmp_path: Path) -> None:
+    floats = [
+        ("train", s, "aux_loss", v) for _, s, _, v in every_10(noisy(np.full(len(SAVED), 1.0)))
+    ]
+    path = write_job(tmp_path / "j", floats=floats + every_10(HEALTHY), members=LOSSES)
+    silent(judge(path, "LossNotDecreasing"))  # the loss of the losses collection: healthy
+    res = judge(path, "LossNotDecreasing", tensor_regex="aux_.*")
+    fires(res)
+    assert "aux_loss" in res.message
+
+
+def test_overtraining_on_noisy_losses(tmp_path: Path) -> None:
+    """Rolling medians of 5 saved losses: a flat noisy loss is stale, a noisy falling
+    one keeps improving (the best of single noisy losses is set by luck)."""
+    s = np.arange(40)
+    healthy = noisy(0.3 + 2.0 * np.exp(-s / 15.0), seed=0)
+    flat = noisy(np.ones(len(s)), seed=0)
+    case(
+        tmp_path,
+        "Overtraining",
+        {},
+        {"floats": losses(flat, noisy(np.full(len(s), 1.2), seed=1)), "members": LOSSES},
+        {"floats": losses(healthy, noisy(0.4 + 2.0 * np.exp(-s / 15.0), 1)), "members": LOSSES},
+    )

@@ -28,6 +28,8 @@ from stepscope.jobfolder import (
     JobMeta,
     JsonObject,
     control,
+    paths,
+    read_all,
     update_meta,
     write_heartbeat,
     write_meta,
@@ -153,18 +155,29 @@ def _terminal_sent_it() -> bool:
 
 
 def node_status(
-    code: int, stop_reason: str | None, what: str = "the command"
+    code: int, stop_reason: str | None, what: str = "the command", error: str | None = None
 ) -> tuple[str, str | None]:
-    """Status and reason of a job (or a torchrun node) whose ``what`` exited with ``code``."""
+    """Status and reason of a job (or a torchrun node) whose ``what`` exited with ``code``
+    (``error``: the exception line of the rank that failed, if one was recorded)."""
     if stop_reason is not None:
         return "Stopped", stop_reason
     if code == 0:
         return "Completed", None
-    return "Failed", f"{what} exited with code {code}"
+    return "Failed", f"{what} exited with code {code}" + (f": {error}" if error else "")
+
+
+def rank_error(store: Store) -> str | None:
+    """The exception line (``ValueError: bad shape``) of the first rank that failed,
+    from ``ranks/rank-<r>.json``; None if no rank recorded one."""
+    failed = [r for r in read_all(store, paths.RANKS) if r.get("status") == "Failed"]
+    failed = [r for r in failed if isinstance(r.get("error"), str)]
+    failed.sort(key=lambda r: float(t) if isinstance(t := r.get("time"), int | float) else 0.0)
+    return str(failed[0]["error"]) if failed else None
 
 
 def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> JobJson:
-    status, reason = node_status(code, stop_reason)
+    error = rank_error(store) if code and stop_reason is None else None
+    status, reason = node_status(code, stop_reason, error=error)
     return update_meta(store, status=status, reason=reason, exit_code=code, end_time=time.time())
 
 

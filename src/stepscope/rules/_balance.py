@@ -20,6 +20,7 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Groups
 from stepscope.rules._system_base import SystemRule, lasted
+from stepscope.rules._text import versus
 from stepscope.rules._types import Finding, RuleResult
 from stepscope.rules._windows import Hit, node_gpus, runs, severity, window_index
 
@@ -75,8 +76,8 @@ class LoadBalancing(SystemRule):
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = max(h.value for h in run), self.p_float("threshold")
         return Finding(
-            f"{run[0].key} on {node}: utilization differs by {value:.0%} of the busier GPU "
-            f"(> {threshold:.0%}) for {lasted(run)}",
+            f"{run[0].key} on {node}: utilization differs by "
+            f"{versus(value * 100, threshold * 100, '%')} of the busier GPU for {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 1.0),
             node=node,
@@ -142,8 +143,8 @@ class LoadBalancing(SystemRule):
         metric = self.p_str("rank_metric")
         return Finding(
             f"rank {slow} (node {nodes.get(slow)}) vs rank {fast} (node {nodes.get(fast)}): "
-            f"median {metric} differs by {value:.0%} of the slower rank "
-            f"(> {threshold:.0%}) for {lasted(run)}",
+            f"median {metric} differs by {versus(value * 100, threshold * 100, '%')} of the "
+            f"slower rank for {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 1.0),
             node=nodes.get(slow),

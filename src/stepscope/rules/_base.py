@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import SCAN_INTERVAL, Param, ParamValue, resolve_params
 from stepscope.rules._types import Finding, RuleResult, Status
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Rule:
@@ -145,6 +148,12 @@ class NodeRule(Rule):
     def check(self, data: RuleInput) -> Part:
         """Judge one node's data (``data`` holds only that node)."""
         raise NotImplementedError
+
+    def summary(self, data: RuleInput) -> pd.DataFrame | None:
+        """A compact summary of one node's data, kept by the live runner when the data
+        leaves its buffer and handed back as ``data.history[rule_name]`` (see
+        ``_trend``); None (the default) keeps nothing."""
+        return None
 
     def tolerated(self) -> int:
         """Triggers allowed before the status becomes ``IssuesFound``."""

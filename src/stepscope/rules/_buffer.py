@@ -10,6 +10,11 @@ whole-job rules, with only the frames they declare (``Rule.frames``).
 Events are not chunked: they are few, and a rank's start is judged against its
 first step ever (``RuleInput.first_steps``), so they are judged with the current
 buffer only, never committed (which counted each start once per chunk).
+
+Drift rules judge the whole job: when a chunk is dropped, each node rule's
+``summary`` of it (e.g. GPU memory medians per window) is kept in ``history``,
+compacted to a bounded size (``_trend.compact``), and handed back to the rule
+with the current buffer, so a scan costs the same at any job age.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from stepscope.rules._base import NodeRule, Rule
 from stepscope.rules._evaluate import _Evaluation
 from stepscope.rules._input import RuleInput, empty_events, empty_steps, empty_system
 from stepscope.rules._live import merge
+from stepscope.rules._trend import extend
 from stepscope.rules._types import RuleResult, Status
 
 Frames = dict[str | None, pd.DataFrame]  # node (None: rows without one) -> its rows
@@ -72,6 +78,8 @@ class LiveState:
     events: pd.DataFrame = field(default_factory=empty_events)
     first_steps: dict[int, float] = field(default_factory=dict)
     committed: dict[str, RuleResult] = field(default_factory=dict)
+    # Rule -> node -> the rule's summary of the dropped chunks (NodeRule.summary).
+    history: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
 
     def add(self, kind: str, frame: pd.DataFrame | None) -> None:
         """Append new rows of ``kind`` (``steps``, ``system``, ``events``) to the buffer."""
@@ -99,12 +107,25 @@ class LiveState:
         results = self._evaluate(old_steps, old_system, empty_events(), now)
         for rule, res in zip(self.rules, results, strict=True):
             self.committed[rule.rule_name] = merge(rule, self.committed.get(rule.rule_name), res)
+        self._summarize(old_steps, old_system, now)
+
+    def _summarize(self, steps: Frames, system: Frames, now: float) -> None:
+        """Keep the node rules' summaries of the dropped rows (compacted)."""
+        base = replace(self.base, now=now, first_steps=self.first_steps, cache={})
+        for node in _node_names(base, steps, system, empty_events()):
+            data = self._node_input(base, node, steps, system, empty_events())
+            for rule in self.rules:
+                if isinstance(rule, NodeRule) and (part := rule.summary(data)) is not None:
+                    kept = self.history.setdefault(rule.rule_name, {})
+                    merged = extend(kept.get(node), part)
+                    if merged is not None:
+                        kept[node] = merged
 
     def evaluate(self, now: float) -> list[RuleResult]:
         """Every rule's running verdict (status ``InProgress``, ``verdict`` provisional)."""
         self.trim(now)
         events = self.events if len(self.events) else self.base.events
-        current = self._evaluate(self.steps, self.system, events, now)
+        current = self._evaluate(self.steps, self.system, events, now, self.history)
         out = []
         for rule, res in zip(self.rules, current, strict=True):
             total = merge(rule, self.committed.get(rule.rule_name), res)
@@ -112,13 +133,21 @@ class LiveState:
         return out
 
     def _evaluate(
-        self, steps: Frames, system: Frames, events: pd.DataFrame, now: float
+        self,
+        steps: Frames,
+        system: Frames,
+        events: pd.DataFrame,
+        now: float,
+        history: dict[str, dict[str, pd.DataFrame]] | None = None,
     ) -> list[RuleResult]:
-        """The rules over these frames: node by node, then the whole-job rules."""
+        """The rules over these frames: node by node (with the ``history`` of the
+        dropped chunks, if given), then the whole-job rules."""
         base = replace(self.base, now=now, first_steps=self.first_steps, cache={})
         ev = _Evaluation(self.rules, now)
         for node in _node_names(base, steps, system, events):
-            ev.check_node(self._node_input(base, node, steps, system, events))
+            data = self._node_input(base, node, steps, system, events)
+            kept = {r: h[node] for r, h in (history or {}).items() if node in h}
+            ev.check_node(replace(data, history=kept) if kept else data)
         wanted = {f for r in self.rules if not isinstance(r, NodeRule) for f in r.frames}
 
         def whole() -> RuleInput:

@@ -12,6 +12,8 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct
+from stepscope.rules._text import versus
+from stepscope.rules._trend import COLUMNS, compact, trend_rise
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import (
     GPU_UTIL,
@@ -72,6 +74,10 @@ def floor_before(means: FloatArray, lookback: int) -> FloatArray:
 
 
 class GPUMemoryIncrease(SystemRule):
+    """Per GPU: a window above the lowest of the ``lookback`` windows before it, a
+    line rising inside a window, or the robust trend of the window medians over the
+    whole job so far, by more than ``increase`` points of the GPU's memory."""
+
     name = "GPUMemoryIncrease"
     description = "GPU memory grows: a sudden jump or a slow, steady increase (a leak)."
     recommendation = (
@@ -99,11 +105,66 @@ class GPUMemoryIncrease(SystemRule):
             hits += w.hits(f"gpu{g}", value[:, i], fired[:, i])
         return hits
 
+    def check(self, data: RuleInput) -> Part:
+        part = super().check(data)
+        if part.na_reason is not None:
+            return part
+        seen = {f.device for f in part.findings}  # a GPU already found by its windows
+        points = self.summary(data)
+        kept = data.history.get(self.rule_name)
+        if kept is not None and len(kept):
+            points = pd.concat([kept, points], ignore_index=True)
+        for key, group in compact(points).groupby("key", sort=True):
+            rise = trend_rise(group)
+            if key not in seen and rise > self.p_float("increase"):
+                part.findings.append(self.trend_finding(str(key), group, rise, data))
+                part.triggers += 1
+        return part
+
+    def summary(self, data: RuleInput) -> pd.DataFrame:
+        """Per GPU and window after patience: the median memory and the middle time."""
+        gpus = node_gpus(data)
+        framed = self.framed(data, gpus) if gpus else data.system.iloc[:0]
+        if not len(framed):
+            return pd.DataFrame({c: [] for c in COLUMNS})
+        w = self.windows_of(framed)
+        mem = np.column_stack([mem_percent(w, framed, g) for g in gpus])
+        medians = w.quantiles(mem, [0.5])[:, 0, :]
+        middle = (w.start + w.end) / 2
+        return pd.DataFrame(
+            {
+                "key": np.repeat([f"gpu{g}" for g in gpus], len(middle)),
+                "time": np.tile(middle, len(gpus)),
+                "value": medians.T.ravel(),
+                "n": np.tile(w.counts, len(gpus)),
+            }
+        ).dropna(subset=["value"])
+
+    def trend_finding(
+        self, key: str, points: pd.DataFrame, rise: float, data: RuleInput
+    ) -> Finding:
+        threshold = self.p_float("increase")
+        start, end = float(points["time"].min()), float(points["time"].max())
+        node = data.node_names()[0] if data.node_names() else ""
+        return Finding(
+            f"{key} on {node}: memory rose by {versus(rise, threshold, 'points')} of its total "
+            f"over the job so far ({(end - start) / 3600:.1f} h; robust "
+            f"trend of {int(points['n'].sum())} samples' window medians): a slow leak",
+            self.recommendation,
+            severity(rise, threshold, 50.0),
+            node=node,
+            device=key,
+            start=start,
+            end=end,
+            value=rise,
+            threshold=threshold,
+        )
+
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("increase")
         return Finding(
-            f"{run[0].key} on {node}: memory rose by {value:.1f} points of its total "
-            f"(> {threshold:g}) over {lasted(run)}",
+            f"{run[0].key} on {node}: memory rose by {versus(value, threshold, 'points')} of "
+            f"its total over {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 50.0),
             node=node,
@@ -177,8 +238,8 @@ class GPUIdleBetweenSteps(SystemRule):
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("threshold")
         return Finding(
-            f"{run[0].key} on {node} idle in {value:.0f}% of the training loop's samples "
-            f"(> {threshold:g}%) for {lasted(run)}",
+            f"{run[0].key} on {node} idle in {versus(value, threshold, '%')} of the training "
+            f"loop's samples for {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 100.0),
             node=node,

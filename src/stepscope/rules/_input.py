@@ -60,6 +60,9 @@ class RuleInput:
     tensors: Tensors | None = None
     # Rank -> start of its first step, when ``steps`` holds only recent steps (live).
     first_steps: dict[int, float] = field(default_factory=dict)
+    # Rule name -> its compact summary of this node's data that left the live buffer
+    # (``NodeRule.summary``): what a drift rule needs of the whole job so far.
+    history: dict[str, pd.DataFrame] = field(default_factory=dict, compare=False, repr=False)
     # Work shared by the rules judging this same input (e.g. one node's windows);
     # entries hold the frame they were computed from, checked by identity.
     cache: dict[Hashable, tuple[object, object]] = field(

@@ -14,6 +14,7 @@ from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
+from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, severity
 
@@ -86,7 +87,7 @@ class StepOutlier(NodeRule):
                 (steps["step"] >= self.p_int("skip_steps")) & ~steps["profiled"].fillna(False)
             ]
         if not len(steps):
-            return Part(na_reason=f"no {self.p_str('mode')} steps after the first skipped ones")
+            return Part(na_reason=self._waiting(data.steps))
         findings = []
         for rows in self._groups(steps):
             d = steps["duration"].to_numpy(np.float64)[rows]
@@ -95,6 +96,17 @@ class StepOutlier(NodeRule):
             for i in found:
                 findings.append(self._finding(steps.iloc[rows[i]], float(d[i]), typical))
         return Part(findings, len(findings), len(steps))
+
+    def _waiting(self, steps: pd.DataFrame) -> str:
+        """What is true when nothing is judged: no steps, only skipped or profiled ones."""
+        mode = self.p_str("mode")
+        what = "steps" if mode == "both" else f"{mode} steps"
+        if mode != "both" and len(steps):
+            steps = steps[steps["phase"] == mode]
+        if len(steps) and (steps["step"] >= self.p_int("skip_steps")).any():
+            return f"every {what} after the first {self.p_int('skip_steps')} was profiled"
+        newest = int(steps["step"].max()) if len(steps) else None
+        return waiting_reason(what, newest, self.p_int("skip_steps"))
 
     def _groups(self, steps: pd.DataFrame) -> list[IntArray]:
         """The positions of the steps of each (rank, phase, window), in groupby order."""
@@ -141,11 +153,13 @@ class DataLoading(NodeRule):
     )
 
     def check(self, data: RuleInput) -> Part:
-        steps = data.steps
-        if len(steps):
-            steps = steps[(steps["phase"] == "train") & (steps["step"] >= self.p_int("skip_steps"))]
+        train = data.steps[data.steps["phase"] == "train"] if len(data.steps) else data.steps
+        steps = train[train["step"] >= self.p_int("skip_steps")] if len(train) else train
         if not len(steps):
-            return Part(na_reason="no training steps after the first skipped ones")
+            newest = int(train["step"].max()) if len(train) else None
+            return Part(
+                na_reason=waiting_reason("training steps", newest, self.p_int("skip_steps"))
+            )
         table = self._windows(steps)
         n = table["n"].to_numpy()
         judged = n >= self.p_int("min_steps")
@@ -188,7 +202,7 @@ class DataLoading(NodeRule):
         rank = int(rows.index[0][0])
         first, last = int(rows["first"].min()), int(rows["last"].max())
         return Finding(
-            f"rank {rank} waited for data {share:.0f}% of its step time (> {threshold:g}%) "
+            f"rank {rank} waited for data {versus(share, threshold, '%')} of its step time "
             f"in steps {first}-{last}",
             self.recommendation,
             severity(share, threshold, 100.0),
@@ -237,8 +251,8 @@ class MaxInitializationTime(NodeRule):
         rank = int(row["rank"])
         what = "took" if first_step is not None else "has no step yet after"
         return Finding(
-            f"rank {rank} {what} {waited / 60:.1f} min from process start to its first step "
-            f"(> {limit / 60:g} min)",
+            f"rank {rank} {what} {versus(waited / 60, limit / 60, 'min')} from process start "
+            "to its first step",
             self.recommendation,
             severity(waited, limit, 3 * limit),
             node=str(row["node"]),

@@ -73,7 +73,7 @@ class OverallFrameworkMetrics(NodeRule):
     def check(self, data: RuleInput) -> Part:
         steps = data.steps
         if not len(steps):
-            return Part(na_reason="no steps in this job")
+            return Part(na_reason="no steps recorded yet")
         details: JsonObject = {}
         for phase, group in steps.groupby("phase"):
             sums = {p: float(group[p].sum()) for p in (*STEP_PARTS, "other") if p in group}

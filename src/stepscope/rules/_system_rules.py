@@ -14,6 +14,7 @@ import pandas as pd
 from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._params import patience, window
 from stepscope.rules._system_base import SystemRule, lasted, pct
+from stepscope.rules._text import versus
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, severity, worst_of
 
@@ -42,8 +43,8 @@ class _ShareRule(SystemRule):
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value = worst_of(run)
         return Finding(
-            f"{self.what} on {node}: {value:.0f}% of samples bottlenecked "
-            f"(> {self.p_float('threshold'):g}%) for {lasted(run)}",
+            f"{self.what} on {node}: {versus(value, self.p_float('threshold'), '%')} of "
+            f"samples bottlenecked for {lasted(run)}",
             self.recommendation,
             severity(value, self.p_float("threshold"), 100.0),
             node=node,
@@ -180,7 +181,7 @@ class LowGPUUtilization(SystemRule):
         threshold = self._p95 if low else self._p5
         what = "underused: p95 utilization" if low else "fluctuates: p5 utilization"
         return Finding(
-            f"{device} on {node} {what} {value:.0f}% (< {threshold:g}%) for {lasted(run)}",
+            f"{device} on {node} {what} {versus(value, threshold, '%', '<')} for {lasted(run)}",
             self.recommendation,
             severity(value, threshold, 0.0),
             node=node,

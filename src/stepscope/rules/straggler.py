@@ -29,6 +29,7 @@ from stepscope.rules._base import Rule
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import peer_medians
+from stepscope.rules._text import num, waiting_reason
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules._windows import Hit, runs, severity
 
@@ -41,12 +42,38 @@ ADVICE_COMPUTE = (
     "its compute is slower: look at its GPU (clocks, temperature, another process on it), "
     "CPU contention on its node, or work done only on that rank (logging, evaluation)"
 )
+# A CPU-only job has no GPU to look at: its compute is the node's CPU.
+ADVICE_COMPUTE_CPU = (
+    "its compute is slower: look at CPU contention on its node (other processes, its "
+    "thread count and affinity), or work done only on that rank (logging, evaluation)"
+)
 ADVICE = {
     "data_wait": "its data loading is slower: look at its data shard (size, storage it "
     "is read from) and its DataLoader workers",
     "duration": "its steps are slower: look at its device and node",
     "busy": f"its peers wait for it at every collective; {ADVICE_COMPUTE}",
 }
+ADVICE_CPU = {
+    **ADVICE,
+    "duration": "its steps are slower: look at its node",
+    "busy": f"its peers wait for it at every collective; {ADVICE_COMPUTE_CPU}",
+}
+
+
+def _advice(metric: str, gpu: bool) -> str:
+    """What to look at for a straggler in ``metric``; no GPU advice without a GPU."""
+    if gpu:
+        return ADVICE.get(metric, ADVICE_COMPUTE)
+    return ADVICE_CPU.get(metric, ADVICE_COMPUTE_CPU)
+
+
+def has_gpu(data: RuleInput) -> bool:
+    """Whether any node of the job lists a GPU, or any step has GPU timings."""
+    if any(info.get("gpus") for info in data.nodes.values()):
+        return True
+    steps = data.steps
+    gpu = [c for c in ("gpu_forward", "gpu_backward") if c in steps]
+    return bool(len(steps) and gpu and steps[gpu].notna().to_numpy().any())
 
 
 class Straggler(Rule):
@@ -90,13 +117,12 @@ class Straggler(Rule):
         steps = self._steps(data.steps)
         ranks = steps["rank"].nunique() if len(steps) else 0
         if ranks < 2:
-            return self.not_applicable(
-                data, f"needs training steps of at least 2 ranks; this job has {ranks}"
-            )
+            return self.not_applicable(data, self._waiting(data.steps))
         medians = self._medians(steps)
         hits = [h for m in self.metrics() for h in self._hits(medians, m)]
         found = _specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
-        findings = [self._finding(run, medians) for run in found]
+        gpu = has_gpu(data)
+        findings = [self._finding(run, medians, gpu) for run in found]
         status = Status.ISSUES_FOUND if findings else Status.NO_ISSUES_FOUND
         triggers = sum(len(run) for run in found)
         message = (
@@ -115,6 +141,15 @@ class Straggler(Rule):
             message=message,
             details=details,
         )
+
+    def _waiting(self, steps: pd.DataFrame) -> str:
+        """Why fewer than 2 ranks are judged: what is true of the job's steps."""
+        train = steps[steps["phase"] == "train"] if len(steps) else steps
+        ranks = train["rank"].nunique() if len(train) else 0
+        if ranks < 2:
+            return f"needs training steps of at least 2 ranks; {ranks} rank(s) recorded so far"
+        newest = int(train["step"].max())
+        return waiting_reason("training steps", newest, self.p_int("skip_steps"))
 
     def _steps(self, steps: pd.DataFrame) -> pd.DataFrame:
         if not len(steps):
@@ -158,7 +193,7 @@ class Straggler(Rule):
             hits.append(hit)
         return hits
 
-    def _finding(self, run: list[Hit], medians: pd.DataFrame) -> Finding:
+    def _finding(self, run: list[Hit], medians: pd.DataFrame, gpu: bool) -> Finding:
         rank_s, metric = run[0].key.split("|")
         rank = int(rank_s)
         wins = [h.win for h in run]
@@ -178,9 +213,9 @@ class Straggler(Rule):
         return Finding(
             f"{LABEL.get(metric, metric)} of rank {rank} on node {node} makes it a straggler: "
             f"median {mine[metric].median():.3f} s against {peers:.3f} s for its peers (at "
-            f"least {ratio:.1f}x, > {threshold:g}x) in "
+            f"least {num(ratio, threshold)}x, > {threshold:g}x) in "
             f"{len(run)} consecutive windows of {self.p_int('window')} steps{waits}; "
-            f"{ADVICE.get(metric, ADVICE_COMPUTE)}",
+            f"{_advice(metric, gpu)}",
             self.recommendation,
             severity(ratio, threshold, 4 * threshold),
             node=node,

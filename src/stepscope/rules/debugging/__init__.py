@@ -16,7 +16,8 @@ from stepscope.rules.debugging._gradient_rules import (
     VanishingGradient,
     WeightUpdateRatio,
 )
-from stepscope.rules.debugging._loss_rules import LossNotDecreasing, Overfit, Overtraining
+from stepscope.rules.debugging._loss_decrease import LossNotDecreasing
+from stepscope.rules.debugging._loss_rules import Overfit, Overtraining
 from stepscope.rules.debugging._tensor_rules import (
     AllZero,
     StalledTrainingRule,

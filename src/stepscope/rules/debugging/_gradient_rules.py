@@ -152,7 +152,8 @@ class WeightUpdateRatio(TensorRule):
 class PoorWeightInitialization(TensorRule):
     """Over the first ``steps`` steps: ReLU input variances differing across layers by
     more than ``threshold`` (max/min), gradients whose p95 - p5 is below
-    ``distribution_range``, or a loss not lower after ``patience`` steps."""
+    ``distribution_range``, or a median loss of steps [``patience``, 2 ``patience``)
+    not lower than that of the steps before ``patience``."""
 
     name = "PoorWeightInitialization"
     description = "Detects a poor initialisation of the weights."
@@ -201,16 +202,21 @@ class PoorWeightInitialization(TensorRule):
                     )
                 )
         loss = self.losses(tensors, "train")
-        if len(loss) > 1 and loss["step"].iloc[-1] >= self.p_int("patience"):
+        patience = self.p_int("patience")
+        # Medians of the losses saved before `patience` and in the `patience` steps after:
+        # one noisy minibatch does not decide (single losses when saved less often).
+        first = loss[loss["step"] < patience]["value"]
+        later = loss[loss["step"].between(patience, 2 * patience - 1)]["value"]
+        if len(first) and len(later):
             points += 1
-            later = loss[loss["step"] >= self.p_int("patience")]["value"].iloc[0]
-            if later >= loss["value"].iloc[0]:
+            if later.median() >= first.median():
                 findings.append(
                     self.finding(
-                        f"The loss did not decrease within {self.p_int('patience')} steps.",
+                        f"The loss did not decrease within {patience} steps (median "
+                        f"{later.median():.4g} after, {first.median():.4g} before).",
                         0.5,
-                        (0, self.p_int("patience")),
-                        float(later),
+                        (0, patience),
+                        float(later.median()),
                     )
                 )
         return self.verdict(data, findings, points, what="early-step values")

@@ -1,4 +1,4 @@
-"""Rules over the loss: LossNotDecreasing, Overfit, Overtraining."""
+"""Rules over the loss: Overfit, Overtraining (LossNotDecreasing: ``_loss_decrease``)."""
 
 from __future__ import annotations
 
@@ -10,80 +10,11 @@ import pandas as pd
 from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
-from stepscope.rules._types import Finding, RuleResult
+from stepscope.rules._types import RuleResult
 from stepscope.rules.debugging._base import TensorRule, step_span
 
 if TYPE_CHECKING:
     from stepscope.read import Tensors
-
-
-class LossNotDecreasing(TensorRule):
-    """Every ``num_steps``, the loss must have fallen by ``diff_percent`` against the
-    newest saved step at least ``num_steps`` back; a rise above
-    ``increase_threshold_percent`` is reported as rising. Evaluation loss is preferred
-    when both phases have one (``mode`` chooses)."""
-
-    name = "LossNotDecreasing"
-    description = "Checks that the loss keeps decreasing."
-    recommendation = (
-        "Check the learning rate (too small: stalls; too large: rises), the "
-        "data and the labels; stop the job if it no longer learns."
-    )
-    collections = ("losses",)
-    params = (
-        Param("num_steps", 10, "steps between two checks", int, minimum=1),
-        Param("diff_percent", 0.1, "minimum decrease, % of the earlier loss"),
-        Param("increase_threshold_percent", 5.0, "increase, %, reported as rising"),
-        Param(
-            "mode",
-            "",
-            "phase to check: train, eval, or empty (eval, else train)",
-            str,
-            choices=("", "train", "eval"),
-            minimum=None,
-        ),
-    )
-
-    def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
-        mode = self.p_str("mode")
-        findings, checks = self._scan(self.losses(tensors, mode or "eval"))
-        if not mode and not checks:  # evaluation loss preferred, when it can be judged
-            findings, checks = self._scan(self.losses(tensors, "train"))
-        return self.verdict(data, findings, checks, what="loss checks")
-
-    def _scan(self, loss: pd.DataFrame) -> tuple[list[Finding], int]:
-        steps, values = loss["step"].to_numpy(), loss["value"].to_numpy()
-        findings, checks, last = [], 0, None
-        for i, step in enumerate(steps):
-            if last is not None and step - last < self.p_int("num_steps"):
-                continue
-            back = np.nonzero(steps[:i] <= step - self.p_int("num_steps"))[0]
-            if not len(back):
-                continue
-            j = back[-1]
-            checks, last = checks + 1, step
-            found = self._check(int(steps[j]), float(values[j]), int(step), float(values[i]))
-            if found is not None:
-                findings.append(found)
-        return findings, checks
-
-    def _check(self, s0: int, v0: float, s1: int, v1: float) -> Finding | None:
-        change = (v0 - v1) / abs(v0) * 100 if v0 else 0.0
-        if not np.isfinite(change):
-            return self.finding(f"The loss is not finite at step {s1} ({v1}).", 1.0, (s0, s1), v1)
-        if change >= self.p_float("diff_percent"):
-            return None
-        rising = -change > self.p_float("increase_threshold_percent")
-        what = f"rose by {-change:.2f}%" if change < 0 else f"fell by only {change:.3f}%"
-        severity = 0.9 if rising else 0.6
-        return self.finding(
-            f"The loss {what} from step {s0} ({v0:.4g}) to step {s1} "
-            f"({v1:.4g}); at least {self.p_float('diff_percent')}% expected.",
-            severity,
-            (s0, s1),
-            change,
-            self.p_float("diff_percent"),
-        )
 
 
 def eval_points(tensors: Tensors) -> pd.DataFrame:
@@ -148,6 +79,12 @@ class Overfit(TensorRule):
         return self.verdict(data, findings, len(points), what="evaluations with both losses")
 
 
+def rolling_median(values: FloatArray, window: int) -> FloatArray:
+    """The median of each value and the ``window - 1`` saved before it: one noisy
+    minibatch neither sets a new best nor hides a real improvement."""
+    return np.asarray(pd.Series(values).rolling(window, min_periods=1).median(), np.float64)
+
+
 def stale_for(values: FloatArray, delta: float) -> int:
     """Saved points since the last improvement of the best value by more than ``delta``."""
     best, since = np.inf, 0
@@ -161,7 +98,8 @@ def stale_for(values: FloatArray, delta: float) -> int:
 
 class Overtraining(TensorRule):
     """Training loss not improved by ``delta`` within ``patience_train`` saved steps and
-    evaluation loss not within ``patience_validation`` saved steps."""
+    evaluation loss not within ``patience_validation`` saved steps; the losses compared
+    are medians of the last ``window`` saved losses (ours)."""
 
     name = "Overtraining"
     description = "Detects training that goes on without improving any more."
@@ -171,6 +109,9 @@ class Overtraining(TensorRule):
         Param("patience_train", 5, "saved training steps without improvement", int),
         Param("patience_validation", 10, "saved evaluation steps without improvement", int),
         Param("delta", 0.01, "minimum improvement of the best loss"),
+        Param(
+            "window", 5, "saved losses per rolling median (ours; 1: single losses)", int, minimum=1
+        ),
     )
 
     def judge(self, tensors: Tensors, data: RuleInput) -> RuleResult:
@@ -178,7 +119,9 @@ class Overtraining(TensorRule):
         evals = self.losses(tensors, "eval")["value"].to_numpy()
         if not len(train) or not len(evals):
             return self.not_applicable(data, "needs training and evaluation losses")
-        t, v = stale_for(train, self.p_float("delta")), stale_for(evals, self.p_float("delta"))
+        w, delta = self.p_int("window"), self.p_float("delta")
+        t = stale_for(rolling_median(train, w), delta)
+        v = stale_for(rolling_median(evals, w), delta)
         findings = []
         if t >= self.p_int("patience_train") and v >= self.p_int("patience_validation"):
             steps = self.losses(tensors, "train")["step"]
