@@ -18,6 +18,7 @@ from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSyste
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules.debugging import DEBUGGING_RULES
+from stepscope.rules.diagnosis import Diagnosis, DiagnosisEntry, JobFacts, diagnose
 
 __all__ = [
     "BUILTIN",
@@ -27,10 +28,13 @@ __all__ = [
     "BatchSize",
     "CPUBottleneck",
     "DataLoading",
+    "Diagnosis",
+    "DiagnosisEntry",
     "Finding",
     "GPUIdleBetweenSteps",
     "GPUMemoryIncrease",
     "IOBottleneck",
+    "JobFacts",
     "LoadBalancing",
     "LowGPUUtilization",
     "MaxInitializationTime",
@@ -48,6 +52,7 @@ __all__ = [
     "Status",
     "StepOutlier",
     "build_rules",
+    "diagnose",
     "evaluate_input",
     "evaluate_job",
     "evaluate_rules",
