@@ -136,17 +136,20 @@ class Diagnosis:
             order = "most costly first" if costed else "most severe first (no cost known)"
             return f"{n} problem{'s' if n > 1 else ''} found in {job}, {order}"
         if not self.checked:
-            why = "; ".join(f"{c.rule}: {c.reason}" for c in self.not_checked)
-            return "nothing checked yet: " + (why or "no rule results in this job")
-        done = ", ".join(f"{c.rule} ({c.datapoints} datapoints)" for c in self.checked)
+            return "nothing checked yet: " + (self._why_not() or "no rule results in this job")
+        done = ", ".join(
+            f"{c.rule} ({c.datapoints} datapoint{'s' if c.datapoints != 1 else ''})"
+            for c in self.checked
+        )
         text = f"no problem found in {job}: checked {done}"
-        if self.not_checked:
-            text += (
-                f"; not checked: {len(self.not_checked)} rule(s) ("
-                + "; ".join(f"{c.rule}: {c.reason}" for c in self.not_checked)
-                + ")"
-            )
-        return text
+        return text + (f"; not checked: {self._why_not()}" if self.not_checked else "")
+
+    def _why_not(self) -> str:
+        """The rules not checked, grouped by reason (on a CPU-only job most share one)."""
+        by_reason: dict[str, list[str]] = {}
+        for c in self.not_checked:
+            by_reason.setdefault(str(c.reason), []).append(c.rule)
+        return ", ".join(f"{', '.join(rules)} ({why})" for why, rules in by_reason.items())
 
     def to_list(self) -> list[EntryJson]:
         """The entries as JSON objects (``show --json``'s ``diagnosis``)."""
