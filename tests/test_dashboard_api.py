@@ -244,6 +244,41 @@ def test_system_and_steps_keep_every_spike(client: TestClient, root: Path) -> No
         assert client.get(f"/api/jobs/done/{path}", params=params).status_code in (400, 404)
 
 
+def test_the_rules_answer_carries_the_diagnosis(client: TestClient, root: Path) -> None:
+    finding = {
+        "message": "rank 0 waited for data 60% of its step time (> 20%)",
+        "severity": 0.5,
+        "start": 1_763_850_100.0,
+        "end": 1_763_850_150.0,
+        "node": "node-a",
+        "rank": 0,
+    }
+    verdicts = {
+        "DataLoading": {"rule": "DataLoading", "status": "IssuesFound", "triggers": 1,
+                        "datapoints": 400, "recommendation": "set num_workers",
+                        "findings": [finding], "cost_seconds": 97.5},
+        "StepOutlier": {"rule": "StepOutlier", "status": "IssuesFound", "triggers": 1,
+                        "datapoints": 400, "findings": [finding | {"severity": 0.9}]},
+        "LowGPUUtilization": {"rule": "LowGPUUtilization", "status": "NotApplicable",
+                              "reason": "no GPU metrics on node-a"},
+    }  # fmt: skip
+    store = open_store(str(root / "done"))
+    for name, body in verdicts.items():
+        store.write_json(f"rules/{name}.json", body)
+    answer = client.get("/api/jobs/done/rules").json()
+    assert len(answer["rules"]) == 3
+    top, second = answer["diagnosis"]
+    assert (top["rule"], second["rule"]) == ("DataLoading", "StepOutlier")  # cost before severity
+    wall = 12.0 + 0.05 * 3600 + 3.0  # the synthetic job: init, loop, finalization
+    assert top["cost_share"] == pytest.approx(97.5 / wall)
+    assert top["message"].startswith("waiting for data: about 98 s of this 3.2 min job (50%); ")
+    assert top["recommendation"] == "set num_workers" and top["evidence"]["node"] == "node-a"
+    checks = answer["diagnosis_checks"]
+    assert checks["not_checked"] == [
+        {"rule": "LowGPUUtilization", "datapoints": 0, "reason": "no GPU metrics on node-a"}
+    ]
+
+
 def test_report_downloads(client: TestClient) -> None:
     r = client.get("/api/jobs/done/report.html")
     assert r.status_code == 200 and r.text.startswith("<!doctype html>")

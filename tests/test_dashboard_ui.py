@@ -175,3 +175,32 @@ def test_user_strings_are_shown_as_text(tmp_path: Path, browser: Any, procs: Pro
     shot(page, "escaping-and-jump")
     assert page.evaluate("window.__pwned") is None
     assert page.query_selector("#rules img") is None
+
+
+def test_the_job_page_opens_with_the_diagnosis(tmp_path: Path, browser: Any, procs: Procs) -> None:
+    finding = {"message": "waited " + HOSTILE, "severity": 0.4, "start": 1_763_850_100.0,
+               "end": 1_763_850_110.0, "node": "node-a", "rank": 0}  # fmt: skip
+    rules = [
+        {"rule": "StepOutlier", "status": "IssuesFound", "triggers": 1, "datapoints": 9,
+         "findings": [finding | {"severity": 0.9}]},
+        {"rule": "DataLoading", "status": "IssuesFound", "triggers": 1, "datapoints": 9,
+         "recommendation": "set num_workers " + HOSTILE, "findings": [finding],
+         "cost_seconds": 60.0},
+    ]  # fmt: skip
+    write_synthetic_job(str(tmp_path / "job-1"), SyntheticJob(name="job-1"), rules)
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(serve(procs, tmp_path) + "#/job/job-1")
+    page.wait_for_selector("#diagnosis li.diag-entry", timeout=WAIT_MS)
+    items = page.query_selector_all("#diagnosis li.diag-entry")
+    texts = [i.inner_text() for i in items]
+    assert len(texts) == 2 and texts[0].startswith("waiting for data: about 60 s of this")
+    assert texts[1].startswith("slow steps (cost unknown)") and HOSTILE in texts[0]
+    assert "2 problems found" in page.inner_text("#diagnosis-summary")
+    # above the rules and the charts: the first thing after the job's head
+    tops = [page.eval_on_selector(s, "e => e.getBoundingClientRect().top")
+            for s in ("#diagnosis-panel", "#rules-panel", "#charts")]  # fmt: skip
+    assert tops == sorted(tops)
+    page.click("#diagnosis button.evidence")
+    page.wait_for_selector('#range:has-text("DataLoading")', timeout=WAIT_MS)
+    shot(page, "diagnosis")
+    assert page.evaluate("window.__pwned") is None and page.query_selector("#diagnosis img") is None

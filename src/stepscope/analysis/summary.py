@@ -7,6 +7,9 @@ from typing import SupportsFloat, TypedDict
 
 import pandas as pd
 
+from stepscope.analysis.diagnosis import diagnose_verdicts, job_facts
+from stepscope.analysis.diagnosis_text import ChecksJson, EntryJson
+from stepscope.analysis.report_data import read_rules
 from stepscope.jobfolder import STEP_PARTS, JobJson, JsonObject
 from stepscope.read import Job
 
@@ -55,7 +58,11 @@ class SystemSummary(TypedDict):
 
 
 class JobSummary(TypedDict):
-    """What ``stepscope show`` prints (``--json`` prints exactly this)."""
+    """What ``stepscope show`` prints (``--json`` prints exactly this).
+
+    ``diagnosis`` ranks the problems of the job's verdicts (``rules/*.json``) by
+    the time they cost; ``diagnosis_checks`` says what was and was not checked.
+    """
 
     name: str | None
     path: str
@@ -74,6 +81,8 @@ class JobSummary(TypedDict):
     system: SystemSummary
     faults: list[JsonObject]
     profiling: list[JsonObject]
+    diagnosis: list[EntryJson]
+    diagnosis_checks: ChecksJson
 
 
 def _num(x: SupportsFloat | None) -> float | None:
@@ -161,6 +170,7 @@ def summarize(job: Job) -> JobSummary:
     now = pd.Timestamp.now().timestamp()
     duration = None if start is None else (end if end is not None else now) - start
     init, final = _lifecycle(job, meta, steps)
+    diagnosis = diagnose_verdicts(read_rules(job), job_facts(meta, steps, now))
     return {
         "name": meta.get("name"),
         "path": job.path,
@@ -179,4 +189,6 @@ def summarize(job: Job) -> JobSummary:
         "system": system_summary(job),
         "faults": job.faults(),
         "profiling": profiling_summary(job),
+        "diagnosis": diagnosis.to_list(),
+        "diagnosis_checks": diagnosis.checks(),
     }

@@ -7,8 +7,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from stepscope.analysis.diagnosis_text import EntryJson
     from stepscope.analysis.summary import JobSummary, Quantiles, StepsSummary, SystemSummary
     from stepscope.cli._main import LsRow
+
+DIAGNOSIS_SHOWN = 3  # problems on the first screen; show --json and the report have all
+FIX_CHARS = 110
 
 _SHOWN_METRICS = (
     ("cpu", "CPU total", "%"),
@@ -60,8 +64,29 @@ def _gpu_metrics(metrics: Mapping[str, Quantiles]) -> list[tuple[str, str, str]]
     return out
 
 
+def _short(text: str, chars: int = FIX_CHARS) -> str:
+    return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0] + " ..."
+
+
+def render_diagnosis(entries: list[EntryJson], summary: str, path: str) -> list[str]:
+    """The first lines of ``show``: the costliest problems with their fix, or what was
+    checked when none was found."""
+    lines = [f"diagnosis  {summary}"]
+    for i, e in enumerate(entries[:DIAGNOSIS_SHOWN], 1):
+        lines.append(f"  {i}. {e['message']}")
+        if e["recommendation"]:
+            lines.append(f"     fix: {_short(e['recommendation'])}")
+    if len(entries) > DIAGNOSIS_SHOWN:
+        lines.append(f"  ... and {len(entries) - DIAGNOSIS_SHOWN} more")
+    if entries:
+        lines.append(f"  evidence: stepscope rules {path}, or the report's Diagnosis section")
+    return [*lines, ""]
+
+
 def render_show(s: JobSummary) -> str:
-    lines = [
+    checks = s["diagnosis_checks"]
+    lines = render_diagnosis(s["diagnosis"], checks["summary"], s["path"])
+    lines += [
         f"job        {s['name']}   ({s['path']})",
         f"status     {s['status']}"
         + (f"   exit code {s['exit_code']}" if s["exit_code"] is not None else "")

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
+from stepscope.analysis.diagnosis import diagnose_verdicts
 from stepscope.dashboard import _controls
 from stepscope.dashboard._data import DEFAULT_BUCKETS, MAX_BUCKETS, Source, encode
 from stepscope.dashboard._paths import NotServed, local_artifact
@@ -98,7 +99,12 @@ def job_detail(request: Request) -> Response:
 
 @handle
 def job_rules(request: Request) -> Response:
-    return json_bytes(encode({"rules": source(request).rules(request.path_params["job"])}))
+    """The verdicts, most severe first, and the diagnosis that ranks their problems."""
+    src, name = source(request), request.path_params["job"]
+    rules = src.rules(name)
+    found = diagnose_verdicts(rules, src.facts(name))
+    answer = {"rules": rules, "diagnosis": found.to_list(), "diagnosis_checks": found.checks()}
+    return json_bytes(encode(answer))
 
 
 @handle

@@ -17,9 +17,11 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from stepscope.analysis.diagnosis import JobFacts
 from stepscope.analysis.report_data import SPLIT, rank_rules, read_rules
 from stepscope.dashboard._cache import Answers, Sized
 from stepscope.dashboard._openapi import JobDetail, JobRow
@@ -138,12 +140,23 @@ class Source:
             "rules": len(rules),
         }
 
-    def _train_steps(self, job: Job) -> int:
+    def _train_parts(self, job: Job) -> list[Part]:
+        """The training steps of the job's first rank, one part per segment."""
         ranks = job.ranks()
-        if not ranks:
-            return 0
-        _, parts = self.steps_parts(job, ranks[0])
-        return sum(len(p.only("phase", "train")) for p in parts)
+        return (
+            [p.only("phase", "train") for p in self.steps_parts(job, ranks[0])[1]] if ranks else []
+        )
+
+    def _train_steps(self, job: Job) -> int:
+        return sum(len(p) for p in self._train_parts(job))
+
+    def facts(self, name: str) -> JobFacts:
+        """What the diagnosis needs: the job's wall time and its first rank's step time."""
+        job = self.job(name)
+        start, end = job.meta.get("start_time"), job.meta.get("end_time")
+        parts = self._train_parts(job)
+        steps = float(sum(np.nansum(p.column("duration")) for p in parts)) if parts else None
+        return JobFacts(((end or self._now()) - start) if start else None, steps)
 
     def detail(self, name: str) -> JobDetail:
         """The job page's header: metadata, nodes, ranks, profiling artifacts."""

@@ -142,7 +142,9 @@ def document() -> JsonObject:
                 _JOB, {"name": "rank", "in": "query", "schema": {"type": "integer", "default": 0}},
                 {"name": "phase", "in": "query", "schema": {"enum": ["train", "eval"]}},
                 *_WINDOW]),
-            f"{jobs}/rules": _get("rule statuses and findings, most severe first", [_JOB]),
+            f"{jobs}/rules": _get(
+                "rule statuses and findings, most severe first, and the diagnosis", [_JOB]
+            ),
             f"{jobs}/report.html": _get("the HTML report, rendered now (download)", [_JOB],
                                         {"description": "text/html attachment"}),
             f"{jobs}/artifacts/{{path}}": _get("a profiling artifact (download)", [

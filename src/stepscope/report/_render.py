@@ -7,11 +7,13 @@ from functools import cache
 from importlib import resources
 
 from stepscope import __version__
+from stepscope.analysis.diagnosis import rule_anchor
 from stepscope.read import Job
 from stepscope.report._context import Context, Progress, no_progress
+from stepscope.report._diagnosis import diagnosis_section
 from stepscope.report._html import esc, fmt_time, script_json
 from stepscope.report._profiles import profiles_section
-from stepscope.report._rules import rule_anchor, rules_section
+from stepscope.report._rules import rules_section
 from stepscope.report._steps import steps_section
 from stepscope.report._summary import faults_section, summary_section
 from stepscope.report._system import node_anchor, system_section
@@ -27,7 +29,7 @@ def _static(name: str) -> str:
 
 
 def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) -> str:
-    links = [("summary", "Job summary", False)]
+    links = [("diagnosis", "Diagnosis", False), ("summary", "Job summary", False)]
     if has_faults:
         links.append(("faults", "Faults", False))
     links.append(("system", "System usage", False))
@@ -47,7 +49,7 @@ def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) 
 
 def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
     progress("summary", 0.05)
-    summary = summary_section(ctx) + faults_section(ctx)
+    summary = diagnosis_section(ctx) + summary_section(ctx) + faults_section(ctx)
 
     def system_progress(stage: str, fraction: float) -> None:
         progress(stage, 0.1 + 0.5 * fraction)

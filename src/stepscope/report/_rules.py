@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stepscope.analysis.diagnosis import rule_anchor
 from stepscope.analysis.report_data import GPU_RE, finite, numbered, per_step, rank_rules
 from stepscope.jobfolder import FindingJson, RuleVerdict
 from stepscope.report._charts import Band
@@ -30,10 +31,6 @@ EVIDENCE: dict[str, tuple[str, list[str]]] = {
     "StepOutlier": ("steps", ["duration"]),
     "MaxInitializationTime": ("steps", ["duration"]),
 }
-
-
-def rule_anchor(name: str) -> str:
-    return "rule-" + "".join(c if c.isalnum() else "-" for c in name)
 
 
 def _params(params: object) -> str:

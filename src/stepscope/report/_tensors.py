@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stepscope.analysis.diagnosis import rule_anchor
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.report_data import rank_rules
 from stepscope.report import _tensor_data as td
 from stepscope.report._context import Context
 from stepscope.report._html import badge, chart, esc, note, section, table
-from stepscope.report._rules import rule_anchor
 
 MAX_CHARTS = 12
 MAX_SERIES = 10

@@ -21,6 +21,7 @@ from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck
 from stepscope.rules._thread_rules import CPUBoundThreads
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules.debugging import DEBUGGING_RULES
+from stepscope.rules.diagnosis import Diagnosis, DiagnosisEntry, JobFacts, diagnose
 
 __all__ = [
     "BUILTIN",
@@ -32,10 +33,13 @@ __all__ = [
     "CPUBoundThreads",
     "DataLoaderWorkers",
     "DataLoading",
+    "Diagnosis",
+    "DiagnosisEntry",
     "Finding",
     "GPUIdleBetweenSteps",
     "GPUMemoryIncrease",
     "IOBottleneck",
+    "JobFacts",
     "LoadBalancing",
     "LowGPUUtilization",
     "MaxInitializationTime",
@@ -54,6 +58,7 @@ __all__ = [
     "Status",
     "StepOutlier",
     "build_rules",
+    "diagnose",
     "evaluate_input",
     "evaluate_job",
     "evaluate_rules",

@@ -104,8 +104,12 @@ class Rule:
         message: str = "",
         reason: str | None = None,
         details: Mapping[str, object] | None = None,
+        cost_seconds: float | None = None,
     ) -> RuleResult:
-        """A result of this rule with its name, parameters and description filled in."""
+        """A result of this rule with its name, parameters and description filled in.
+
+        ``cost_seconds``: the job time the findings cost, when the rule can tell.
+        """
         found = tuple(sorted(findings, key=lambda f: (-f.severity, f.start or 0.0)))
         return RuleResult(
             rule=self.rule_name,
@@ -120,6 +124,7 @@ class Rule:
             reason=reason,
             updated=data.now,
             details=dict(details or {}),
+            cost_seconds=cost_seconds,
         )
 
     def not_applicable(self, data: RuleInput, reason: str) -> RuleResult:
@@ -129,13 +134,19 @@ class Rule:
 
 @dataclass
 class Part:
-    """What a :class:`NodeRule` found on one node, before the nodes are combined."""
+    """What a :class:`NodeRule` found on one node, before the nodes are combined.
+
+    ``cost_seconds`` is the job time the node's findings cost (None: unknown).
+    Nodes run side by side, so the job loses the wall time of its worst node:
+    :meth:`NodeRule.combine` keeps the largest of the nodes' costs, not their sum.
+    """
 
     findings: list[Finding] = field(default_factory=list)
     triggers: int = 0
     datapoints: int = 0
     details: JsonObject = field(default_factory=dict)
     na_reason: str | None = None
+    cost_seconds: float | None = None
 
 
 class NodeRule(Rule):
@@ -177,6 +188,7 @@ class NodeRule(Rule):
             details.update(p.details)
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
         message = self.summarize(status, findings, triggers, datapoints, details)
+        costs = [p.cost_seconds for p in judged if p.cost_seconds is not None]
         return self.result(
             status,
             data,
@@ -185,6 +197,7 @@ class NodeRule(Rule):
             datapoints=datapoints,
             message=message,
             details=details,
+            cost_seconds=max(costs) if costs else None,
         )
 
     def summarize(

@@ -118,6 +118,7 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
     tolerated = rule.tolerated() if isinstance(rule, NodeRule) else 0
     status = _status(triggers, tolerated, datapoints, committed, current)
     message = f"{triggers} trigger(s) in {datapoints} datapoints so far; latest: {current.message}"
+    costs = [c for c in (committed.cost_seconds, current.cost_seconds) if c is not None]
     return replace(
         current,
         status=status,
@@ -125,6 +126,7 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
         triggers=triggers,
         datapoints=datapoints,
         message=message,
+        cost_seconds=sum(costs) if costs else None,  # chunks follow each other: costs add up
     )
 
 

@@ -137,6 +137,9 @@ class StepOutlier(NodeRule):
         )
 
 
+WAIT_ALLOWANCE = 0.05  # share of step time a well-fed loop still waits (DataLoading's cost)
+
+
 class DataLoading(NodeRule):
     name = "DataLoading"
     description = "Training steps spend a large share of their time waiting for the next batch."
@@ -176,7 +179,10 @@ class DataLoading(NodeRule):
         findings = [
             self._finding(rows.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)
         ]
-        return Part(findings, len(rows), int(n[judged].sum()))
+        # Cost: the firing windows' wait above the allowance, of the worst rank of the node.
+        excess = (rows["wait"] - WAIT_ALLOWANCE * rows["total"]).clip(lower=0.0)
+        cost = float(excess.groupby(level=0).sum().max())
+        return Part(findings, len(rows), int(n[judged].sum()), cost_seconds=cost)
 
     def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:
         """Per (rank, window): data wait and step time, steps, span and node."""
@@ -240,7 +246,9 @@ class MaxInitializationTime(NodeRule):
             finding = self._judge(row, first.get(int(row["rank"])), min(float(end), data.now))
             if finding is not None:
                 findings.append(finding)
-        return Part(findings, len(findings), len(starts))
+        # Cost: the slowest rank's start beyond the threshold (value, threshold: minutes).
+        over = [60.0 * ((f.value or 0.0) - (f.threshold or 0.0)) for f in findings]
+        return Part(findings, len(findings), len(starts), cost_seconds=max(over, default=None))
 
     def _judge(self, row: pd.Series, first_step: float | None, now: float) -> Finding | None:
         limit = float(self.p_float("threshold")) * 60.0

@@ -140,6 +140,7 @@ class Straggler(Rule):
             datapoints=len(steps),
             message=message,
             details=details,
+            cost_seconds=self._cost(found, medians),
         )
 
     def _waiting(self, steps: pd.DataFrame) -> str:
@@ -150,6 +151,23 @@ class Straggler(Rule):
             return f"needs training steps of at least 2 ranks; {ranks} rank(s) recorded so far"
         newest = int(train["step"].max())
         return waiting_reason("training steps", newest, self.p_int("skip_steps"))
+
+    def _cost(self, found: list[list[Hit]], medians: pd.DataFrame) -> float | None:
+        """The time the job waited for its stragglers: in each window of a finding, the
+        straggler's median excess over its peers' times its steps (the worst straggler
+        of a window only: the others wait for the slowest once)."""
+        if not found:
+            return None
+        lost: dict[int, float] = {}
+        for run in found:
+            rank_s, metric = run[0].key.split("|")
+            for hit in run:
+                table = medians.xs(hit.win, level="win")
+                mine = table.loc[int(rank_s)]
+                peers = float(table.drop(index=int(rank_s))[metric].median())
+                cost = max(float(mine[metric]) - peers, 0.0) * int(mine["n"])
+                lost[hit.win] = max(lost.get(hit.win, 0.0), cost)
+        return sum(lost.values())
 
     def _steps(self, steps: pd.DataFrame) -> pd.DataFrame:
         if not len(steps):

@@ -117,10 +117,29 @@
 
   async function loadRules() {
     try {
-      const rules = (await api(`${base()}/rules`)).rules;
+      const answer = await api(`${base()}/rules`), rules = answer.rules;
       $("rules").tBodies[0].replaceChildren(...rules.flatMap(ruleRows));
       $("rules-empty").hidden = rules.length > 0;
+      renderDiagnosis(answer);
     } catch (err) { setConn(false, err.message); }
+  }
+
+  /* The problems ranked by the time they cost (the report's Diagnosis, same words);
+   * "evidence" jumps the charts to the worst finding, or shows the rule's row. */
+  function renderDiagnosis(answer) {
+    $("diagnosis-summary").textContent = (answer.diagnosis_checks || {}).summary || "";
+    $("diagnosis").replaceChildren(...(answer.diagnosis || []).map((e) => h("li", {className: "diag-entry"},
+      h("div", {className: "diag-msg", textContent: e.message}),
+      e.recommendation ? h("div", {className: "diag-fix", textContent: "Fix: " + e.recommendation}) : null,
+      h("div", {className: "muted"}, h("button", {type: "button", className: "jump evidence",
+        textContent: "evidence: " + e.rule, onclick: () => evidence(e)}),
+        h("span", {textContent: ` ${e.evidence.findings} finding(s)`})))));
+  }
+
+  function evidence(e) {
+    const ev = e.evidence;
+    if (ev.start !== null && ev.start !== undefined) jump(e.rule, Object.assign({severity: e.severity}, ev));
+    else $("rules-panel").scrollIntoView({behavior: "instant", block: "start"});
   }
 
   function ruleRows(r) {

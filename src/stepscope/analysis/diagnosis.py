@@ -1,0 +1,238 @@
+"""The diagnosis: a job's rule verdicts as one ranked answer to "why is it slow".
+
+:func:`diagnose_verdicts` ranks the problems found (rules whose status, or
+provisional verdict, is ``IssuesFound``) by the job time they cost
+(``cost_seconds``, estimated by each rule), most costly first; problems whose
+rule cannot tell its cost follow, most severe first. With no problem it says
+what was checked (rules that judged datapoints) and what could not be
+(``NotApplicable``, ``Error``, with their reasons): never "no problem found" on
+nothing. It reads the verdicts as ``rules/*.json`` holds them (docs/format.md),
+so ``stepscope show``, the report and the dashboard give the same answer;
+``stepscope.rules.diagnose`` takes :class:`~stepscope.rules.RuleResult` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from stepscope.analysis.diagnosis_text import (
+    CheckJson,
+    ChecksJson,
+    EntryJson,
+    EvidenceJson,
+    duration_text,
+    label,
+    percent_text,
+)
+from stepscope.analysis.report_data import finite
+from stepscope.jobfolder import FindingJson, JobJson, RuleVerdict
+
+ISSUE = "IssuesFound"
+
+
+def rule_anchor(name: str) -> str:
+    """The id of a rule's section in the report (``rule-DataLoading``)."""
+    return "rule-" + "".join(c if c.isalnum() else "-" for c in name)
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What the diagnosis needs of the job besides its verdicts (None: unknown).
+
+    ``wall_seconds`` is the job's duration so far (end, or now, minus start);
+    ``step_seconds`` the time its first rank spent in training steps.
+    """
+
+    wall_seconds: float | None = None
+    step_seconds: float | None = None
+
+
+def job_facts(meta: JobJson, steps: pd.DataFrame, now: float) -> JobFacts:
+    """The facts of a job from its ``job.json`` and its steps frame (any ranks)."""
+    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
+    wall = None if start is None else (end if end is not None else now) - start
+    train = steps[steps["phase"] == "train"] if len(steps) else steps
+    if not len(train):
+        return JobFacts(wall, None)
+    first = train[train["rank"] == train["rank"].min()]
+    return JobFacts(wall, float(first["duration"].sum()))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where to look: the rule's report section, its findings, the worst one's place."""
+
+    anchor: str
+    findings: int = 0
+    steps: tuple[int, int] | None = None
+    start: float | None = None
+    end: float | None = None
+    node: str | None = None
+    rank: int | None = None
+
+    def to_dict(self) -> EvidenceJson:
+        steps = list(self.steps) if self.steps is not None else None
+        return {"anchor": self.anchor, "findings": self.findings, "steps": steps,
+                "start": self.start, "end": self.end,
+                "node": self.node, "rank": self.rank}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DiagnosisEntry:
+    """One problem: its rule, what it cost the job, what was found, the fix, the evidence.
+
+    ``cost_share`` is ``cost_seconds`` over the job's wall time (0-1; None when
+    either is unknown).
+    """
+
+    rule: str
+    status: str
+    cost_seconds: float | None
+    cost_share: float | None
+    severity: float
+    message: str
+    recommendation: str
+    evidence: Evidence
+
+    def to_dict(self) -> EntryJson:
+        return {"rule": self.rule, "status": self.status, "cost_seconds": self.cost_seconds,
+                "cost_share": self.cost_share, "severity": self.severity,
+                "message": self.message, "recommendation": self.recommendation,
+                "evidence": self.evidence.to_dict()}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Check:
+    """A rule that judged the job (``reason`` None) or could not (the reason)."""
+
+    rule: str
+    datapoints: int
+    reason: str | None = None
+
+    def to_dict(self) -> CheckJson:
+        return {"rule": self.rule, "datapoints": self.datapoints, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The ranked problems, the rules that found none, and those that could not judge."""
+
+    entries: tuple[DiagnosisEntry, ...] = ()
+    checked: tuple[Check, ...] = ()
+    not_checked: tuple[Check, ...] = ()
+    facts: JobFacts = field(default_factory=JobFacts)
+
+    @property
+    def summary(self) -> str:
+        """One line: how many problems, or what was checked when none was found."""
+        wall = self.facts.wall_seconds
+        job = f"this {duration_text(wall)} job" if wall is not None else "this job"
+        if self.entries:
+            n = len(self.entries)
+            costed = any(e.cost_seconds is not None for e in self.entries)
+            order = "most costly first" if costed else "most severe first (no cost known)"
+            return f"{n} problem{'s' if n > 1 else ''} found in {job}, {order}"
+        if not self.checked:
+            return "nothing checked yet: " + (self._why_not() or "no rule results in this job")
+        done = ", ".join(
+            f"{c.rule} ({c.datapoints} datapoint{'s' if c.datapoints != 1 else ''})"
+            for c in self.checked
+        )
+        text = f"no problem found in {job}: checked {done}"
+        return text + (f"; not checked: {self._why_not()}" if self.not_checked else "")
+
+    def _why_not(self) -> str:
+        """The rules not checked, grouped by reason (on a CPU-only job most share one)."""
+        by_reason: dict[str, list[str]] = {}
+        for c in self.not_checked:
+            by_reason.setdefault(str(c.reason), []).append(c.rule)
+        return ", ".join(f"{', '.join(rules)} ({why})" for why, rules in by_reason.items())
+
+    def to_list(self) -> list[EntryJson]:
+        """The entries as JSON objects (``show --json``'s ``diagnosis``)."""
+        return [e.to_dict() for e in self.entries]
+
+    def checks(self) -> ChecksJson:
+        """The summary and what was and was not checked (``diagnosis_checks``)."""
+        return {"summary": self.summary, "problems": len(self.entries),
+                "checked": [c.to_dict() for c in self.checked],
+                "not_checked": [c.to_dict() for c in self.not_checked]}  # fmt: skip
+
+
+def _worst(findings: list[FindingJson]) -> FindingJson | None:
+    return max(findings, key=lambda f: finite(f.get("severity")) or 0.0, default=None)
+
+
+def _evidence(rule: str, findings: list[FindingJson]) -> Evidence:
+    worst = _worst(findings)
+    spans = [f.get("steps") for f in findings]
+    steps = [s for s in spans if isinstance(s, list | tuple) and len(s) == 2]
+    span = (int(min(s[0] for s in steps)), int(max(s[1] for s in steps))) if steps else None
+    if worst is None:
+        return Evidence(rule_anchor(rule), 0, span)
+    rank = worst.get("rank")
+    return Evidence(rule_anchor(rule), len(findings), span, finite(worst.get("start")),
+                    finite(worst.get("end")), worst.get("node"),
+                    int(rank) if isinstance(rank, int | float) else None)  # fmt: skip
+
+
+def _entry(v: RuleVerdict, facts: JobFacts) -> DiagnosisEntry:
+    rule = str(v.get("rule") or "")
+    findings = [f for f in v.get("findings") or [] if isinstance(f, Mapping)]
+    worst = _worst(findings)
+    cost = finite(v.get("cost_seconds"))
+    wall = facts.wall_seconds
+    share = min(1.0, max(0.0, cost / wall)) if cost is not None and wall else None
+    what = str(worst.get("message") if worst else v.get("message") or "")
+    if len(findings) > 1:
+        what += f" (and {len(findings) - 1} more)"
+    if cost is None:
+        message = f"{label(rule)} (cost unknown): {what}"
+    else:
+        of = f" of {'this ' + duration_text(wall) + ' job' if wall else 'the job'}"
+        pct = f" ({percent_text(share)})" if share is not None else ""
+        message = f"{label(rule)}: about {duration_text(cost)}{of}{pct}; {what}"
+    fix = str(v.get("recommendation") or (worst.get("recommendation") if worst else "") or "")
+    severity = max((finite(f.get("severity")) or 0.0 for f in findings), default=0.0)
+    return DiagnosisEntry(rule, str(v.get("status")), cost, share, severity, message, fix,
+                          _evidence(rule, findings))  # fmt: skip
+
+
+def _check(v: RuleVerdict) -> Check:
+    rule, status = str(v.get("rule") or ""), str(v.get("verdict") or v.get("status"))
+    points = int(finite(v.get("datapoints")) or 0)
+    if status == "Error":
+        return Check(rule, points, f"error: {v.get('reason') or v.get('message')}")
+    if status == "NotApplicable" or not points:
+        return Check(rule, points, str(v.get("reason") or v.get("message") or "no datapoints"))
+    return Check(rule, points)
+
+
+def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagnosis:
+    """The diagnosis of a job from its rule verdicts (``rules/*.json`` dicts) and facts.
+
+    Problems are ranked by ``cost_seconds`` (most first; ties by severity, then
+    rule name), those without a cost after, by severity.
+    """
+    entries: list[DiagnosisEntry] = []
+    checked: list[Check] = []
+    not_checked: list[Check] = []
+    for v in verdicts:
+        if ISSUE in (v.get("status"), v.get("verdict")):
+            entries.append(_entry(v, facts))
+        else:
+            c = _check(v)
+            (checked if c.reason is None else not_checked).append(c)
+
+    def key(e: DiagnosisEntry) -> tuple[bool, float, float, str]:
+        return e.cost_seconds is None, -(e.cost_seconds or 0.0), -e.severity, e.rule
+
+    return Diagnosis(
+        tuple(sorted(entries, key=key)),
+        tuple(sorted(checked, key=lambda c: c.rule)),
+        tuple(sorted(not_checked, key=lambda c: c.rule)),
+        facts,
+    )
