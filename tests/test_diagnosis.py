@@ -209,7 +209,7 @@ def test_show_opens_with_the_diagnosis_of_a_starving_job(
     assert lines[0] == "diagnosis  2 problems found in this 27 s job, most costly first"
     assert lines[1] == (
         "  1. waiting for data: about 18 s of this 27 s job (68%); rank 0 waited for data 90% "
-        "of its step time (> 35%) in steps 1-59"
+        "(> 35%) of its step time in steps 1-59"
     )
     assert lines[2].startswith("     fix: Feed the loop faster: DataLoader(num_workers=N)")
     assert lines[3].startswith("  2. slow steps")

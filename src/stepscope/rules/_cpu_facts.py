@@ -1,5 +1,5 @@
 """What the CPU rules share: the ranks' thread and DataLoader facts, typical steps,
-medians of samples, and a node rule whose result carries ``cost_seconds``.
+and medians of samples.
 
 The facts come from the agent's ``threads`` and ``dataloader`` events (docs/format.md);
 a job without them (an older agent, a loop without torch) leaves the rules that need
@@ -15,10 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
-from stepscope.rules._types import RuleResult, Status
 
 STALL_FACTOR = 3.0  # a step over 3x its rank's median is a stall (StepOutlier's), not typical
 COMPUTE = ("forward", "backward", "optimizer")
@@ -115,21 +113,3 @@ def skip_steps(default: int) -> Param:
 
 def min_steps(default: int = 20) -> Param:
     return Param("min_steps", default, "fewest typical training steps to judge", int, minimum=1)
-
-
-@dataclass
-class CostPart(Part):
-    """A node's part with the job seconds its findings cost (None: unknown)."""
-
-    cost: float | None = None
-
-
-class CostedNodeRule(NodeRule):
-    """A node rule whose result carries ``cost_seconds``: the largest cost of its parts."""
-
-    def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
-        result = super().combine(parts, data)
-        costs = [p.cost for p in parts if isinstance(p, CostPart) and p.cost is not None]
-        if result.status is not Status.ISSUES_FOUND or not costs:
-            return result
-        return replace(result, cost_seconds=max(costs))

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from stepscope.rules._base import Part
+from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import (
-    CostedNodeRule,
-    CostPart,
     RankFacts,
     min_steps,
     node_cores,
@@ -29,7 +27,7 @@ from stepscope.rules._types import Finding
 from stepscope.rules._windows import severity
 
 
-class DataLoaderWorkers(CostedNodeRule):
+class DataLoaderWorkers(NodeRule):
     name = "DataLoaderWorkers"
     description = (
         "Training steps wait for data while the DataLoader has no workers, or while its "
@@ -64,7 +62,7 @@ class DataLoaderWorkers(CostedNodeRule):
             if finding is not None:
                 findings.append(finding)
                 costs.append(float(rows["data_wait"].sum()))
-        return CostPart(findings, len(findings), len(steps), cost=max(costs, default=None))
+        return Part(findings, len(findings), len(steps), cost_seconds=max(costs, default=None))
 
     def _judge(
         self, data: RuleInput, rank: int, rows: pd.DataFrame, facts: RankFacts, workers: int

@@ -13,15 +13,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from stepscope.rules._base import Part
-from stepscope.rules._cpu_facts import CostedNodeRule, CostPart, min_steps, skip_steps, train_steps
+from stepscope.rules._base import NodeRule, Part
+from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, severity
 
 
-class PythonOverhead(CostedNodeRule):
+class PythonOverhead(NodeRule):
     name = "PythonOverhead"
     description = (
         "Training steps spend a large median share of their time outside data wait, forward, "
@@ -66,7 +66,7 @@ class PythonOverhead(CostedNodeRule):
             cost = self._cost(rows)
             costs[run[0].key] = costs.get(run[0].key, 0.0) + cost
             findings.append(self._finding(rows, cost))
-        return CostPart(findings, len(hits), judged, cost=max(costs.values(), default=None))
+        return Part(findings, len(hits), judged, cost_seconds=max(costs.values(), default=None))
 
     @staticmethod
     def _medians(rows: pd.DataFrame) -> tuple[float, float]:
