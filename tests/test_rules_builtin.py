@@ -220,6 +220,18 @@ def test_data_loading(tmp_path: Path) -> None:
     silent(judge(tmp_path / "good", "DataLoading"))
 
 
+def test_data_loading_ignores_a_large_share_of_a_tiny_wait(tmp_path: Path) -> None:
+    # 30% of 0.4 ms steps waits 0.12 ms per step: below min_wait_s, nothing to gain.
+    store = rd.new_job(tmp_path / "tiny")
+    rd.write_steps(store, rd.steps_frame(100, duration=0.0004, data_wait=0.00012, forward=0.0001))
+    res = judge(tmp_path / "tiny", "DataLoading", min_wait_s=0.002)
+    silent(res)
+    # The same share of a wait above min_wait_s fires, with the same parameters.
+    store = rd.new_job(tmp_path / "slow")
+    rd.write_steps(store, rd.steps_frame(100, duration=0.04, data_wait=0.012, forward=0.01))
+    fires(judge(tmp_path / "slow", "DataLoading", min_wait_s=0.002))
+
+
 def test_max_initialization_time(tmp_path: Path) -> None:
     for name, first in (("slow", 30.0), ("fast", 2.0)):
         store = rd.new_job(tmp_path / name)
