@@ -101,6 +101,7 @@ class Rule:
         message: str = "",
         reason: str | None = None,
         details: Mapping[str, object] | None = None,
+        cost_seconds: float | None = None,
     ) -> RuleResult:
         """A result of this rule with its name, parameters and description filled in."""
         found = tuple(sorted(findings, key=lambda f: (-f.severity, f.start or 0.0)))
@@ -117,6 +118,7 @@ class Rule:
             reason=reason,
             updated=data.now,
             details=dict(details or {}),
+            cost_seconds=cost_seconds,
         )
 
     def not_applicable(self, data: RuleInput, reason: str) -> RuleResult:
@@ -126,13 +128,18 @@ class Rule:
 
 @dataclass
 class Part:
-    """What a :class:`NodeRule` found on one node, before the nodes are combined."""
+    """What a :class:`NodeRule` found on one node, before the nodes are combined.
+
+    ``cost_seconds`` is the job time this node's findings cost (``None``: unknown);
+    the result's ``cost_seconds`` combines the nodes' with :meth:`NodeRule.cost`.
+    """
 
     findings: list[Finding] = field(default_factory=list)
     triggers: int = 0
     datapoints: int = 0
     details: JsonObject = field(default_factory=dict)
     na_reason: str | None = None
+    cost_seconds: float | None = None
 
 
 class NodeRule(Rule):
@@ -149,6 +156,12 @@ class NodeRule(Rule):
     def tolerated(self) -> int:
         """Triggers allowed before the status becomes ``IssuesFound``."""
         return 0
+
+    def cost(self, parts: list[Part]) -> float | None:
+        """The job time the findings of all nodes cost: by default the worst node's,
+        since the nodes of a job run side by side; ``None`` when no node knows."""
+        known = [p.cost_seconds for p in parts if p.cost_seconds is not None]
+        return max(known) if known else None
 
     def evaluate(self, data: RuleInput) -> RuleResult:
         parts = [self.check(data.for_node(node)) for node in data.node_names()]
@@ -176,6 +189,7 @@ class NodeRule(Rule):
             datapoints=datapoints,
             message=message,
             details=details,
+            cost_seconds=self.cost(judged),
         )
 
     def summarize(

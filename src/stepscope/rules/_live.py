@@ -125,7 +125,13 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
         triggers=triggers,
         datapoints=datapoints,
         message=message,
+        cost_seconds=_add(committed.cost_seconds, current.cost_seconds),
     )
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    """The cost of committed chunks plus the buffer's (they hold different rows)."""
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
 
 
 def _status(triggers: int, tolerated: int, datapoints: int, *results: RuleResult) -> Status:
