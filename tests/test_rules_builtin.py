@@ -187,7 +187,10 @@ def test_step_outlier_fires_on_stalls_and_reports_each_once(tmp_path: Path) -> N
     res = judge(tmp_path / "bad", "StepOutlier", **params)
     fires(res)
     assert sorted(f.steps for f in res.findings) == [(50, 50), (120, 120)]
-    silent(judge(tmp_path / "good", "StepOutlier", **params))
+    assert res.cost_seconds == pytest.approx(2 * 2.8, abs=0.05)  # each stall's excess
+    quiet = judge(tmp_path / "good", "StepOutlier", **params)
+    silent(quiet)
+    assert quiet.cost_seconds == 0.0
 
 
 def test_step_outlier_ignores_first_and_profiled_steps(tmp_path: Path) -> None:

@@ -69,6 +69,7 @@ def test_live_outlier_is_reported_once_and_stops_the_job(tmp_path: Path) -> None
     for _ in range(3):
         (res,) = runner.scan()
     assert res.verdict is Status.ISSUES_FOUND and [f.steps for f in res.findings] == [(150, 150)]
+    assert res.cost_seconds == pytest.approx(4.8, abs=0.05)  # the stall's excess, once
     stops = store.list("control", suffix=".json")
     assert len(stops) == 1
     assert store.read_json(stops[0])["by"] == "rule:StepOutlier"

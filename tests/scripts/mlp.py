@@ -1,6 +1,7 @@
 """A small, deterministic CPU training script used by the tests.
 
 Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
+       [--stall-every K]
        [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N] [--workers W]
 It prints one JSON line at the end with what it did, for the tests to compare.
 """
@@ -38,6 +39,7 @@ def main() -> None:
     p.add_argument("--accum", type=int, default=1)
     p.add_argument("--stall-at", type=int, default=-1)
     p.add_argument("--stall-s", type=float, default=0.0)
+    p.add_argument("--stall-every", type=int, default=0)  # also stall steps K, 2K, ...
     p.add_argument("--sleep-before", type=float, default=0.0)
     p.add_argument("--sleep-after", type=float, default=0.0)
     p.add_argument("--slow-data", type=float, default=0.0)
@@ -62,7 +64,7 @@ def main() -> None:
             loss.backward()
             if (i + 1) % a.accum:
                 continue
-            if steps == a.stall_at:
+            if steps == a.stall_at or (a.stall_every and steps and steps % a.stall_every == 0):
                 time.sleep(a.stall_s)
             if a.step_sleep:
                 time.sleep(a.step_sleep)

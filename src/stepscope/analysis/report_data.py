@@ -2,7 +2,7 @@
 
 The report (``stepscope.report``) only renders what these functions return:
 the job's lifecycle, quantiles of every system metric, steps aggregated over
-ranks with their outliers and histograms, and rule results ranked by severity.
+ranks with their histograms (outliers: :mod:`.outliers`), and rule results ranked by severity.
 The dashboard shows its rules and splits through the same functions.
 """
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 SPLIT = (*STEP_PARTS, "other")
 ID_COLUMNS = ("time", "node", "interval_ms")
-OUTLIER_SIGMAS = 3.0
 # Most severe first: the order of the rules' summary table.
 STATUS_ORDER = ("IssuesFound", "Error", "InProgress", "NoIssuesFound", "NotApplicable")
 
@@ -159,17 +158,6 @@ def per_step(steps: pd.DataFrame) -> pd.DataFrame:
     )
     out = out.join(g[list(SPLIT)].mean())
     return out.reset_index().sort_values("start", kind="stable").reset_index(drop=True)
-
-
-def outlier_threshold(
-    durations: pd.Series | npt.NDArray[np.float64], sigmas: float = OUTLIER_SIGMAS
-) -> float:
-    """Durations above mean + ``sigmas`` standard deviations are outliers (inf when too few)."""
-    values = np.asarray(durations, dtype=np.float64)
-    values = values[~np.isnan(values)]
-    if len(values) < 3:
-        return math.inf
-    return float(values.mean() + sigmas * values.std())
 
 
 def histogram(values: npt.NDArray[np.float64], bins: int = 40) -> Histogram:

@@ -7,48 +7,51 @@ import math
 import numpy as np
 import pandas as pd
 
-from stepscope.analysis.report_data import (
-    SPLIT,
-    histogram,
-    outlier_threshold,
-    per_step,
-    split_totals,
-)
+from stepscope.analysis.downsample import FloatArray
+from stepscope.analysis.outliers import Definition, judge_steps
+from stepscope.analysis.report_data import SPLIT, histogram, per_step, split_totals
 from stepscope.report._context import Context
 from stepscope.report._html import chart, fmt_duration, fmt_time, note, section, table
 
 TOP_OUTLIERS = 10
-LIMIT = "mean + 3\u03c3"
+LIMIT = "outlier limit (median around + stddev robust \u03c3)"
 
 
-def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
+def _marks(agg: pd.DataFrame, judged: pd.DataFrame) -> tuple[FloatArray, FloatArray]:
+    """Per aggregated step: whether a rank's step is an outlier, and the highest rank
+    limit (a slow outlier of the slowest rank lies above it). NaN: not judged."""
+    by_step = judged.groupby("step").agg(outlier=("outlier", "any"), limit=("limit", "max"))
+    found = by_step.reindex(agg["step"].to_numpy())
+    return found["outlier"].to_numpy(np.float64), found["limit"].to_numpy(np.float64)
+
+
+def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, judged: pd.DataFrame) -> str:
     dur = agg["duration"].to_numpy(np.float64)
     multi = int(agg["ranks"].max()) > 1
     series = {"slowest rank" if multi else "duration": dur}
     if multi:
         series["median rank"] = agg["median"].to_numpy(np.float64)
+    outlier, limit = _marks(agg, judged)
+    series[LIMIT] = limit
     # Outliers as their own point series: min/max downsampling keeps their exact values.
-    series["outliers"] = np.where(dur > threshold, dur, np.nan)
-    extra: dict[str, object] = {
-        "phase": phase,
-        "outlier_threshold": None if math.isinf(threshold) else threshold,
-    }
-    if not math.isinf(threshold):
-        extra["hlines"] = [{"value": threshold, "label": LIMIT}]
+    series["outliers"] = np.where(outlier == 1.0, dur, np.nan)
     chart_id = ctx.charts.add_timeseries(
-        f"{phase} step duration", agg["start"], series, "s", **extra
+        f"{phase} step duration", agg["start"], series, "s", phase=phase
     )
     series_specs = ctx.charts.specs[chart_id]["series"]  # the list _ts wrote, outliers last
     if isinstance(series_specs, list):
+        series_specs[-2].update(color="#999999")
         series_specs[-1].update(points=True, color="#d62728")
-    return chart(chart_id, "Each point is a step at its start time; red dots: outliers.")
+    return chart(
+        chart_id,
+        "Each point is a step at its start time; red dots: outliers (StepOutlier's "
+        "definition), grey: the outlier limit of the slowest rank.",
+    )
 
 
-def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str, threshold: float) -> str:
+def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str) -> str:
     hist = histogram(agg["duration"].to_numpy(np.float64))
     extra: dict[str, object] = {"phase": phase}
-    if not math.isinf(threshold) and threshold <= hist["edges"][-1]:
-        extra["markers"] = [{"x": threshold, "axis": "value", "label": LIMIT}]
     chart_id = ctx.charts.add_histogram(f"{phase} step duration histogram", hist, "s", **extra)
     n = hist["clipped"]
     clipped = f" {n} slower step{'s are' if n > 1 else ' is'} counted in the last bar." if n else ""
@@ -76,22 +79,34 @@ def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: st
     )
 
 
-def _outlier_table(rows: pd.DataFrame, threshold: float) -> str:
-    if math.isinf(threshold):
+def _outlier_table(judged: pd.DataFrame, definition: Definition) -> str:
+    if not len(judged):
         return note("Too few steps to look for outliers.")
-    slow = rows[rows["duration"] > threshold]
-    if slow.empty:
-        return note(f"No outliers: no step took longer than {fmt_duration(threshold)} ({LIMIT}).")
-    top = slow.nlargest(TOP_OUTLIERS, "duration")
+    found = judged[judged["outlier"].to_numpy()]
+    how = (
+        f"more than {definition.stddev:g} robust standard deviations and "
+        f"{fmt_duration(definition.min_excess_s)} from the median of the steps around it"
+    )
+    if found.empty:
+        return note(f"No outliers: no step of {len(judged)} judged took {how}.")
+    top = found.reindex(found["excess"].abs().sort_values(ascending=False).index)[:TOP_OUTLIERS]
     body = [
-        (int(r.step), int(r.rank), fmt_duration(r.duration), fmt_time(r.start))
+        (
+            int(r.step),
+            int(r.rank),
+            fmt_duration(r.duration),
+            fmt_duration(r.baseline),
+            fmt_duration(r.excess),
+            fmt_time(r.start),
+        )
         for r in top.itertuples()
     ]
     title = (
-        f"<p>{len(slow)} outlier steps took longer than {fmt_duration(threshold)} "
-        f"({LIMIT}); the slowest {len(top)}:</p>"
+        f"<p>{len(found)} outlier steps of {len(judged)} judged took {how}; "
+        f"the {len(top)} furthest:</p>"
     )
-    return title + table(["Step", "Rank", "Duration", "Started"], body, cls="num outliers")
+    head = ["Step", "Rank", "Duration", "Around it", "Excess", "Started"]
+    return title + table(head, body, cls="num outliers")
 
 
 def _stats_table(rows: pd.DataFrame) -> str:
@@ -104,12 +119,13 @@ def _stats_table(rows: pd.DataFrame) -> str:
 def phase_section(ctx: Context, phase: str, rows: pd.DataFrame) -> str:
     """One phase (train or eval): statistics, outliers and charts."""
     agg = per_step(rows)
-    threshold = outlier_threshold(agg["duration"])
+    definition = Definition.of_job(ctx.rules)
+    judged = judge_steps(rows, definition)
     body = (
         _stats_table(rows)
-        + _duration_chart(ctx, agg, phase, threshold)
-        + _histogram_chart(ctx, agg, phase, threshold)
-        + _outlier_table(rows, threshold)
+        + _duration_chart(ctx, agg, phase, judged)
+        + _histogram_chart(ctx, agg, phase)
+        + _outlier_table(judged, definition)
         + _split_charts(ctx, agg, rows, phase)
     )
     return section(f"steps-{phase}", f"{phase.capitalize()} steps", body, level=3)
@@ -122,7 +138,9 @@ def steps_section(ctx: Context) -> str:
     phases = sorted(ctx.steps["phase"].unique(), key=lambda p: (p != "train", p))
     parts = [phase_section(ctx, str(p), ctx.steps[ctx.steps["phase"] == p]) for p in phases]
     intro = note(
-        "With several ranks, a step's duration is the slowest rank's; outliers are "
-        "steps longer than the mean plus three standard deviations."
+        "With several ranks, a step's duration is the slowest rank's. Outliers are "
+        "StepOutlier's (with the job's parameters): a step further from the median of "
+        "the steps around it, of its rank, than stddev robust standard deviations "
+        "and min_excess_s (docs/rules.md)."
     )
     return section("steps", "Steps", intro + "".join(parts))

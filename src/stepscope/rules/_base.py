@@ -136,9 +136,8 @@ class Rule:
 class Part:
     """What a :class:`NodeRule` found on one node, before the nodes are combined.
 
-    ``cost_seconds`` is the job time the node's findings cost (None: unknown).
-    Nodes run side by side, so the job loses the wall time of its worst node:
-    :meth:`NodeRule.combine` keeps the largest of the nodes' costs, not their sum.
+    ``cost_seconds`` is the job time this node's findings cost (``None``: unknown);
+    the result's ``cost_seconds`` combines the nodes' with :meth:`NodeRule.cost`.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -170,6 +169,12 @@ class NodeRule(Rule):
         """Triggers allowed before the status becomes ``IssuesFound``."""
         return 0
 
+    def cost(self, parts: list[Part]) -> float | None:
+        """The job time the findings of all nodes cost: by default the worst node's,
+        since the nodes of a job run side by side; ``None`` when no node knows."""
+        known = [p.cost_seconds for p in parts if p.cost_seconds is not None]
+        return max(known) if known else None
+
     def evaluate(self, data: RuleInput) -> RuleResult:
         parts = [self.check(data.for_node(node)) for node in data.node_names()]
         return self.combine(parts, data)
@@ -188,7 +193,6 @@ class NodeRule(Rule):
             details.update(p.details)
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
         message = self.summarize(status, findings, triggers, datapoints, details)
-        costs = [p.cost_seconds for p in judged if p.cost_seconds is not None]
         return self.result(
             status,
             data,
@@ -197,7 +201,7 @@ class NodeRule(Rule):
             datapoints=datapoints,
             message=message,
             details=details,
-            cost_seconds=max(costs) if costs else None,
+            cost_seconds=self.cost(judged),
         )
 
     def summarize(

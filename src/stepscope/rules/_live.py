@@ -118,7 +118,6 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
     tolerated = rule.tolerated() if isinstance(rule, NodeRule) else 0
     status = _status(triggers, tolerated, datapoints, committed, current)
     message = f"{triggers} trigger(s) in {datapoints} datapoints so far; latest: {current.message}"
-    costs = [c for c in (committed.cost_seconds, current.cost_seconds) if c is not None]
     return replace(
         current,
         status=status,
@@ -126,8 +125,13 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
         triggers=triggers,
         datapoints=datapoints,
         message=message,
-        cost_seconds=sum(costs) if costs else None,  # chunks follow each other: costs add up
+        cost_seconds=_add(committed.cost_seconds, current.cost_seconds),
     )
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    """The cost of committed chunks plus the buffer's (they hold different rows)."""
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
 
 
 def _status(triggers: int, tolerated: int, datapoints: int, *results: RuleResult) -> Status:

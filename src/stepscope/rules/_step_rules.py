@@ -1,7 +1,8 @@
 """Rules on steps and events: StepOutlier, DataLoading, MaxInitializationTime.
 
 Step windows are aligned by step number (steps ``[k*w, (k+1)*w)`` of a rank and
-phase), so each step belongs to one window and is reported at most once.
+phase), so each step belongs to one window and is reported at most once; so are
+StepOutlier's blocks of neighbours (:mod:`stepscope.analysis.outliers`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from stepscope.analysis.downsample import FloatArray, IntArray
+from stepscope.analysis import outliers as out
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
@@ -18,50 +19,29 @@ from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, severity
 
-MIN_STEPS = 3
-STD_FLOOR = 0.01  # a spread below 1% of the mean is treated as 1%: no outliers from jitter
-
 
 def skip_steps(default: int) -> Param:
     return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
 
 
-def outliers(durations: FloatArray, k: float, min_excess: float = 0.0) -> IntArray:
-    """Indices of values more than ``k`` standard deviations (and ``min_excess``) from
-    the others' mean.
-
-    Each value is compared with the mean and standard deviation of the values
-    not yet flagged other than itself (leave-one-out), repeated until nothing
-    new is flagged, so that one huge stall cannot hide itself or another one.
-    """
-    flagged = np.zeros(len(durations), dtype=bool)
-    for _ in range(10):
-        keep = durations[~flagged]
-        n, s, q = len(keep), keep.sum(), (keep * keep).sum()
-        if n < MIN_STEPS:
-            break
-        inside = ~flagged
-        m = n - inside.astype(np.float64)  # leave the value itself out if it is kept
-        mean = (s - np.where(inside, durations, 0.0)) / m
-        var = (q - np.where(inside, durations**2, 0.0)) / m - mean**2
-        std = np.maximum(np.sqrt(np.maximum(var, 0.0)), STD_FLOOR * np.abs(mean))
-        excess = np.abs(durations - mean)
-        new = (excess > k * std) & (excess > min_excess) & ~flagged
-        if not new.any() or (flagged | new).sum() * 2 > len(durations):
-            break  # never call most steps outliers: the window has no typical step then
-        flagged |= new
-    return np.flatnonzero(flagged)
-
-
 class StepOutlier(NodeRule):
+    """Steps much slower (or faster) than their neighbours: :mod:`stepscope.analysis.outliers`."""
+
     name = "StepOutlier"
-    description = "Steps much slower (or faster) than the others of their rank and phase."
+    description = (
+        "Steps much slower (or faster) than the steps around them of their rank and phase."
+    )
     recommendation = (
         "Look at what happened during the outlier steps: checkpointing, evaluation, "
         "garbage collection, a data-loader stall, or another job on the machine."
     )
     params = (
-        Param("stddev", 5, "multiple of the standard deviation that makes a step an outlier"),
+        Param(
+            "stddev",
+            out.Definition.stddev,
+            "multiple of the robust standard deviation (1.4826 MAD) that makes a step an outlier",
+            minimum=1.0,
+        ),
         Param(
             "mode",
             "both",
@@ -70,9 +50,15 @@ class StepOutlier(NodeRule):
             choices=("train", "eval", "both"),
         ),
         Param("n_outliers", 10, "outliers tolerated before the rule fires", int),
-        Param("min_excess_s", 0.1, "least distance from the mean for an outlier, seconds"),
-        skip_steps(10),
-        window(1000, "steps"),
+        Param("min_excess_s", out.Definition.min_excess_s, "least distance from the baseline, s"),
+        skip_steps(out.Definition.skip_steps),
+        Param(
+            "window",
+            out.Definition.window,
+            "steps around a step whose median is its baseline",
+            int,
+            minimum=5,
+        ),
     )
 
     def tolerated(self) -> int:
@@ -82,20 +68,15 @@ class StepOutlier(NodeRule):
         steps = data.steps
         if self.p_str("mode") != "both" and len(steps):
             steps = steps[steps["phase"] == self.p_str("mode")]
-        if len(steps):
-            steps = steps[
-                (steps["step"] >= self.p_int("skip_steps")) & ~steps["profiled"].fillna(False)
-            ]
-        if not len(steps):
+        judged = self.judge(steps) if len(steps) else steps
+        if not len(judged):
             return Part(na_reason=self._waiting(data.steps))
-        findings = []
-        for rows in self._groups(steps):
-            d = steps["duration"].to_numpy(np.float64)[rows]
-            found = outliers(d, float(self.p_float("stddev")), float(self.p_float("min_excess_s")))
-            typical = np.delete(d, found)
-            for i in found:
-                findings.append(self._finding(steps.iloc[rows[i]], float(d[i]), typical))
-        return Part(findings, len(findings), len(steps))
+        flagged = judged[judged["outlier"].to_numpy()]
+        columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
+        findings = [self._finding(*row) for row in zip(*(flagged[c] for c in columns), strict=True)]
+        # The ranks of a job run side by side: the slowest rank's loss is the job's.
+        cost = max(out.cost_by_rank(judged).values(), default=0.0)
+        return Part(findings, len(findings), len(judged), cost_seconds=cost)
 
     def _waiting(self, steps: pd.DataFrame) -> str:
         """What is true when nothing is judged: no steps, only skipped or profiled ones."""
@@ -108,32 +89,46 @@ class StepOutlier(NodeRule):
         newest = int(steps["step"].max()) if len(steps) else None
         return waiting_reason(what, newest, self.p_int("skip_steps"))
 
-    def _groups(self, steps: pd.DataFrame) -> list[IntArray]:
-        """The positions of the steps of each (rank, phase, window), in groupby order."""
-        phase, _ = pd.factorize(steps["phase"], sort=True)
-        rows = np.flatnonzero(phase >= 0)  # groupby leaves out a missing phase
-        win = steps["step"].to_numpy()[rows] // self.p_int("window")
-        g = Groups(steps["rank"].to_numpy()[rows], phase[rows], win)
-        return np.split(rows[g.order], g.offsets[1:])
+    def judge(self, steps: pd.DataFrame) -> pd.DataFrame:
+        """``steps`` judged by :func:`stepscope.analysis.outliers.judge_steps` with this
+        rule's parameters."""
+        definition = out.Definition(
+            stddev=float(self.p_float("stddev")),
+            min_excess_s=float(self.p_float("min_excess_s")),
+            window=self.p_int("window"),
+            skip_steps=self.p_int("skip_steps"),
+        )
+        return out.judge_steps(steps, definition)
 
-    def _finding(self, row: pd.Series, d: float, typical: FloatArray) -> Finding:
-        mean, std = float(typical.mean()), float(typical.std())
-        std = max(std, STD_FLOOR * abs(mean))
-        k = float(self.p_float("stddev"))
-        z = abs(d - mean) / std if std > 0 else k
-        rank, step, phase = int(row["rank"]), int(row["step"]), str(row["phase"])
+    def _finding(
+        self,
+        phase: str,
+        step: int,
+        rank: int,
+        node: str,
+        start: float,
+        end: float,
+        d: float,
+        excess: float,
+        sigma: float,
+    ) -> Finding:
+        base, k = d - excess, float(self.p_float("stddev"))
+        margin = max(k * sigma, float(self.p_float("min_excess_s")))
+        z = abs(excess) / sigma
+        side = "more" if excess > 0 else "less"
         return Finding(
-            f"{phase} step {step} of rank {rank} took {d:.3f} s, {z:.1f} standard "
-            f"deviations from the mean of {mean:.3f} s",
+            f"{phase} step {step} of rank {rank} took {d:.3f} s, {abs(excess):.3f} s {side} "
+            f"than the median of the steps around it ({base:.3f} s; {z:.1f} robust "
+            f"standard deviations of {sigma:.3f} s)",
             self.recommendation,
             severity(z, k, 4 * k),
-            node=str(row["node"]),
-            rank=rank,
-            start=float(row["start"]),
-            end=float(row["end"]),
-            steps=(step, step),
-            value=d,
-            threshold=mean + k * std,
+            node=str(node),
+            rank=int(rank),
+            start=float(start),
+            end=float(end),
+            steps=(int(step), int(step)),
+            value=float(d),
+            threshold=base + margin if excess > 0 else base - margin,
         )
 
 
