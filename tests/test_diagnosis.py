@@ -272,3 +272,27 @@ def test_the_report_opens_with_the_diagnosis_escaped_and_linked(tmp_path: Path) 
     assert 'id="rule-StepOutlier"' in page  # the link's target
     assert "slow steps: about 12 s of this" in section
     assert '<a href="#diagnosis">Diagnosis</a>' in page
+
+
+@pytest.mark.process
+def test_show_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    """`stepscope show JOB | head -1`: the reader closes the pipe; no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    job_dir = rejudged(tmp_path, "starving")
+    code = "import sys; from stepscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "show", str(job_dir)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr == ""

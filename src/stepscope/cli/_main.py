@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -162,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ModuleNotFoundError as exc:
         return _missing_extra(exc)
+    except BrokenPipeError:  # `stepscope show JOB | head`: the reader has what it wanted
+        # Python would report the pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # the shell's code for a process ended by SIGPIPE
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> int:
