@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -23,6 +24,7 @@ from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.store import Store
 
 TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
+Version = tuple[int, int]
 ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}
 
 
@@ -43,11 +45,15 @@ class StreamReader:
     # One thread: the live runner reads beside a training that owns the cores.
     con: duckdb.DuckDBPyConnection = field(default_factory=_one_thread_connection)
     streams: set[str] = field(default_factory=set)  # folders known to be streams
+    # Local stores: (size, mtime) of the segments read, per stream (its tail only). A
+    # scan every few seconds finds many unchanged since the last (events, idle ranks):
+    # a stat each spares them a query.
+    versions: dict[str, dict[str, Version]] = field(default_factory=dict)
     columns: str = "*"  # the columns read (a DuckDB select list)
 
     def read_new(self) -> pd.DataFrame | None:
         """New rows of every stream of this kind, read in one query."""
-        keys, owner = self._new_keys()
+        keys, owner, versions = self._new_keys()
         if not keys:
             return None
         col = TIME_COLUMNS[self.kind]
@@ -63,6 +69,7 @@ class StreamReader:
             columns=self.columns,
         )
         self.files_read += len(keys)
+        self.versions.update(versions)  # read: unchanged from now on until rewritten
         if frame is None or not len(frame):
             return None
         prefixes = frame.pop("filename").map(owner)
@@ -80,9 +87,10 @@ class StreamReader:
         self.streams.update(p for p in found if p not in self.streams and self.store.isdir(p))
         return [p for p in found if p in self.streams]
 
-    def _new_keys(self) -> tuple[list[str], dict[str, str]]:
-        """Segments at or after the newest seen, per stream; full path -> stream."""
-        keys, owner = [], {}
+    def _new_keys(self) -> tuple[list[str], dict[str, str], dict[str, dict[str, Version]]]:
+        """Segments at or after the newest seen that changed since read, per stream;
+        full path -> stream; each stream's tail with its versions."""
+        keys, owner, versions = [], {}, {}
         for prefix in self.prefixes():
             last = self.last_key.get(prefix, "").rpartition("/")[2]
             # One flat listing of names (no stat per file): segments are direct children,
@@ -92,9 +100,22 @@ class StreamReader:
             new = [f"{prefix}/{n}" for n in tail if n.endswith(".parquet")]
             if new:
                 self.last_key[prefix] = new[-1]
+            if self.store.is_local:
+                seen = self.versions.get(prefix, {})
+                versions[prefix] = {k: _version(self.store.path(k)) for k in new}
+                new = [k for k in new if seen.get(k) != versions[prefix][k]]
             owner.update({self.store.path(k): prefix for k in new})
             keys += new
-        return keys, owner
+        return keys, owner, versions
+
+
+def _version(path: str) -> Version:
+    """(size, mtime) of a segment: a writer replaces it whole, so a new flush changes it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:  # gone since the listing: read it (as before) and fail there
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
 
 
 def readers(store: Store, rules: Sequence[Rule]) -> dict[str, StreamReader]:
