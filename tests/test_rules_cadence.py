@@ -9,7 +9,9 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pytest
 
@@ -17,7 +19,7 @@ import rules_data as rd
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
 from stepscope.jobfolder import STEPS_SCHEMA
-from stepscope.rules import build_rules
+from stepscope.rules import _live, build_rules
 from stepscope.rules._schedule import CPU_SHARE, next_delay
 from stepscope.rules.runner import POLL_S, Runner
 from stepscope.store import SegmentWriter
@@ -119,6 +121,33 @@ def test_new_steps_after_a_quiet_scan_are_read(tmp_path: Path) -> None:
     append_steps(store, 100, 100, T0 + 21, stall=150)
     (res,) = runner.scan()
     assert res.datapoints == 190 and [f.steps for f in res.findings] == [(150, 150)]
+
+
+def test_a_read_racing_a_flush_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment replaced while DuckDB reads it fails the query once; the runner (it
+    died of it before, scanning every 2 s) reads again and loses nothing."""
+    store = live_job(tmp_path / "j", [], T0)
+    runner = Runner(stepscope.open(str(tmp_path / "j")), build_rules([{"name": "StepOutlier"}]),
+                    clock=lambda: T0 + 100)  # fmt: skip
+    append_steps(store, 0, 100, T0 + 1, stall=50)
+    real, calls = _live.read_segments, []
+
+    def racing(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise duckdb.Error("TProtocolException: Exceeded size limit")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(_live, "read_segments", racing)
+    (res,) = runner.scan()
+    assert res.datapoints == 90 and [f.steps for f in res.findings] == [(50, 50)]
+    monkeypatch.setattr(_live, "read_segments", lambda *a, **k: (_ for _ in ()).throw(
+        duckdb.Error("broken")))  # fmt: skip
+    append_steps(store, 100, 10, T0 + 30)
+    with pytest.raises(duckdb.Error):
+        runner.scan()  # a file that stays unreadable is an error, not a silent gap
 
 
 CONFIG = '[[rules]]\nname = "StepOutlier"\nparameters = { n_outliers = 3, min_excess_s = 1.0 }\n'

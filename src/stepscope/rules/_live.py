@@ -25,6 +25,7 @@ from stepscope.store import Store
 
 TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
 Version = tuple[int, int]
+READ_ATTEMPTS = 3
 ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}
 
 
@@ -58,16 +59,7 @@ class StreamReader:
             return None
         col = TIME_COLUMNS[self.kind]
         low = min(self.watermark.get(p, -math.inf) for p in set(owner.values()))
-        frame = read_segments(
-            self.store,
-            keys,
-            f'"{col}" > ?',
-            [low],
-            ORDER[self.kind],
-            self.con,
-            filename=True,
-            columns=self.columns,
-        )
+        frame = self._read(keys, f'"{col}" > ?', [low])
         self.files_read += len(keys)
         self.versions.update(versions)  # read: unchanged from now on until rewritten
         if frame is None or not len(frame):
@@ -80,6 +72,24 @@ class StreamReader:
             self.watermark[str(prefix)] = float(newest)
         self.rows_read += len(frame)
         return frame if len(frame) else None
+
+    def _read(self, keys: list[str], where: str, params: list[object]) -> pd.DataFrame | None:
+        """The query, again if a writer replaced a segment while DuckDB read it.
+
+        DuckDB reads a file's footer when it plans the query and opens the file
+        again to run it: a flush between the two (one every 2 s per stream) gives
+        the new file with the old footer (``TProtocolException``: "Invalid data",
+        "Exceeded size limit"; 6% of reads racing a writer that replaces the file
+        every 10 ms). A second read sees one version throughout; a third failure is real.
+        """
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return read_segments(self.store, keys, where, params, ORDER[self.kind],
+                                     self.con, filename=True, columns=self.columns)  # fmt: skip
+            except duckdb.Error:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+        return None  # not reached: the last attempt returns or raises
 
     def prefixes(self) -> list[str]:
         """The streams of this kind: one folder each (each new name checked once)."""
