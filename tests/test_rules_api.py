@@ -54,7 +54,7 @@ def test_result_round_trips_through_json() -> None:
 def test_parameters_are_validated_and_converted() -> None:
     rule = CPUBottleneck(cpu_threshold="90", patience=5.0)
     assert rule.p("cpu_threshold") == 90.0 and rule.p("patience") == 5
-    assert rule.p("scan_interval_us") == 60_000_000
+    assert rule.p("scan_interval_us") == 2_000_000
     with pytest.raises(RuleConfigError, match="Valid parameters: cpu_threshold, gpu_threshold"):
         CPUBottleneck(cpu_treshold=90)
     with pytest.raises(RuleConfigError, match="expected a float"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -23,6 +24,8 @@ from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.store import Store
 
 TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
+Version = tuple[int, int]
+READ_ATTEMPTS = 3
 ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}
 
 
@@ -43,26 +46,22 @@ class StreamReader:
     # One thread: the live runner reads beside a training that owns the cores.
     con: duckdb.DuckDBPyConnection = field(default_factory=_one_thread_connection)
     streams: set[str] = field(default_factory=set)  # folders known to be streams
+    # Local stores: (size, mtime) of the segments read, per stream (its tail only). A
+    # scan every few seconds finds many unchanged since the last (events, idle ranks):
+    # a stat each spares them a query.
+    versions: dict[str, dict[str, Version]] = field(default_factory=dict)
     columns: str = "*"  # the columns read (a DuckDB select list)
 
     def read_new(self) -> pd.DataFrame | None:
         """New rows of every stream of this kind, read in one query."""
-        keys, owner = self._new_keys()
+        keys, owner, versions = self._new_keys()
         if not keys:
             return None
         col = TIME_COLUMNS[self.kind]
         low = min(self.watermark.get(p, -math.inf) for p in set(owner.values()))
-        frame = read_segments(
-            self.store,
-            keys,
-            f'"{col}" > ?',
-            [low],
-            ORDER[self.kind],
-            self.con,
-            filename=True,
-            columns=self.columns,
-        )
+        frame = self._read(keys, f'"{col}" > ?', [low])
         self.files_read += len(keys)
+        self.versions.update(versions)  # read: unchanged from now on until rewritten
         if frame is None or not len(frame):
             return None
         prefixes = frame.pop("filename").map(owner)
@@ -74,15 +73,34 @@ class StreamReader:
         self.rows_read += len(frame)
         return frame if len(frame) else None
 
+    def _read(self, keys: list[str], where: str, params: list[object]) -> pd.DataFrame | None:
+        """The query, again if a writer replaced a segment while DuckDB read it.
+
+        DuckDB reads a file's footer when it plans the query and opens the file
+        again to run it: a flush between the two (one every 2 s per stream) gives
+        the new file with the old footer (``TProtocolException``: "Invalid data",
+        "Exceeded size limit"; 6% of reads racing a writer that replaces the file
+        every 10 ms). A second read sees one version throughout; a third failure is real.
+        """
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                return read_segments(self.store, keys, where, params, ORDER[self.kind],
+                                     self.con, filename=True, columns=self.columns)  # fmt: skip
+            except duckdb.Error:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+        return None  # not reached: the last attempt returns or raises
+
     def prefixes(self) -> list[str]:
         """The streams of this kind: one folder each (each new name checked once)."""
         found = [f"{self.kind}/{name}" for name in list_names(self.store, self.kind)]
         self.streams.update(p for p in found if p not in self.streams and self.store.isdir(p))
         return [p for p in found if p in self.streams]
 
-    def _new_keys(self) -> tuple[list[str], dict[str, str]]:
-        """Segments at or after the newest seen, per stream; full path -> stream."""
-        keys, owner = [], {}
+    def _new_keys(self) -> tuple[list[str], dict[str, str], dict[str, dict[str, Version]]]:
+        """Segments at or after the newest seen that changed since read, per stream;
+        full path -> stream; each stream's tail with its versions."""
+        keys, owner, versions = [], {}, {}
         for prefix in self.prefixes():
             last = self.last_key.get(prefix, "").rpartition("/")[2]
             # One flat listing of names (no stat per file): segments are direct children,
@@ -92,9 +110,22 @@ class StreamReader:
             new = [f"{prefix}/{n}" for n in tail if n.endswith(".parquet")]
             if new:
                 self.last_key[prefix] = new[-1]
+            if self.store.is_local:
+                seen = self.versions.get(prefix, {})
+                versions[prefix] = {k: _version(self.store.path(k)) for k in new}
+                new = [k for k in new if seen.get(k) != versions[prefix][k]]
             owner.update({self.store.path(k): prefix for k in new})
             keys += new
-        return keys, owner
+        return keys, owner, versions
+
+
+def _version(path: str) -> Version:
+    """(size, mtime) of a segment: a writer replaces it whole, so a new flush changes it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:  # gone since the listing: read it (as before) and fail there
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
 
 
 def readers(store: Store, rules: Sequence[Rule]) -> dict[str, StreamReader]:

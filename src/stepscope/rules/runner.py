@@ -7,11 +7,11 @@ job folder, writes each rule's running verdict to ``rules/<Rule>.json`` (status
 complete evaluation and writes the final statuses. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
 
-Cadence: a fresh job is scanned after 10 s, then at doubling intervals up to the
-shortest ``scan_interval_us`` of the rules (60 s by default), so short jobs get
-early verdicts and long ones cost one cheap scan a minute. A scan costs CPU the
-training may need (~0.1 s for a small job): nothing is judged before there is
-something to judge.
+Cadence (``_schedule``): a scan every ``period`` seconds, the shortest
+``scan_interval_us`` of the rules (2 s by default, at least the store's
+``min_interval_s``), from the start on: a finding shows a period or less after
+the flush that completes its evidence. The next scan waits longer only when a
+scan costs more CPU than ``_schedule.CPU_SHARE`` of the node allows.
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input, job_rules
 from stepscope.rules._live import readers, worst
 from stepscope.rules._registry import RuleSpec
+from stepscope.rules._schedule import next_delay, node_cores
 from stepscope.rules._types import RuleResult, Status
 from stepscope.store import Store, open_store
 
-FIRST_SCAN_S = 10.0
-POLL_S = 0.5
+POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
+DEFAULT_S = 2.0  # the period of a rule set without rules (none to judge)
+MIN_PERIOD_S = 0.1
 
 
 def write_results(store: Store, results: Sequence[RuleResult]) -> None:
@@ -59,11 +61,18 @@ class Runner:
         self.readers = readers(job.store, self.rules)
         self.stopped: set[str] = set()
         self.scans = 0
+        self.cores = node_cores()
+        # What run() waits and measures with (tests drive it with a fake clock).
+        self.sleep: Callable[[float], None] = time.sleep
+        self.cpu: Callable[[], float] = time.process_time
         self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
         self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
 
-    def scan_interval(self) -> float:
-        return min((r.p_int("scan_interval_us") / 1e6 for r in self.rules), default=60.0)
+    def period(self) -> float:
+        """Seconds between scans: the shortest ``scan_interval_us``, at least the
+        store's ``min_interval_s`` (object stores bill each listing)."""
+        given = min((r.p_int("scan_interval_us") / 1e6 for r in self.rules), default=DEFAULT_S)
+        return max(given, self.job.store.min_interval_s, MIN_PERIOD_S)
 
     def scan(self) -> list[RuleResult]:
         """Read what is new, judge the buffer, write the running verdicts, act."""
@@ -116,14 +125,15 @@ class Runner:
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely."""
-        wait, next_scan = FIRST_SCAN_S, self.clock() + FIRST_SCAN_S
+        period = self.period()
+        next_scan = self.clock() + period
         parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
         while not self.job_over(parent):
             if self.clock() >= next_scan:
+                began, cpu = self.clock(), self.cpu()
                 self.scan()
-                wait = min(wait * 2, max(self.scan_interval(), 0.1))
-                next_scan = self.clock() + wait
-            time.sleep(POLL_S)
+                next_scan = began + next_delay(period, self.cpu() - cpu, self.cores)
+            self.sleep(max(0.0, min(POLL_S, next_scan - self.clock())))
         if parent is not None:
             parent.close()
         return self.final()

@@ -235,7 +235,7 @@
       await loadDetail();
       every(CHART_MS, loadCharts);
       every(DETAIL_MS, loadDetail);
-      every(DETAIL_MS * 2, loadRules);
+      every(DETAIL_MS, loadRules);  // a finding within seconds (cached by file signature)
     },
     leave() { S.gen++; S.timers.forEach(clearTimeout); S.timers = []; S.name = null; },
   };
