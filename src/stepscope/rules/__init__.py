@@ -11,11 +11,11 @@ from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
 from stepscope.rules._input import RuleInput
-from stepscope.rules._loader_rules import DataLoaderWorkers
+from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._params import Param, ParamValue
 from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
-from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
+from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from stepscope.rules._thread_rules import CPUBoundThreads

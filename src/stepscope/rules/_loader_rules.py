@@ -1,14 +1,16 @@
-"""DataLoaderWorkers: the loop waits for data because its DataLoader has too few workers.
+"""Waiting for data: DataLoading (that a rank waits) and DataLoaderWorkers (why).
 
-DataLoading (``_step_rules``) says *that* a rank waits for data; this rule says
-*why*, from the DataLoader's settings (the agent's ``dataloader`` events) and the
-CPU of the workers (``proc_cpu - proc_cpu_main``, docs/format.md): no workers at
-all, or workers each busy near a whole core (saturated). Waiting with idle workers
-(slow storage, a lock) is left to DataLoading and IOBottleneck.
+DataLoading judges windows of steps aligned by step number (steps ``[k*w, (k+1)*w)``
+of a rank), so each step is reported at most once. DataLoaderWorkers says *why*,
+from the DataLoader's settings (the agent's ``dataloader`` events) and the CPU of
+the workers (``proc_cpu - proc_cpu_main``, docs/format.md): no workers at all, or
+workers each busy near a whole core (saturated). Waiting with idle workers (slow
+storage, a lock) is left to DataLoading and IOBottleneck.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from stepscope.rules._base import NodeRule, Part
@@ -22,9 +24,11 @@ from stepscope.rules._cpu_facts import (
     train_steps,
 )
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param
+from stepscope.rules._params import Param, window
+from stepscope.rules._reduce import Groups
+from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import severity
+from stepscope.rules._windows import Hit, runs, severity
 
 
 class DataLoaderWorkers(NodeRule):
@@ -104,6 +108,94 @@ class DataLoaderWorkers(NodeRule):
         return Finding(
             f"rank {rank} waited for data {share:.0f}% of its step time (> {threshold:g}%, "
             f"{wait:.1f} s in steps {first}-{last}) {what}; {fix}",
+            self.recommendation,
+            severity(share, threshold, 100.0),
+            node=str(rows["node"].iloc[0]),
+            rank=rank,
+            start=float(rows["start"].min()),
+            end=float(rows["end"].max()),
+            steps=(first, last),
+            value=share,
+            threshold=threshold,
+        )
+
+
+WAIT_ALLOWANCE = 0.05  # share of step time a well-fed loop still waits (DataLoading's cost)
+
+
+class DataLoading(NodeRule):
+    name = "DataLoading"
+    description = "Training steps spend a large share of their time waiting for the next batch."
+    recommendation = (
+        "Feed the loop faster: DataLoader(num_workers=N) with N up to the free CPU cores, "
+        "pin_memory=True on GPU, a larger prefetch_factor, persistent_workers=True, and "
+        "cheaper transforms or pre-processed data."
+    )
+    params = (
+        Param("threshold", 20, "share of step time in data_wait that fires the rule, %"),
+        Param("min_wait_s", 0.002, "least mean data wait per step that fires the rule, seconds"),
+        Param("min_steps", 10, "fewest steps in a window for it to be judged", int, minimum=1),
+        skip_steps(1),
+        window(1000, "steps"),
+    )
+
+    def check(self, data: RuleInput) -> Part:
+        train = data.steps[data.steps["phase"] == "train"] if len(data.steps) else data.steps
+        steps = train[train["step"] >= self.p_int("skip_steps")] if len(train) else train
+        if not len(steps):
+            newest = int(train["step"].max()) if len(train) else None
+            return Part(
+                na_reason=waiting_reason("training steps", newest, self.p_int("skip_steps"))
+            )
+        table = self._windows(steps)
+        n = table["n"].to_numpy()
+        judged = n >= self.p_int("min_steps")
+        if not judged.any():
+            return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
+        wait, total = table["wait"].to_numpy()[judged], table["total"].to_numpy()[judged]
+        share = wait / np.where(total > 0, total, np.nan) * 100.0  # in the sums' dtype
+        share = np.where(np.isnan(share), 0.0, share)
+        # A large share of a tiny wait (0.1 ms of a 0.4 ms step) costs nothing worth a finding.
+        per_step = wait / n[judged]
+        fired = (share > self.p_float("threshold")) & (per_step >= self.p_float("min_wait_s"))
+        if not fired.any():  # the usual case: no DataFrame work
+            return Part([], 0, int(n[judged].sum()))
+        rows = table[judged][fired].assign(share=share[fired])
+        hits = [Hit(str(r), int(w), 0.0, 0.0, 0.0) for r, w in rows.index]
+        findings = [
+            self._finding(rows.loc[[(int(run[0].key), h.win) for h in run]]) for run in runs(hits)
+        ]
+        # Cost: the firing windows' wait above the allowance, of the worst rank of the node.
+        excess = (rows["wait"] - WAIT_ALLOWANCE * rows["total"]).clip(lower=0.0)
+        cost = float(excess.groupby(level=0).sum().max())
+        return Part(findings, len(rows), int(n[judged].sum()), cost_seconds=cost)
+
+    def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:
+        """Per (rank, window): data wait and step time, steps, span and node."""
+        win = steps["step"] // self.p_int("window")
+        # pandas' float32 sums (compensated), as ever; the rest with numpy (cheaper).
+        sums = steps.groupby([steps["rank"], win])[["data_wait", "duration"]].sum()
+        g = Groups(steps["rank"].to_numpy(), win.to_numpy())
+        step = steps["step"].to_numpy()
+        columns = {
+            "wait": sums["data_wait"].to_numpy(),
+            "total": sums["duration"].to_numpy(),
+            "n": g.counts,
+            "start": g.min(steps["start"].to_numpy()),
+            "end": g.max(steps["end"].to_numpy()),
+            "first": g.min(step),
+            "last": g.max(step),
+            "node": g.first(steps["node"].to_numpy()),
+        }
+        return pd.DataFrame(columns, index=sums.index)
+
+    def _finding(self, rows: pd.DataFrame) -> Finding:
+        share, threshold = float(rows["share"].max()), float(self.p_float("threshold"))
+        rank = int(rows.index[0][0])
+        first, last = int(rows["first"].min()), int(rows["last"].max())
+        return Finding(
+            f"rank {rank} waited for data {versus(share, threshold, '%')} of its step time "
+            f"in steps {first}-{last}",
             self.recommendation,
             severity(share, threshold, 100.0),
             node=str(rows["node"].iloc[0]),

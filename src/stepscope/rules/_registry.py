@@ -21,9 +21,9 @@ from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
-from stepscope.rules._loader_rules import DataLoaderWorkers
+from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
 from stepscope.rules._overhead_rules import PythonOverhead
-from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
+from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from stepscope.rules._thread_rules import CPUBoundThreads
