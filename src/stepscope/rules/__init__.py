@@ -10,6 +10,7 @@ from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, ParamValue
 from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
@@ -30,10 +31,12 @@ __all__ = [
     "Finding",
     "GPUIdleBetweenSteps",
     "GPUMemoryIncrease",
+    "HostContention",
     "IOBottleneck",
     "LoadBalancing",
     "LowGPUUtilization",
     "MaxInitializationTime",
+    "MemoryPressure",
     "NodeRule",
     "OverallFrameworkMetrics",
     "OverallSystemUsage",

@@ -21,6 +21,7 @@ from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._step_rules import DataLoading, MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
@@ -35,10 +36,12 @@ BUILTIN: dict[str, type[Rule]] = {
         DataLoading,
         GPUIdleBetweenSteps,
         GPUMemoryIncrease,
+        HostContention,
         IOBottleneck,
         LoadBalancing,
         LowGPUUtilization,
         MaxInitializationTime,
+        MemoryPressure,
         OverallFrameworkMetrics,
         OverallSystemUsage,
         StepOutlier,

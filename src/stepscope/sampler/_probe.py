@@ -41,6 +41,7 @@ from stepscope.sampler._encoding import rows_to_batches as rows_to_batches
 from stepscope.sampler._encoding import schema_for as schema_for
 from stepscope.sampler._encoding import validate_interval_ms as validate_interval_ms
 from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._pressure import PressureProbe
 
 _LOOPBACK = ("lo", "lo0")
 
@@ -71,6 +72,7 @@ class SystemProbe:
     def __init__(self, watch_pid: int | None = None, gpus: Gpus | None = None) -> None:
         self.gpus = gpus
         self.processes = ProcessTree(watch_pid)
+        self.pressure = PressureProbe()
         self._prev: _Reading | None = None
 
     def read(self, mono: float) -> Row:
@@ -87,6 +89,7 @@ class SystemProbe:
         row |= {"disk_read_bps": disk_r, "disk_write_bps": disk_w}
         row |= {"net_rx_bps": net_rx, "net_tx_bps": net_tx}
         row["proc_cpu"], row["proc_rss"] = self.processes.read(dt if prev else None)
+        row |= self.pressure.read(prev.cpus if prev and dt > 0 else None, cur.cpus, dt)
         if self.gpus is not None:
             self.gpus.sample(row)
         return row
