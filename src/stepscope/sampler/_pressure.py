@@ -9,8 +9,10 @@ virtual machines) take CPU the job needs, and whether the node swaps:
 * ``swap_used`` and ``swap_in_bps``/``swap_out_bps``: bytes in swap, and bytes read
   from and written to it per second over the interval.
 
-On Linux these are a few small procfs reads (~20 µs per sample, BENCHMARKS.md);
-elsewhere psutil gives swap and no run queue (null).
+The memory columns (``mem_used``, ``mem_percent``) come from the same read of
+/proc/meminfo as ``swap_used``: one read where psutil would make it twice. /proc/vmstat
+(swap in/out) is read only while the node has swap: without any, both rates are 0.
+Elsewhere psutil gives memory and swap, and the run queue is null.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class PressureProbe:
-    """Reads the pressure counters; :meth:`read` gives the columns since the last read."""
+    """Reads the memory and pressure counters; :meth:`read` gives the columns."""
 
     def __init__(self) -> None:
-        self._swap: tuple[float, float, float] | None = None  # used, in, out (cumulative)
+        self._swapped: tuple[float, float] | None = None  # bytes in, out (cumulative)
 
     def read(
         self,
@@ -37,14 +39,15 @@ class PressureProbe:
         cpus: Sequence[Iterable[float]],
         dt: float,
     ) -> Row:
-        """The pressure columns; rates (steal, swap in/out) are null on the first read."""
-        row: Row = {"cpu_steal": steal_percent(prev_cpus, cpus), "run_queue": run_queue()}
-        prev, self._swap = self._swap, read_swap()
-        row["swap_used"] = self._swap[0]
+        """Memory and pressure columns; rates (steal, swap in/out) are null the first time."""
+        row = memory_columns()
+        row |= {"cpu_steal": steal_percent(prev_cpus, cpus), "run_queue": run_queue()}
+        prev, self._swapped = self._swapped, swapped(row["swap_total"] != 0)
+        del row["swap_total"]
         if prev is None or dt <= 0:
             return row | {"swap_in_bps": None, "swap_out_bps": None}
-        row["swap_in_bps"] = max(self._swap[1] - prev[1], 0.0) / dt  # a reset: no negative rate
-        row["swap_out_bps"] = max(self._swap[2] - prev[2], 0.0) / dt
+        row["swap_in_bps"] = max(self._swapped[0] - prev[0], 0.0) / dt  # a reset: not negative
+        row["swap_out_bps"] = max(self._swapped[1] - prev[1], 0.0) / dt
         return row
 
 
@@ -67,36 +70,53 @@ def _total(times: Iterable[float]) -> float:
 
 
 def run_queue() -> int | None:
-    """Runnable tasks now, from ``procs_running`` of /proc/stat, less the sampler itself."""
+    """Runnable tasks now (the 4th field of /proc/loadavg, ``running/total``, the same
+    count as ``procs_running`` of /proc/stat, in a smaller file), less the sampler."""
     try:
-        with open("/proc/stat", "rb") as f:
-            text = f.read()
-    except OSError:
+        with open("/proc/loadavg", "rb") as f:
+            running = f.read().split()[3].split(b"/")[0]
+    except (OSError, IndexError):
         return None  # not Linux
-    at = text.find(b"\nprocs_running ")
-    if at < 0:
-        return None
-    return max(int(text[at + 15 : text.index(b"\n", at + 1)]) - 1, 0)
+    return max(int(running) - 1, 0)
 
 
-def read_swap() -> tuple[float, float, float]:
-    """(bytes in swap, bytes swapped in, bytes swapped out) since boot."""
+def memory_columns() -> Row:
+    """``mem_used`` (total - available), ``mem_percent``, ``swap_used``; and
+    ``swap_total`` for :class:`PressureProbe` (bytes)."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            info = f.read()
+    except OSError:
+        info = b""
+    total, available = _field(info, b"MemTotal:"), _field(info, b"MemAvailable:")
+    if not total or available is None:  # not Linux, or a kernel before 3.14: psutil computes it
+        mem, swap = psutil.virtual_memory(), psutil.swap_memory()
+        used = float(mem.total - mem.available)
+        return {"mem_used": used, "mem_percent": float(mem.percent),
+                "swap_used": float(swap.used), "swap_total": float(swap.total)}  # fmt: skip
+    swap_total, swap_free = _field(info, b"SwapTotal:") or 0.0, _field(info, b"SwapFree:") or 0.0
+    used = (total - available) * 1024.0  # meminfo counts kB
+    return {"mem_used": used, "mem_percent": round(100.0 * (total - available) / total, 1),
+            "swap_used": (swap_total - swap_free) * 1024.0, "swap_total": swap_total}  # fmt: skip
+
+
+def swapped(has_swap: bool) -> tuple[float, float]:
+    """(bytes swapped in, bytes swapped out) since boot; (0, 0) without swap: the
+    counters cannot move, and /proc/vmstat is the dearest file read per sample."""
+    if not has_swap:
+        return 0.0, 0.0
     try:
         with open("/proc/vmstat", "rb") as f:
             vmstat = f.read()
-        with open("/proc/meminfo", "rb") as f:
-            meminfo = f.read()
     except OSError:
         swap = psutil.swap_memory()
-        return float(swap.used), float(swap.sin), float(swap.sout)
-    total, free = _field(meminfo, b"SwapTotal:"), _field(meminfo, b"SwapFree:")
-    used = (total - free) * 1024.0  # meminfo counts kB
-    return used, _field(vmstat, b"pswpin ") * _PAGE, _field(vmstat, b"pswpout ") * _PAGE
+        return float(swap.sin), float(swap.sout)
+    return (_field(vmstat, b"pswpin ") or 0.0) * _PAGE, (_field(vmstat, b"pswpout ") or 0.0) * _PAGE
 
 
-def _field(text: bytes, name: bytes) -> float:
-    """The number after ``name`` at the start of a line of a procfs file (0 if absent)."""
-    at = text.find(b"\n" + name)
-    if at < 0:
-        return 0.0
-    return float(text[at + 1 + len(name) :].split(None, 1)[0])
+def _field(text: bytes, name: bytes) -> float | None:
+    """The number after ``name`` at the start of a line of a procfs file (None if absent)."""
+    at = 0 if text.startswith(name) else text.find(b"\n" + name) + 1
+    if at == 0 and not text.startswith(name):
+        return None
+    return float(text[at + len(name) :].split(None, 1)[0])
