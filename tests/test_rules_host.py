@@ -160,3 +160,15 @@ def test_live_scans_name_the_other_processes(tmp_path: Path) -> None:
     (res,) = Runner(job, specs, clock=lambda: rd.T0 + N * 0.5).scan()
     assert res.verdict is Status.ISSUES_FOUND
     assert "pid 4242" in res.findings[0].message
+
+
+@pytest.mark.parametrize("name", ["healthy", "starving"])
+def test_recorded_jobs_of_an_older_sampler(name: str) -> None:
+    """Jobs recorded before the pressure columns and others/ (tests/data): read, and
+    judged NotApplicable, never as a quiet host."""
+    job = stepscope.open(str(Path(__file__).parent / "data" / name))
+    others = job.others()
+    assert not len(others) and list(others.columns) == OTHERS_SCHEMA.names
+    assert "run_queue" not in job.system()
+    (res,) = evaluate_job(job, [{"name": "HostContention"}])
+    assert res.status is Status.NOT_APPLICABLE and res.cost_seconds is None

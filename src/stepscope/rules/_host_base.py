@@ -99,15 +99,7 @@ class HostRule(SystemRule):
 
     def check(self, data: RuleInput) -> Part:
         node = data.node_names()[0] if data.node_names() else "this node"
-        missing = [
-            c for c in self.required if c not in data.system or not data.system[c].notna().any()
-        ]
-        if not len(data.system) or missing:
-            what = ", ".join(missing) or "system samples"
-            return Part(
-                na_reason=f"no {what} on {node} (a job sampled before stepscope recorded them)"
-            )
-        if (reason := self.unjudged(data)) is not None:
+        if (reason := self._missing(data, node) or self.unjudged(data)) is not None:
             return Part(na_reason=reason)
         framed = self.framed(data, [])
         if not len(framed):
@@ -121,6 +113,16 @@ class HostRule(SystemRule):
         mine: JsonObject = {"windows": len(w.ids), "fired": int(fired.sum())}
         mine |= {"cost_seconds": effect.cost if findings else None, **self.more_details(data)}
         return Part(findings, sum(len(r) for r in found), len(framed), {node: mine})
+
+    def _missing(self, data: RuleInput, node: str) -> str | None:
+        """What the node's samples lack to be judged (older jobs lack the new columns)."""
+        system = data.system
+        missing = [c for c in self.required if c not in system or not system[c].notna().any()]
+        if not len(system):
+            return f"no system samples on {node}"
+        if not missing:
+            return None
+        return f"no {', '.join(missing)} on {node} (a job sampled before stepscope recorded them)"
 
     def unjudged(self, data: RuleInput) -> str | None:
         """Why the node cannot be judged although its samples have the columns."""
