@@ -157,9 +157,17 @@ def test_live_scans_name_the_other_processes(tmp_path: Path) -> None:
     host_job(tmp_path / "live", contended=True)
     job = stepscope.open(str(tmp_path / "live"))
     specs = build_rules([{"name": "HostContention", "parameters": PARAMS}])
-    (res,) = Runner(job, specs, clock=lambda: rd.T0 + N * 0.5).scan()
+    now = rd.T0 + N * 0.5
+    runner = Runner(job, specs, clock=lambda: now)
+    (res,) = runner.scan()
     assert res.verdict is Status.ISSUES_FOUND
     assert "pid 4242" in res.findings[0].message
+    # Later, the chunks are committed and leave the buffer, others/ rows with them: a
+    # scan's cost does not grow with the job's age; the finding stays.
+    now = rd.T0 + 1000.0
+    (res,) = runner.scan()
+    assert not any(len(rows) for rows in runner.state.others.values())
+    assert res.verdict is Status.ISSUES_FOUND and "pid 4242" in res.findings[0].message
 
 
 @pytest.mark.parametrize("name", ["healthy", "starving"])
