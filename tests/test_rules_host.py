@@ -13,7 +13,14 @@ import pytest
 import rules_data as rd
 import stepscope
 from stepscope.jobfolder import OTHERS_SCHEMA
-from stepscope.rules import RuleResult, Status, build_rules, evaluate_job
+from stepscope.rules import (
+    HostContention,
+    MemoryPressure,
+    RuleResult,
+    Status,
+    build_rules,
+    evaluate_job,
+)
 from stepscope.rules.runner import Runner
 
 N = 240  # two minutes of samples at 500 ms, on a node of 4 cores (rd.node_info)
@@ -180,3 +187,11 @@ def test_recorded_jobs_of_an_older_sampler(name: str) -> None:
     assert "run_queue" not in job.system()
     (res,) = evaluate_job(job, [{"name": "HostContention"}])
     assert res.status is Status.NOT_APPLICABLE and res.cost_seconds is None
+
+
+@pytest.mark.parametrize("rule", [HostContention, MemoryPressure])
+def test_docs_list_every_parameter_with_its_default(rule: type[HostContention]) -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "rules.md").read_text()
+    (row,) = [line for line in doc.splitlines() if line.startswith(f"| **{rule.name}** |")]
+    for param in rule.params:
+        assert f"`{param.name}` ({param.default:g}" in row, param.name
