@@ -3,6 +3,7 @@ stays silent, with the same parameters and data judged, on its twin without it."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def others_frame(start: float, end: float, cpu: float = 180.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def host_job(path: Path, contended: bool, old: bool = False, **cols: np.ndarray) -> None:
+def host_job(path: Path, contended: bool, *, old: bool = False, **cols: np.ndarray) -> None:
     """A CPU job on 4 cores; ``contended``: from the middle on, other processes take 70%
     of the node (the job keeps 30%, run queue 7) and steps slow from 0.2 to 0.5 s."""
     store = rd.new_job(path, end=rd.T0 + N * 0.5)
@@ -109,7 +110,7 @@ def test_host_contention_names_the_others_and_costs_the_slow_steps(tmp_path: Pat
     assert finding.start is not None and finding.start >= rd.T0 + HALF * 0.5 - 10
     # ~118 steps of 0.5 s instead of 0.2 s: about 35 s lost
     assert res.cost_seconds == pytest.approx(0.3 * 118, rel=0.1)
-    assert res.details[rd.NODE]["top"][0]["pid"] == 4242
+    assert json.loads(json.dumps(res.details))[rd.NODE]["top"][0]["pid"] == 4242
 
 
 def test_host_contention_is_silent_when_the_job_itself_fills_the_node(tmp_path: Path) -> None:
