@@ -10,6 +10,9 @@
 (c) the probe alone with 8 fake GPUs (tests/fakes/pynvml.py): the Python cost of
     the GPU columns, without a driver's latency.
 
+(a) also times the scans of ``others/<node>/`` (every 3 s: every process of the host
+read, the busiest outside the job kept), printed below the table.
+
 "sample µs" is the median time of one sample (counters read into a row); "flush ms"
 the median time of one flush (rows -> Arrow -> Parquet, the segment rewritten whole).
 "bytes/value" is the Parquet bytes on disk divided by rows x metric columns (all
@@ -35,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow.parquet as pq
 
 from stepscope.sampler._nvml import Gpus, Row
@@ -66,6 +70,7 @@ def real_run(seconds: float) -> dict[str, Any]:
         sampler = Sampler(open_store(tmp), NODE, interval_ms=100, probe=probe)
         costs = timed(sampler, "sample")
         flushes = timed(sampler, "flush")
+        scans = timed_scan(sampler)
         timer = threading.Timer(seconds, sampler.stop)
         timer.start()
         sampler.run()
@@ -73,7 +78,24 @@ def real_run(seconds: float) -> dict[str, Any]:
         size, files = stored_bytes(folder)
         rows, values = stored_shape(folder)
     return {"rows": rows, "values": values, "sample_us": _median_us(costs),
-            "flush_ms": _median_us(flushes) / 1e3, "bytes": size, "files": files}  # fmt: skip
+            "flush_ms": _median_us(flushes) / 1e3, "bytes": size, "files": files,
+            "scan_ms": _median_us(scans) / 1e3, "scans": len(scans)}  # fmt: skip
+
+
+def timed_scan(sampler: Sampler) -> list[float]:
+    """Record the duration of each scan of the other processes."""
+    costs: list[float] = []
+    scanner = sampler.others.scanner
+    original = scanner.scan
+
+    def wrapper(mono: float) -> list[Row]:
+        t = time.perf_counter()
+        rows = original(mono)
+        costs.append(time.perf_counter() - t)
+        return rows
+
+    scanner.scan = wrapper  # type: ignore[method-assign]
+    return costs
 
 
 def timed(obj: Any, method: str) -> list[float]:
@@ -81,9 +103,9 @@ def timed(obj: Any, method: str) -> list[float]:
     costs: list[float] = []
     original = getattr(obj, method)
 
-    def wrapper() -> None:
+    def wrapper(*args: Any, **kwargs: Any) -> None:  # flush(final=True) at the end
         t = time.perf_counter()
-        original()
+        original(*args, **kwargs)
         costs.append(time.perf_counter() - t)
 
     setattr(obj, method, wrapper)
@@ -216,6 +238,9 @@ def main() -> None:
         "(c) probe with 8 fake GPUs": fake_gpu_probe(),
     }
     print(table(results))
+    real = next(iter(results.values()))
+    print(f"others/ scans: {real['scans']}, median {real['scan_ms']:.2f} ms "
+          f"({len(psutil.pids())} processes on this host)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ from stepscope.jobfolder import (
     EVENTS_SCHEMA,
     FORMAT_VERSION,
     HEARTBEAT_STALE_S,
-    SYSTEM_BASE_SCHEMA,
+    OTHERS_SCHEMA,
+    SYSTEM_SCHEMA,
     FaultJson,
     Heartbeat,
     JobMeta,
@@ -69,7 +70,8 @@ def test_documented_columns_are_the_schemas() -> None:
     templated = {"cpu<i>", "gpu<i>_util", "gpu<i>_mem_used", "gpu<i>_mem_total", "gpu<i>_mem_util"}
     templated |= {"gpu<i>_power_w", "gpu<i>_temp_c"}
     system = _table_names(_section("system/"))
-    assert system - templated == set(SYSTEM_BASE_SCHEMA.names)
+    assert system - templated == set(SYSTEM_SCHEMA.names)
+    assert _table_names(_section("others/")) == set(OTHERS_SCHEMA.names)
     steps = _table_names(_section("steps/")) | {"gpu_forward", "gpu_backward", "gpu_optimizer"}
     assert steps == set(AGENT_STEPS_SCHEMA.names)
     assert "`gpu_forward`, `gpu_backward`, `gpu_optimizer`" in _section("steps/")

@@ -49,13 +49,20 @@ BASE_TYPES = {
     "cpu": pa.float32(), "cpu_iowait": pa.float32(), "mem_used": pa.float64(),
     "mem_percent": pa.float32(), "disk_read_bps": pa.float64(), "disk_write_bps": pa.float64(),
     "net_rx_bps": pa.float64(), "net_tx_bps": pa.float64(), "proc_cpu": pa.float32(),
-    "proc_cpu_main": pa.float32(), "proc_rss": pa.float64(),
+    "proc_cpu_main": pa.float32(), "proc_rss": pa.float64(), "cpu_steal": pa.float32(),
+    "run_queue": pa.int32(),
+    "swap_used": pa.float64(), "swap_in_bps": pa.float64(), "swap_out_bps": pa.float64(),
+}  # fmt: skip
+OTHERS_TYPES = {
+    "time": pa.float64(), "node": pa.string(), "pid": pa.int32(), "name": pa.string(),
+    "command": pa.string(), "cpu": pa.float32(),
 }  # fmt: skip
 GPU_TYPES = {
     "util": pa.float32(), "mem_used": pa.float64(), "mem_total": pa.float64(),
     "mem_util": pa.float32(), "power_w": pa.float32(), "temp_c": pa.float32(),
 }  # fmt: skip
 RATES = ["cpu", "cpu_iowait", "disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps"]
+RATES += ["cpu_steal", "swap_in_bps", "swap_out_bps"]
 # Burns CPU in itself and in one child (so children count) for argv[1] seconds,
 # then prints its end time. The child also stops when its parent is gone.
 BURNER = """
@@ -240,7 +247,10 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     assert all(cols[name][0] is None for name in [*RATES, *cores, "proc_cpu"])
     for name in [*RATES, *cores, "proc_cpu", "mem_used", "mem_percent", "proc_rss"]:
         assert all(v is not None and v >= 0 for v in cols[name][1:]), name
-    for name in ["cpu", "cpu_iowait", "mem_percent", *cores]:
+    for name in ["run_queue", "swap_used"]:  # counts, not rates: in the first sample too
+        assert all(v is not None and v >= 0 for v in cols[name]), name
+    assert max(cols["run_queue"]) >= 1  # the burner runs (the sampler does not count itself)
+    for name in ["cpu", "cpu_iowait", "mem_percent", "cpu_steal", *cores]:
         assert max(cols[name][1:]) <= 100.0, name
     assert statistics.median(cols["proc_cpu"][1:]) > 20
     # the child runs a program of its own (argv differs): a main process, not a pool child
@@ -252,6 +262,38 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     assert facts["node"] == NODE and facts["interval_ms"] == 100
     assert facts["clock_offset_s"] == 0.0 and facts["mem_total"] > 0
     assert facts["boot_time"] < min(cols["time"])
+
+
+def read_others(job: Path) -> pa.Table | None:
+    files = sorted((job / "others" / NODE).glob("part-*.parquet"))
+    return pa.concat_tables([pq.read_table(f) for f in files]) if files else None
+
+
+@pytest.mark.process
+def test_sampler_process_names_busy_processes_outside_the_job(tmp_path: Path, procs: Procs) -> None:
+    """others/<node>/: a busy process outside the job is named; the job's own are not."""
+    job = tmp_path / "job"
+    busy = procs.start([sys.executable, "-c", "while True: pass"])
+    watched = procs.burner(60)  # the job: busy too, in itself and a child
+    sampler = procs.sampler(job, watched.pid)
+
+    def busy_named() -> pa.Table | None:
+        table = read_others(job)
+        return table if table is not None and busy.pid in table.column("pid").to_pylist() else None
+
+    table = wait_for(busy_named, "a row of the busy process in others/")
+    assert (stop(sampler)) == (0, "")
+    table = read_others(job)
+    assert table is not None
+    assert {f.name: f.type for f in table.schema} == OTHERS_TYPES
+    rows = table.to_pylist()
+    job_pids = {watched.pid, *(c.pid for c in _children(watched.pid))}
+    assert not job_pids & {r["pid"] for r in rows}
+    mine = [r for r in rows if r["pid"] == busy.pid]
+    assert mine[0]["name"].startswith("python") and "while True" in mine[0]["command"]
+    assert all(r["cpu"] >= 5.0 and r["node"] == NODE for r in rows)
+    times = sorted({r["time"] for r in rows})
+    assert len(rows) <= 5 * len(times)  # the top 5 at most per scan
 
 
 @pytest.mark.process

@@ -9,6 +9,7 @@ JOB_JSON = "job.json"
 HEARTBEAT = "heartbeat"
 NODES = "nodes"
 SYSTEM = "system"
+OTHERS = "others"
 STEPS = "steps"
 EVENTS = "events"
 FAULTS = "faults"
@@ -32,6 +33,7 @@ ENTRIES = (
     HEARTBEAT,
     NODES,
     SYSTEM,
+    OTHERS,
     STEPS,
     EVENTS,
     FAULTS,
@@ -69,6 +71,11 @@ def events_stream(rank: int) -> str:
 def system_stream(node: str) -> str:
     """``system/<node>``: the segments of one node's system samples."""
     return f"{SYSTEM}/{node}"
+
+
+def others_stream(node: str) -> str:
+    """``others/<node>``: the segments of one node's busiest processes outside the job."""
+    return f"{OTHERS}/{node}"
 
 
 def tensors_dir(rank: int) -> str:

@@ -64,5 +64,30 @@ SYSTEM_BASE_SCHEMA = pa.schema(
     ]
 )
 
+# Optional system columns of host contention and memory pressure: written by samplers
+# since issue 19, absent in older jobs, so no reader may require them (docs/format.md).
+SYSTEM_PRESSURE_SCHEMA = pa.schema(
+    [
+        pa.field("cpu_steal", pa.float32()),
+        pa.field("run_queue", pa.int32()),
+        pa.field("swap_used", pa.float64()),
+        pa.field("swap_in_bps", pa.float64()),
+        pa.field("swap_out_bps", pa.float64()),
+    ]
+)
+SYSTEM_SCHEMA = pa.schema([*SYSTEM_BASE_SCHEMA, *SYSTEM_PRESSURE_SCHEMA])
+
+# others/<node>/: the busiest processes of a node outside the job, every few seconds.
+OTHERS_SCHEMA = pa.schema(
+    [
+        pa.field("time", pa.float64()),
+        pa.field("node", pa.string()),
+        pa.field("pid", pa.int32()),
+        pa.field("name", pa.string()),
+        pa.field("command", pa.string()),
+        pa.field("cpu", pa.float32()),
+    ]
+)
+
 JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped")
 HEARTBEAT_STALE_S = 30.0

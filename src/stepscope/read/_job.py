@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from stepscope.jobfolder import (
     EVENTS_SCHEMA,
+    OTHERS_SCHEMA,
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
     JobJson,
@@ -115,7 +116,8 @@ class Job:
         return self._con.execute(sql, params).df()
 
     def sql(self, query: str, params: Sequence[object] = ()) -> pd.DataFrame:
-        """Run SQL over the views ``steps``, ``events`` and ``system`` of this job."""
+        """Run SQL over the views ``steps``, ``events``, ``system`` and ``others`` of this job."""
+        register_segments(self._con, self.store, "others", "others", OTHERS_SCHEMA)
         register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
         register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
         register_segments(self._con, self.store, "system", "system", SYSTEM_BASE_SCHEMA)
@@ -157,6 +159,18 @@ class Job:
         """System samples, wide (one row per node and sample), ordered by node, time."""
         where, params = where_clause("time", start, end, node=nodes)
         return self._query("system", SYSTEM_BASE_SCHEMA, where, params, "node, time")
+
+    def others(
+        self,
+        nodes: Sequence[str] | None = None,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> pd.DataFrame:
+        """The busiest processes outside the job (``others/<node>/``), ordered by node,
+        time, CPU (highest first): ``time``, ``node``, ``pid``, ``name``, ``command``,
+        ``cpu`` (% of one core). Empty for jobs older than the stream."""
+        where, params = where_clause("time", start, end, node=nodes)
+        return self._query("others", OTHERS_SCHEMA, where, params, "node, time, cpu DESC")
 
     def system_long(
         self,

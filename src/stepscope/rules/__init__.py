@@ -10,6 +10,7 @@ from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._input import RuleInput
 from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
 from stepscope.rules._overhead_rules import PythonOverhead
@@ -38,11 +39,13 @@ __all__ = [
     "Finding",
     "GPUIdleBetweenSteps",
     "GPUMemoryIncrease",
+    "HostContention",
     "IOBottleneck",
     "JobFacts",
     "LoadBalancing",
     "LowGPUUtilization",
     "MaxInitializationTime",
+    "MemoryPressure",
     "NodeRule",
     "OverallFrameworkMetrics",
     "OverallSystemUsage",

@@ -27,7 +27,13 @@ import pandas as pd
 
 from stepscope.rules._base import NodeRule, Rule
 from stepscope.rules._evaluate import _Evaluation
-from stepscope.rules._input import RuleInput, empty_events, empty_steps, empty_system
+from stepscope.rules._input import (
+    RuleInput,
+    empty_events,
+    empty_others,
+    empty_steps,
+    empty_system,
+)
 from stepscope.rules._live import merge
 from stepscope.rules._trend import extend
 from stepscope.rules._types import RuleResult, Status
@@ -75,6 +81,7 @@ class LiveState:
     chunk_s: float
     steps: Frames = field(default_factory=dict)
     system: Frames = field(default_factory=dict)
+    others: Frames = field(default_factory=dict)  # others/<node>/, chunked as system
     events: pd.DataFrame = field(default_factory=empty_events)
     first_steps: dict[int, float] = field(default_factory=dict)
     committed: dict[str, RuleResult] = field(default_factory=dict)
@@ -82,7 +89,7 @@ class LiveState:
     history: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
 
     def add(self, kind: str, frame: pd.DataFrame | None) -> None:
-        """Append new rows of ``kind`` (``steps``, ``system``, ``events``) to the buffer."""
+        """Append new rows of ``kind`` (``steps``, ``system``, ``events``, ``others``)."""
         if frame is None or not len(frame):
             return
         if kind == "events":
@@ -102,9 +109,10 @@ class LiveState:
         cut = origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
         old_steps, self.steps = _split(self.steps, "start", cut)
         old_system, self.system = _split(self.system, "time", cut)
+        old_others, self.others = _split(self.others, "time", cut)
         if not old_steps and not old_system:
             return
-        results = self._evaluate(old_steps, old_system, empty_events(), now)
+        results = self._evaluate(old_steps, old_system, empty_events(), now, old_others)
         for rule, res in zip(self.rules, results, strict=True):
             self.committed[rule.rule_name] = merge(rule, self.committed.get(rule.rule_name), res)
         self._summarize(old_steps, old_system, now)
@@ -125,7 +133,7 @@ class LiveState:
         """Every rule's running verdict (status ``InProgress``, ``verdict`` provisional)."""
         self.trim(now)
         events = self.events if len(self.events) else self.base.events
-        current = self._evaluate(self.steps, self.system, events, now, self.history)
+        current = self._evaluate(self.steps, self.system, events, now, self.others, self.history)
         out = []
         for rule, res in zip(self.rules, current, strict=True):
             total = merge(rule, self.committed.get(rule.rule_name), res)
@@ -138,6 +146,7 @@ class LiveState:
         system: Frames,
         events: pd.DataFrame,
         now: float,
+        others: Frames,
         history: dict[str, dict[str, pd.DataFrame]] | None = None,
     ) -> list[RuleResult]:
         """The rules over these frames: node by node (with the ``history`` of the
@@ -147,7 +156,10 @@ class LiveState:
         for node in _node_names(base, steps, system, events):
             data = self._node_input(base, node, steps, system, events)
             kept = {r: h[node] for r, h in (history or {}).items() if node in h}
-            ev.check_node(replace(data, history=kept) if kept else data)
+            mine = others.get(node)
+            if kept:
+                data = replace(data, history=kept)
+            ev.check_node(replace(data, others=mine) if mine is not None else data)
         wanted = {f for r in self.rules if not isinstance(r, NodeRule) for f in r.frames}
 
         def whole() -> RuleInput:
@@ -171,6 +183,7 @@ class LiveState:
             steps=steps[node] if len(steps.get(node, ())) else empty_steps(),
             system=system[node] if len(system.get(node, ())) else empty_system(),
             events=mine,
+            others=empty_others(),
             nodes={node: base.nodes[node]} if node in base.nodes else {},
             cache={},
         )

@@ -82,7 +82,7 @@ def list_names(store: Store, prefix: str) -> list[str]:
 
 def stream_node(store: Store, prefix: str) -> str | None:
     """The node that wrote the stream ``prefix`` (read from its first segment)."""
-    if prefix.startswith("system/"):
+    if prefix.startswith(("system/", "others/")):  # named after their node
         return prefix.split("/", 1)[1]
     keys = store.list(prefix, suffix=".parquet")
     if not keys:

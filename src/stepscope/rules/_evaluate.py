@@ -19,7 +19,13 @@ from stepscope.jobfolder import NodeInfo, as_node_info, read_meta
 from stepscope.read import Job
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._data import RULE_SYSTEM_COLUMNS, node_streams, read_streams
-from stepscope.rules._input import RuleInput, empty_events, empty_steps, empty_system
+from stepscope.rules._input import (
+    RuleInput,
+    empty_events,
+    empty_others,
+    empty_steps,
+    empty_system,
+)
 from stepscope.rules._registry import RuleSpec, build_rules
 from stepscope.rules._types import RuleResult, Status
 
@@ -108,6 +114,7 @@ def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
     """One RuleInput per node of ``job``, read one node at a time (bounded memory)."""
     store, con = job.store, duckdb.connect()
     system, steps = node_streams(store, "system"), node_streams(store, "steps")
+    others = node_streams(store, "others")
     for node in sorted(set(system) | set(steps) | set(base.nodes)):
         yield RuleInput(
             steps=_or(
@@ -118,6 +125,7 @@ def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
                 empty_system,
             ),
             events=base.events[base.events["node"] == node] if len(base.events) else base.events,
+            others=_or(read_streams(store, others.get(node, []), "time", con), empty_others),
             nodes={node: base.nodes[node]} if node in base.nodes else {},
             now=base.now,
             origin=base.origin,

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA, JobJson, NodeInfo
+from stepscope.jobfolder import (
+    EVENTS_SCHEMA,
+    OTHERS_SCHEMA,
+    STEPS_SCHEMA,
+    SYSTEM_BASE_SCHEMA,
+    JobJson,
+    NodeInfo,
+)
 
 if TYPE_CHECKING:
     from stepscope.read import Tensors
@@ -38,12 +45,18 @@ def empty_system() -> pd.DataFrame:
     return _empty(SYSTEM_BASE_SCHEMA).copy()
 
 
+def empty_others() -> pd.DataFrame:
+    """An ``others/`` frame (the busiest processes outside the job) without rows."""
+    return _empty(OTHERS_SCHEMA).copy()
+
+
 @dataclass(frozen=True)
 class RuleInput:
     """The data a rule judges (columns as in docs/format.md).
 
     ``steps``, ``system`` (wide) and ``events`` may cover the whole job or only
-    its recent part (live). ``nodes`` maps node ids to ``nodes/<node>.json``.
+    its recent part (live); so may ``others``, the busiest processes outside the job
+    (``others/<node>/``, empty for older jobs). ``nodes`` maps node ids to ``nodes/<node>.json``.
     ``origin`` is the job's start (unix s): rules align their time windows to it,
     so a window means the same span in every evaluation. ``now`` is the time of
     the evaluation (injected, never read from the clock by a rule).
@@ -52,6 +65,7 @@ class RuleInput:
     steps: pd.DataFrame = field(default_factory=empty_steps)
     system: pd.DataFrame = field(default_factory=empty_system)
     events: pd.DataFrame = field(default_factory=empty_events)
+    others: pd.DataFrame = field(default_factory=empty_others)
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     now: float = 0.0
     origin: float | None = None
@@ -91,6 +105,7 @@ class RuleInput:
             steps=only(self.steps),
             system=only(self.system),
             events=only(self.events),
+            others=only(self.others),
             nodes=nodes,
             cache={},
         )

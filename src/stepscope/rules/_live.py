@@ -1,6 +1,7 @@
 """Live reading: only the rows that are new since the last scan; running totals.
 
-Each stream (``system/<node>``, ``steps/rank-<r>``, ``events/rank-<r>``) has a
+Each stream (``system/<node>``, ``steps/rank-<r>``, ``events/rank-<r>``,
+``others/<node>``) has a
 watermark: the newest segment seen and the newest row time. A scan re-reads
 only segments at or after the newest seen (the current one is rewritten by its
 writer every flush) and keeps rows newer than the watermark, so its cost does
@@ -23,10 +24,10 @@ from stepscope.rules._data import RULE_SYSTEM_COLUMNS, list_names, read_segments
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.store import Store
 
-TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time"}
+TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time", "others": "time"}
 Version = tuple[int, int]
 READ_ATTEMPTS = 3
-ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time"}
+ORDER = {"system": "node, time", "steps": "rank, phase, step", "events": "time", "others": "time"}
 
 
 def _one_thread_connection() -> duckdb.DuckDBPyConnection:

@@ -21,6 +21,7 @@ from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
 from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier
@@ -40,10 +41,12 @@ BUILTIN: dict[str, type[Rule]] = {
         DataLoading,
         GPUIdleBetweenSteps,
         GPUMemoryIncrease,
+        HostContention,
         IOBottleneck,
         LoadBalancing,
         LowGPUUtilization,
         MaxInitializationTime,
+        MemoryPressure,
         OverallFrameworkMetrics,
         OverallSystemUsage,
         PythonOverhead,

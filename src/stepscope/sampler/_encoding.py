@@ -14,15 +14,16 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from stepscope.jobfolder import SYSTEM_BASE_SCHEMA
+from stepscope.jobfolder import OTHERS_SCHEMA, SYSTEM_SCHEMA
 from stepscope.sampler._nvml import Row, Value
 
 # The same values as stepscope.config.SYSTEM_MONITOR_INTERVALS (a test checks it); not
 # imported from there to keep the sampler process's start-up short.
 ACCEPTED_INTERVALS_MS = (100, 200, 500, 1000, 5000, 60000)
-_BASE_TYPES = {field.name: field.type for field in SYSTEM_BASE_SCHEMA}
+_BASE_TYPES = {field.name: field.type for field in SYSTEM_SCHEMA}
 _CODES = {pa.float32(): "f", pa.float64(): "d", pa.int32(): "i"}  # array module type codes
 _BYTE_RATES = {"disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps"}
+_BYTE_RATES |= {"swap_in_bps", "swap_out_bps"}
 
 
 def validate_interval_ms(value: object) -> int:
@@ -51,6 +52,12 @@ def schema_for(names: tuple[str, ...]) -> pa.Schema:
 def rows_to_batches(rows: Iterable[Row]) -> list[pa.RecordBatch]:
     """One record batch per run of rows with the same columns (a GPU may vanish)."""
     return [_batch(names, list(group)) for names, group in itertools.groupby(rows, key=tuple)]
+
+
+def others_batch(rows: list[Row]) -> pa.RecordBatch:
+    """The rows of ``others/<node>/`` (docs/format.md) as one record batch."""
+    arrays = [_array(field, [row[field.name] for row in rows]) for field in OTHERS_SCHEMA]
+    return pa.RecordBatch.from_arrays(arrays, schema=OTHERS_SCHEMA)
 
 
 def _batch(names: tuple[str, ...], rows: list[Row]) -> pa.RecordBatch:

@@ -42,6 +42,7 @@ from stepscope.sampler._encoding import rows_to_batches as rows_to_batches
 from stepscope.sampler._encoding import schema_for as schema_for
 from stepscope.sampler._encoding import validate_interval_ms as validate_interval_ms
 from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._pressure import PressureProbe
 from stepscope.sampler._roles import Roles
 
 _LOOPBACK = ("lo", "lo0")
@@ -73,6 +74,7 @@ class SystemProbe:
     def __init__(self, watch_pid: int | None = None, gpus: Gpus | None = None) -> None:
         self.gpus = gpus
         self.processes = ProcessTree(watch_pid)
+        self.pressure = PressureProbe()
         self._prev: _Reading | None = None
 
     def read(self, mono: float) -> Row:
@@ -81,15 +83,14 @@ class SystemProbe:
         prev, self._prev = self._prev, cur
         dt = cur.mono - prev.mono if prev is not None else 0.0
         row = _cpu_columns(prev.cpus if prev and dt > 0 else None, cur.cpus)
-        mem = psutil.virtual_memory()
-        row["mem_used"] = float(mem.total - mem.available)
-        row["mem_percent"] = float(mem.percent)
         disk_r, disk_w = _rates(prev.disks if prev else None, cur.disks, dt)
         net_rx, net_tx = _rates(prev.nics if prev else None, cur.nics, dt)
         row |= {"disk_read_bps": disk_r, "disk_write_bps": disk_w}
         row |= {"net_rx_bps": net_rx, "net_tx_bps": net_tx}
         row["proc_cpu"], row["proc_rss"] = self.processes.read(dt if prev else None)
         row["proc_cpu_main"] = self.processes.main_cpu
+        # memory (mem_*), steal, run queue and swap: docs/format.md
+        row |= self.pressure.read(prev.cpus if prev and dt > 0 else None, cur.cpus, dt)
         if self.gpus is not None:
             self.gpus.sample(row)
         return row

@@ -37,6 +37,7 @@ from stepscope.jobfolder import paths
 from stepscope.process import ExitWatch, add_nice_option, lower_priority
 from stepscope.sampler._control import IntervalRequests
 from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._others import OthersStream
 from stepscope.sampler._output import MAX_BUFFER_ROWS, Faults, buffer_row, node_facts, store_rows
 from stepscope.sampler._probe import SystemProbe, validate_interval_ms
 from stepscope.store import SegmentWriter, Store, StoreError, open_store
@@ -79,6 +80,7 @@ class Sampler:
         )
         self._writer = SegmentWriter(store, paths.system_stream(node))
         self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
+        self.others = OthersStream(store, node, watch_pid)  # others/<node>/, every few s
         self.faults = Faults(store, node)
         self.requests = IntervalRequests(store, node)  # live interval changes (control/)
         # offset: None when it could not be measured (times stay on this node's clock);
@@ -126,6 +128,7 @@ class Sampler:
         if not self._node_written:
             self._guard(self._write_node)
         self._guard(lambda: store_rows(self._writer, self._pending, final))
+        self._guard(lambda: self.others.flush(final))
         self.faults.save()
 
     def close(self) -> None:
@@ -145,11 +148,13 @@ class Sampler:
     def sample(self) -> None:
         """Take one sample now into the buffer (:meth:`run` calls it on schedule)."""
         self._sampled = mono = time.monotonic()
-        row: Row = {"time": self._wall0 + (mono - self._mono0), "node": self.node}
+        wall = self._wall0 + (mono - self._mono0)
+        row: Row = {"time": wall, "node": self.node}
         row["interval_ms"] = self.interval_ms
         row.update(self.probe.read(mono))
         buffer_row(self._pending, row, self.faults)
         self.samples += 1
+        self.others.sample(mono, wall, self.interval_ms / 1e3)
 
     def _write_node(self) -> None:
         self.store.write_json(paths.node_key(self.node), node_facts(self))

@@ -1,0 +1,196 @@
+"""Rules on the host the job shares: HostContention and MemoryPressure (CPU-only jobs too).
+
+Both judge the optional pressure columns of ``system/<node>/`` (``cpu_steal``,
+``run_queue``, ``swap_*``; absent in older jobs: NotApplicable) window by window,
+and say how the job's step time varies with the problem (``_host_base``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from stepscope.jobfolder import JsonObject
+from stepscope.rules._host_base import HostRule, StepEffect, medians_in
+from stepscope.rules._input import RuleInput
+from stepscope.rules._params import Param, patience, window
+from stepscope.rules._reduce import Windows
+from stepscope.rules._system_base import lasted, pct
+from stepscope.rules._types import Finding
+from stepscope.rules._windows import Hit, severity, worst_of
+
+TOP = 3  # other processes named in a finding
+SCAN_SLACK_S = 5.0  # an others/ row covers the few seconds before its time
+
+
+def top_others(others: pd.DataFrame, start: float, end: float) -> list[dict[str, object]]:
+    """The busiest other processes between ``start`` and ``end`` (all the node's rows if
+    none then), by CPU summed over their rows: pid, name, command, median CPU."""
+    if not len(others):
+        return []
+    t = others["time"]
+    rows = others[(t >= start) & (t <= end + SCAN_SLACK_S)]
+    rows = rows if len(rows) else others
+    g = rows.groupby(["pid", "name"], sort=False).agg(
+        total=("cpu", "sum"), cpu=("cpu", "median"), command=("command", "first")
+    )
+    top = g.sort_values("total", ascending=False).head(TOP).reset_index()
+    cols = ["pid", "name", "command", "cpu"]
+    return [{c: _plain(r[c]) for c in cols} for r in top.to_dict("records")]
+
+
+def _plain(value: object) -> object:
+    item = getattr(value, "item", None)
+    return item() if item is not None else value
+
+
+def _named(top: list[dict[str, object]]) -> str:
+    if not top:
+        return "no other process was recorded above 5% of a core"
+    return "top: " + ", ".join(
+        f"{p['name']} (pid {p['pid']}, {float(str(p['cpu'])):.0f}% of a core)" for p in top
+    )
+
+
+class HostContention(HostRule):
+    name = "HostContention"
+    description = "Other processes (or other virtual machines) take CPU the job needs."
+    recommendation = (
+        "Stop or move the other processes named in the finding, or lower their priority "
+        "(renice +19 -p PID); run the job on a node of its own or on cores the others do "
+        "not use (taskset); with steal time, choose a dedicated instance."
+    )
+    params = (
+        pct(
+            "others_threshold",
+            25,
+            "CPU of other processes (node CPU minus the job's), "
+            "of all cores, from which a sample can be contended",
+        ),
+        pct("cpu_threshold", 90, "node CPU from which the node is saturated"),
+        Param("run_queue_ratio", 1.0, "runnable tasks per core above which tasks wait", float),
+        pct("steal_threshold", 10, "steal time that alone makes a sample contended"),
+        pct("threshold", 50, "share of contended samples in a window that fires the rule"),
+        patience(10),
+        window(20),
+    )
+    required = ("cpu", "proc_cpu", "run_queue")
+
+    def columns(self, gpus: list[int]) -> list[str]:
+        return ["time", "node", "cpu", "proc_cpu", "run_queue", "cpu_steal"]
+
+    def unjudged(self, data: RuleInput) -> str | None:
+        if not any(info.get("cpu_count") for info in data.nodes.values()):
+            return "no core count (nodes/<node>.json) to share the node's CPU by"
+        return None
+
+    def more_details(self, data: RuleInput) -> JsonObject:
+        return {"top": top_others(data.others, -np.inf, np.inf)}
+
+    def _series(self, framed: pd.DataFrame, data: RuleInput) -> dict[str, pd.Series]:
+        cores = float(next(iter(data.nodes.values()))["cpu_count"] or 1)
+        job = framed["proc_cpu"].astype(np.float64) / cores
+        steal = framed["cpu_steal"] if "cpu_steal" in framed else pd.Series(np.nan, framed.index)
+        others = (framed["cpu"].astype(np.float64) - job).clip(lower=0.0)
+        return {"others": others, "job": job, "run_queue": framed["run_queue"], "steal": steal,
+                "cores": pd.Series(cores, framed.index)}  # fmt: skip
+
+    def _ordered(self, s: pd.Series, w: Windows) -> npt.NDArray[np.float64]:
+        """``s`` (aligned with ``framed``) in the windows' order."""
+        x: npt.NDArray[np.float64] = s.to_numpy(np.float64)
+        return x if w.order is None else x[w.order]
+
+    def flags(self, framed: pd.DataFrame, w: Windows, data: RuleInput) -> npt.NDArray[np.bool_]:
+        s = {k: self._ordered(v, w) for k, v in self._series(framed, data).items()}
+        cpu = self._ordered(framed["cpu"], w)
+        busy = (s["others"] >= self.p_float("others_threshold")) & (
+            cpu >= self.p_float("cpu_threshold")
+        )
+        waiting = s["run_queue"] > self.p_float("run_queue_ratio") * s["cores"]
+        return np.asarray((busy & waiting) | (s["steal"] >= self.p_float("steal_threshold")))
+
+    def level(self, framed: pd.DataFrame, w: Windows, data: RuleInput) -> npt.NDArray[np.float64]:
+        return self._ordered(self._series(framed, data)["others"], w)
+
+    def describe(
+        self, node: str, run: list[Hit], framed: pd.DataFrame, data: RuleInput, effect: StepEffect
+    ) -> Finding:
+        m = medians_in(framed, run, self._series(framed, data))
+        steal = f", steal {m['steal']:.0f}%" if m["steal"] >= 1 else ""
+        top = _named(top_others(data.others, run[0].start, run[-1].end))
+        value, threshold = worst_of(run), self.p_float("others_threshold")
+        return Finding(
+            f"other processes used {m['others']:.0f}% of {node}'s CPU (median; the job "
+            f"{m['job']:.0f}%, run queue {m['run_queue']:.0f} on {m['cores']:.0f} cores{steal}) "
+            f"for {lasted(run)}; {top}; {effect.text()}",
+            self.recommendation,
+            severity(value, threshold, 100.0),
+            node=node,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )
+
+
+class MemoryPressure(HostRule):
+    name = "MemoryPressure"
+    description = "The node swaps, or its memory is nearly full."
+    recommendation = (
+        "Use less memory: fewer or lighter DataLoader workers (each may hold a copy of the "
+        "dataset), a smaller batch or prefetch_factor, data loaded lazily or memory-mapped; "
+        "stop other processes that hold memory; or use a node with more RAM."
+    )
+    params = (
+        Param("swap_threshold", 1.0, "swap traffic (in + out) from which a sample swaps, MB/s"),
+        pct("mem_threshold", 95, "memory used from which memory is nearly full"),
+        pct("threshold", 50, "share of flagged samples in a window that fires the rule"),
+        patience(10),
+        window(20),
+    )
+    required = ("mem_percent",)
+
+    def columns(self, gpus: list[int]) -> list[str]:
+        return ["time", "node", "mem_percent", "proc_rss", "swap_in_bps", "swap_out_bps"]
+
+    def _swap(self, framed: pd.DataFrame) -> pd.Series:
+        """Swap traffic, bytes/s (NaN where not recorded: an older job judges memory only)."""
+        if "swap_in_bps" not in framed or "swap_out_bps" not in framed:
+            return pd.Series(np.nan, framed.index)
+        return framed["swap_in_bps"].astype(np.float64) + framed["swap_out_bps"]
+
+    def flags(self, framed: pd.DataFrame, w: Windows, data: RuleInput) -> npt.NDArray[np.bool_]:
+        swap = w.columns(framed.assign(swap=self._swap(framed)), ["swap", "mem_percent"])
+        swapping = swap[:, 0] >= self.p_float("swap_threshold") * 1e6
+        return np.asarray(swapping | (swap[:, 1] >= self.p_float("mem_threshold")))
+
+    def level(self, framed: pd.DataFrame, w: Windows, data: RuleInput) -> npt.NDArray[np.float64]:
+        return w.columns(framed, ["mem_percent"])[:, 0]
+
+    def describe(
+        self, node: str, run: list[Hit], framed: pd.DataFrame, data: RuleInput, effect: StepEffect
+    ) -> Finding:
+        nothing = pd.Series(np.nan, framed.index)
+        series = {"mem": framed["mem_percent"], "swap": self._swap(framed)}
+        series["rss"] = framed.get("proc_rss", nothing)
+        m = medians_in(framed, run, series)
+        swap_mb, swap_threshold = m["swap"] / 1e6, self.p_float("swap_threshold")
+        swap = "swap not recorded" if np.isnan(swap_mb) else f"swapping {swap_mb:.3g} MB/s"
+        rss = "" if np.isnan(m["rss"]) else f"; the job holds {m['rss'] / 1e9:.3g} GB"
+        # In the units of what fired: swap traffic if the node swapped, else memory used.
+        swapped = bool(swap_mb >= swap_threshold)
+        value = swap_mb if swapped else m["mem"]
+        threshold = swap_threshold if swapped else self.p_float("mem_threshold")
+        worst = 10 * swap_threshold if swapped else 100.0
+        return Finding(
+            f"{node}: memory {m['mem']:.0f}% used, {swap} (medians{rss}) for {lasted(run)}; "
+            f"{effect.text()}",
+            self.recommendation,
+            severity(value, threshold, worst),
+            node=node,
+            start=run[0].start,
+            end=run[-1].end,
+            value=value,
+            threshold=threshold,
+        )
