@@ -296,3 +296,20 @@ def test_show_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr == ""
+
+
+def test_show_says_how_much_cpu_other_processes_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every summary carries the others' CPU: node CPU minus the job's, of all cores."""
+    for name, cpu in (("busy", 95.0), ("quiet", 40.0)):
+        store = rd.new_job(tmp_path / name)
+        rd.write_system(store, rd.system_frame(40, cpu=cpu))  # 4 cores, the job at 150%
+        assert main(["show", str(tmp_path / name)]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines() if "other processes'" in x)
+        others = max(cpu - 150.0 / 4, 0.0)  # 57.5% and 2.5% of the node
+        assert line.split()[3:5] == [f"{others:.1f}", "%"], line
+        assert main(["show", "--json", str(tmp_path / name)]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        p50 = summary["system"]["nodes"][rd.NODE]["metrics"]["others_cpu"]["p50"]
+        assert p50 == pytest.approx(others, abs=0.01)

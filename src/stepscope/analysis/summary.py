@@ -123,16 +123,32 @@ def steps_summary(steps: pd.DataFrame) -> StepsSummary:
     }
 
 
+def others_cpu(rows: pd.DataFrame, cores: float | None = None) -> pd.Series | None:
+    """The CPU of the node's other processes, % of all cores: node CPU minus the job's
+    (``proc_cpu`` is % of one core, summed). ``cores`` defaults to the per-core columns'
+    count; None without the columns or a core count. HostContention uses it too."""
+    cores = cores or sum(1 for c in rows.columns if c[3:].isdigit() and c.startswith("cpu"))
+    if not cores or "cpu" not in rows or "proc_cpu" not in rows:
+        return None
+    job = rows["proc_cpu"].astype("float64") / cores
+    others = (rows["cpu"].astype("float64") - job).clip(lower=0.0)
+    return others if others.notna().any() else None
+
+
 def system_summary(job: Job) -> SystemSummary:
     """Each node's samples and metric quantiles; the first node's count and interval."""
     wide = job.system()
     nodes: dict[str, NodeSummary] = {}
     for node, rows in wide.groupby("node", sort=True):
         metrics = [c for c in rows.columns if c not in _ID_COLUMNS and rows[c].notna().any()]
+        quantiles = {m: _quantiles(rows[m]) for m in metrics}
+        others = others_cpu(rows)
+        if others is not None:
+            quantiles["others_cpu"] = _quantiles(others)
         nodes[str(node)] = {
             "samples": len(rows),
             "interval_ms": int(rows["interval_ms"].iloc[-1]),
-            "metrics": {m: _quantiles(rows[m]) for m in metrics},
+            "metrics": quantiles,
         }
     first = next(iter(nodes.values()), None)
     if first is None:

@@ -24,6 +24,8 @@ _SHOWN_METRICS = (
     ("net_tx_bps", "network tx", "B/s"),
     ("proc_cpu", "training CPU", "%"),
     ("proc_rss", "training memory", "B"),
+    ("others_cpu", "other processes' CPU", "%"),
+    ("cpu_steal", "CPU steal", "%"),
 )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.summary import others_cpu
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._host_base import HostRule, StepEffect, medians_in
 from stepscope.rules._input import RuleInput
@@ -92,7 +93,9 @@ class HostContention(HostRule):
         cores = float(next(iter(data.nodes.values()))["cpu_count"] or 1)
         job = framed["proc_cpu"].astype(np.float64) / cores
         steal = framed["cpu_steal"] if "cpu_steal" in framed else pd.Series(np.nan, framed.index)
-        others = (framed["cpu"].astype(np.float64) - job).clip(lower=0.0)
+        others = others_cpu(framed, cores)
+        if others is None:  # no proc_cpu at all: nothing of the job's to take away
+            others = pd.Series(np.nan, framed.index)
         return {"others": others, "job": job, "run_queue": framed["run_queue"], "steal": steal,
                 "cores": pd.Series(cores, framed.index)}  # fmt: skip
 
