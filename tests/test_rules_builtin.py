@@ -202,6 +202,27 @@ def test_step_outlier_ignores_first_and_profiled_steps(tmp_path: Path) -> None:
     silent(judge(tmp_path / "j", "StepOutlier", n_outliers=0))
 
 
+def test_step_outlier_flags_outliers_taken_under_host_contention(tmp_path: Path) -> None:
+    """An outlier taken while other processes held the CPU says so; same stalls on a
+    quiet node do not. Node CPU 95% with the job at 150% of 4 cores: others 57.5%."""
+    for name, cpu in (("busy", 95.0), ("quiet", 40.0)):
+        store = rd.new_job(tmp_path / name)
+        rd.node_info(store, gpus=0)
+        steps = rd.steps_frame(200, duration=stalled(200, [50, 120]))
+        rd.write_steps(store, steps)
+        span = float(steps["end"].max() - rd.T0) + 5.0
+        rd.write_system(store, rd.system_frame(int(span / 0.5), cpu=cpu))
+    busy = judge(tmp_path / "busy", "StepOutlier", n_outliers=0)
+    quiet = judge(tmp_path / "quiet", "StepOutlier", n_outliers=0)
+    fires(busy)
+    fires(quiet)
+    assert [f.steps for f in busy.findings] == [f.steps for f in quiet.findings]
+    assert all("other processes used 58% of the node's CPU" in f.message for f in busy.findings)
+    assert busy.details["contended_outliers"] == 2
+    assert not any("other processes" in f.message for f in quiet.findings)
+    assert "contended_outliers" not in quiet.details
+
+
 def test_step_outlier_tolerates_n_outliers_and_mode(tmp_path: Path) -> None:
     store = rd.new_job(tmp_path / "j")
     rd.write_steps(store, rd.steps_frame(200, duration=stalled(200, [50, 120])))

@@ -9,6 +9,7 @@ import pandas as pd
 
 from stepscope.analysis.diagnosis import diagnose_verdicts, job_facts
 from stepscope.analysis.diagnosis_text import ChecksJson, EntryJson
+from stepscope.analysis.host import others_cpu
 from stepscope.analysis.report_data import read_rules
 from stepscope.jobfolder import STEP_PARTS, JobJson, JsonObject
 from stepscope.read import Job
@@ -121,18 +122,6 @@ def steps_summary(steps: pd.DataFrame) -> StepsSummary:
         "by_rank": {str(int(r)): int(n) for r, n in by_rank.items()},
         "phases": {ph: _phase_summary(g) for ph, g in mine.groupby("phase")},
     }
-
-
-def others_cpu(rows: pd.DataFrame, cores: float | None = None) -> pd.Series | None:
-    """The CPU of the node's other processes, % of all cores: node CPU minus the job's
-    (``proc_cpu`` is % of one core, summed). ``cores`` defaults to the per-core columns'
-    count; None without the columns or a core count. HostContention uses it too."""
-    cores = cores or sum(1 for c in rows.columns if c[3:].isdigit() and c.startswith("cpu"))
-    if not cores or "cpu" not in rows or "proc_cpu" not in rows:
-        return None
-    job = rows["proc_cpu"].astype("float64") / cores
-    others = (rows["cpu"].astype("float64") - job).clip(lower=0.0)
-    return others if others.notna().any() else None
 
 
 def system_summary(job: Job) -> SystemSummary:

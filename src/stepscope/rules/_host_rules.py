@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from stepscope.analysis.summary import others_cpu
+from stepscope.analysis.host import others_cpu
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._host_base import HostRule, StepEffect, medians_in
 from stepscope.rules._input import RuleInput

@@ -7,9 +7,13 @@ StepOutlier's blocks of neighbours (:mod:`stepscope.analysis.outliers`).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from stepscope.analysis import outliers as out
+from stepscope.analysis.downsample import FloatArray
+from stepscope.analysis.host import others_during
+from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
@@ -57,6 +61,12 @@ class StepOutlier(NodeRule):
             int,
             minimum=5,
         ),
+        Param(
+            "contention_threshold",
+            25,
+            "other processes' CPU (% of the node) during an outlier that flags it as taken "
+            "under host contention (HostContention's others_threshold)",
+        ),
     )
 
     def tolerated(self) -> int:
@@ -70,11 +80,17 @@ class StepOutlier(NodeRule):
         if not len(judged):
             return Part(na_reason=self._waiting(data.steps))
         flagged = judged[judged["outlier"].to_numpy()]
+        flagged = flagged.assign(others=self._others(data, flagged))
         columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
-        findings = [self._finding(*row) for row in zip(*(flagged[c] for c in columns), strict=True)]
+        findings = [
+            self._finding(*row)
+            for row in zip(*(flagged[c] for c in (*columns, "others")), strict=True)
+        ]
         # The ranks of a job run side by side: the slowest rank's loss is the job's.
         cost = max(out.cost_by_rank(judged).values(), default=0.0)
-        return Part(findings, len(findings), len(judged), cost_seconds=cost)
+        contended = int((flagged["others"] >= self.p_float("contention_threshold")).sum())
+        details: JsonObject = {"contended_outliers": contended} if contended else {}
+        return Part(findings, len(findings), len(judged), details, cost_seconds=cost)
 
     def _waiting(self, steps: pd.DataFrame) -> str:
         """What is true when nothing is judged: no steps, only skipped or profiled ones."""
@@ -98,6 +114,15 @@ class StepOutlier(NodeRule):
         )
         return out.judge_steps(steps, definition)
 
+    def _others(self, data: RuleInput, flagged: pd.DataFrame) -> FloatArray:
+        """Other processes' CPU (% of the node) during each flagged step: NaN unknown."""
+        if not len(flagged) or not len(data.system):
+            return np.full(len(flagged), np.nan)
+        info = data.nodes.get(str(flagged["node"].iloc[0]), {})
+        cores = float(info.get("cpu_count") or 0) or None
+        starts, ends = flagged["start"].to_numpy(np.float64), flagged["end"].to_numpy(np.float64)
+        return others_during(data.system, starts, ends, cores)
+
     def _finding(
         self,
         phase: str,
@@ -109,15 +134,19 @@ class StepOutlier(NodeRule):
         d: float,
         excess: float,
         sigma: float,
+        others: float,
     ) -> Finding:
         base, k = d - excess, float(self.p_float("stddev"))
         margin = max(k * sigma, float(self.p_float("min_excess_s")))
         z = abs(excess) / sigma
         side = "more" if excess > 0 else "less"
+        # Flagged, not dropped: the step was slow all the same, but the host may be why.
+        busy = others >= self.p_float("contention_threshold")  # False when NaN
+        host = f"; other processes used {others:.0f}% of the node's CPU meanwhile" if busy else ""
         return Finding(
             f"{phase} step {step} of rank {rank} took {d:.3f} s, {abs(excess):.3f} s {side} "
             f"than the median of the steps around it ({base:.3f} s; {z:.1f} robust "
-            f"standard deviations of {sigma:.3f} s)",
+            f"standard deviations of {sigma:.3f} s){host}",
             self.recommendation,
             severity(z, k, 4 * k),
             node=str(node),

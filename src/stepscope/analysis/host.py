@@ -1,0 +1,48 @@
+"""The node's other processes, seen from the job's samples (docs/format.md).
+
+``others_cpu`` is the one definition of what other processes take: the node's CPU
+minus the job's. The summary, HostContention and StepOutlier's contention flag
+use it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from stepscope.analysis.downsample import FloatArray
+
+
+def others_cpu(rows: pd.DataFrame, cores: float | None = None) -> pd.Series | None:
+    """The CPU of the node's other processes, % of all cores: node CPU minus the job's
+    (``proc_cpu`` is % of one core, summed). ``cores`` defaults to the per-core columns'
+    count; None without the columns or a core count. HostContention uses it too."""
+    cores = cores or sum(1 for c in rows.columns if c[3:].isdigit() and c.startswith("cpu"))
+    if not cores or "cpu" not in rows or "proc_cpu" not in rows:
+        return None
+    job = rows["proc_cpu"].astype("float64") / cores
+    others = (rows["cpu"].astype("float64") - job).clip(lower=0.0)
+    return others if others.notna().any() else None
+
+
+def others_during(
+    system: pd.DataFrame, starts: FloatArray, ends: FloatArray, cores: float | None = None
+) -> FloatArray:
+    """The median CPU of other processes (% of all cores) during each ``[start, end]``:
+    over the samples whose interval overlaps it (a sample at ``time`` covers the
+    ``interval_ms`` before it); NaN where no sample or column tells."""
+    out = np.full(len(starts), np.nan)
+    others = others_cpu(system, cores) if len(system) else None
+    if others is None or not len(starts):
+        return out
+    order = np.argsort(system["time"].to_numpy(np.float64), kind="stable")
+    times = system["time"].to_numpy(np.float64)[order]
+    values = others.to_numpy(np.float64)[order]
+    interval = float(np.nanmedian(system["interval_ms"].to_numpy(np.float64))) / 1000.0
+    first = np.searchsorted(times, np.asarray(starts, np.float64), side="left")
+    last = np.searchsorted(times, np.asarray(ends, np.float64) + interval, side="right")
+    for i, (a, b) in enumerate(zip(first, last, strict=True)):
+        window = values[a:b]
+        if len(window) and not np.isnan(window).all():
+            out[i] = float(np.nanmedian(window))
+    return out
