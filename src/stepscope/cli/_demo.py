@@ -1,17 +1,38 @@
-"""``stepscope demo``: run the demo job under stepscope, summarize, report, point at the UI."""
+"""``stepscope demo``: run the demo job (three planted problems) under stepscope, write its
+report, then show the summary and what the rules found, and check each planted problem.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
+from stepscope.config import StepscopeConfig
 from stepscope.launch import RunSpec, run
+
+if TYPE_CHECKING:
+    from stepscope.read import Job
+
+# The demo's rule set: ProfilerReport with two thresholds lowered for a 20-second job:
+# 4 checkpoints are outliers enough (the default tolerates 10), and a start of more than 6 s
+# before the first step is slow (the default is 20 minutes).
+RULES: tuple[dict[str, object], ...] = (
+    {
+        "name": "ProfilerReport",
+        "parameters": {"StepOutlier_n_outliers": 2, "MaxInitializationTime_threshold": 0.1},
+    },
+)
+# What demo_train plants, and the rule that must name it.
+PLANTED = (
+    ("a slow start: 5 s to prepare the data before the first step", "MaxInitializationTime"),
+    ("a data loader that starves the loop: slow reads, num_workers=0", "DataLoading"),
+    ("a slow checkpoint every 45 training steps", "StepOutlier"),
+)
 
 
 def run_demo(output: str) -> int:
-    from stepscope.analysis.summary import summarize
-    from stepscope.cli._text import render_show
-    from stepscope.config import StepscopeConfig
+    """Run the demo job into ``output`` and print what stepscope found; the job's exit code."""
     from stepscope.read import open as open_job
 
     name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -19,28 +40,38 @@ def run_demo(output: str) -> int:
         command=[sys.executable, "-m", "stepscope.cli.demo_train"],
         output=output,
         job=name,
-        config=StepscopeConfig().to_dict(),
+        config=StepscopeConfig(rules=RULES).to_dict(),
     )
     code = run(spec)
-    job = open_job(f"{output.rstrip('/')}/{name}")
-    print("\n" + render_show(summarize(job)))
-    _rules(job.path)
-    _report(job.path)
-    print(f"\nOpen the dashboard:  stepscope ui {output}")
+    path = f"{output.rstrip('/')}/{name}"
+    _report(path)
+    print(f"Open the dashboard:  stepscope ui {output}")
+    job = open_job(path)
+    _show(job)
+    _rules(job)
     return code
 
 
-def _rules(path: str) -> None:
-    try:
-        from stepscope.cli._rules import rules_text
-    except ImportError:
-        return
-    print("\n" + rules_text(path, [], [], False))
+def _show(job: Job) -> None:
+    from stepscope.analysis.summary import summarize
+    from stepscope.cli._text import render_show
+
+    print("\n" + render_show(summarize(job)))
+
+
+def _rules(job: Job) -> None:
+    from stepscope.cli._rules import render_table, rules_results
+
+    results = rules_results(job, [], [])
+    print("\n" + render_table(results))
+    fired = {r.rule for r in results if (r.verdict or r.status).value == "IssuesFound"}
+    print("\nThe demo planted three problems; the rules that name them:")
+    for what, rule in PLANTED:
+        mark = "found" if rule in fired else "MISSED"
+        print(f"  {mark:6}  {rule:22} {what}")
 
 
 def _report(path: str) -> None:
-    try:
-        from stepscope.cli._report import write_with_progress
-    except ImportError:
-        return
+    from stepscope.cli._report import write_with_progress
+
     print(f"\nReport: {write_with_progress(path, None)}")

@@ -1,0 +1,163 @@
+"""The training script of ``benchmarks/diagnosis.py``: one small, learnable CPU job whose
+options plant one problem each (run it under ``stepscope run``).
+
+    python _diagnosis_train.py --steps 300 --stall-every 40 --stall-s 0.6
+
+Healthy by default: an MLP learns a fixed linear labelling of Gaussian inputs (its
+loss falls), fed by a DataLoader. ``--seconds S`` ends the training after S seconds
+(or ``--steps``, whichever comes first): GPU scenarios need seconds of samples,
+however slow the steps. Knobs, all off by default:
+
+--start-s S          sleep S s before the first step (a dataset download)
+--read-ms MS         sleep MS ms per sample in ``__getitem__`` (slow storage)
+--decode-ms MS       CPU work of MS ms (idle) per sample in ``__getitem__`` (decoding)
+--workers W          DataLoader workers
+--stall-every N --stall-s S    a pause of S s after every N-th training step
+--write-mb MB        write and fsync MB per step, two shards in two threads (a sharded
+                     checkpoint: one writer can leave at most one core in I/O wait)
+--python-ms MS       pure-Python work of MS ms (idle) per step outside the model (logging)
+--compute N          N matmuls of 256x256 per step (default 2: a model that outweighs
+                     the DataLoader's own overhead; 0: data wait is ~20% of a step)
+--lr LR              0 leaves the loss where it started
+--model sigmoid      12 sigmoid layers: the first layers' gradients vanish
+--task regress --lr 10    the loss overflows to inf, then NaN
+--straggle-ms MS     rank 1 of a torchrun job waits MS ms more per batch
+--hold-gb GB         keep GB of memory allocated and touched
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+DIM = 32
+ITERATIONS_PER_MS = 39_000  # empty Python loop iterations a millisecond, best of 50, idle
+BLOCK = os.urandom(2**20)  # written, not generated, per step: the disk is the bottleneck
+
+
+class Points(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    def __init__(self, n: int, a: argparse.Namespace, seed: int) -> None:
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(n, DIM, generator=g)
+        w = torch.randn(DIM, 4, generator=torch.Generator().manual_seed(99))
+        self.y = (self.x @ w).argmax(1)  # learnable: a fixed linear labelling
+        if a.task == "regress":
+            self.y = self.x.sum(1, keepdim=True).repeat(1, 4)  # type: ignore[assignment]
+        self.read_s, self.decode_ms = a.read_ms / 1000, a.decode_ms
+        rank = int(os.environ.get("RANK", "0"))
+        if rank == 1:
+            self.read_s += a.straggle_ms / 1000 / a.batch
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.read_s:
+            time.sleep(self.read_s)
+        if self.decode_ms:
+            busy(self.decode_ms)
+        return self.x[i], self.y[i]
+
+
+def busy(ms: float) -> None:
+    """CPU work of about ``ms`` ms on an idle core of the development machine: a fixed
+    amount of work, not of time, so that it slows down under load as real work does."""
+    for _ in range(int(ms * ITERATIONS_PER_MS)):
+        pass
+
+
+def build(a: argparse.Namespace) -> nn.Module:
+    if a.model == "sigmoid":  # gradients vanish through many saturating layers
+        layers: list[nn.Module] = []
+        for _ in range(12):
+            layers += [nn.Linear(DIM, DIM), nn.Sigmoid()]
+        return nn.Sequential(*layers, nn.Linear(DIM, 4))
+    return nn.Sequential(
+        nn.Linear(DIM, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4)
+    )
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    for name, default in (
+        ("--steps", 300), ("--batch", 32), ("--workers", 0), ("--stall-every", 0),
+        ("--eval-every", 0), ("--compute", 2), ("--threads", 0), ("--seconds", 0),
+    ):  # fmt: skip
+        p.add_argument(name, type=int, default=default)
+    for name in ("--start-s", "--read-ms", "--decode-ms", "--stall-s", "--write-mb",
+                 "--python-ms", "--straggle-ms", "--hold-gb"):  # fmt: skip
+        p.add_argument(name, type=float, default=0.0)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--model", default="mlp", choices=("mlp", "sigmoid"))
+    p.add_argument("--task", default="classify", choices=("classify", "regress"))
+    return p.parse_args()
+
+
+def step_extras(a: argparse.Namespace, step: int, folder: str, weights: torch.Tensor) -> None:
+    """The planted per-step work besides forward, backward and optimizer."""
+    for _ in range(a.compute):
+        weights = torch.tanh(weights @ weights)
+    if a.python_ms:
+        busy(a.python_ms)
+    if a.write_mb:
+        shards = [threading.Thread(target=write, args=(folder, i, a.write_mb / 2)) for i in (0, 1)]
+        for t in shards:
+            t.start()
+        for t in shards:
+            t.join()
+    if a.stall_every and step % a.stall_every == 0:
+        time.sleep(a.stall_s)
+
+
+def write(folder: str, shard: int, mb: float) -> None:
+    with open(os.path.join(folder, f"shard-{shard}.bin"), "wb") as f:
+        f.write(BLOCK * int(mb))
+        os.fsync(f.fileno())
+
+
+def evaluate(model: nn.Module, val: DataLoader[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    model.eval()
+    with torch.no_grad():
+        for x, _ in val:
+            model(x)
+    model.train()
+
+
+def main() -> None:
+    a = parse()
+    torch.manual_seed(0)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    held = torch.ones(int(a.hold_gb * 2**28)) if a.hold_gb else None  # float32: 4 bytes
+    time.sleep(a.start_s)
+    model = build(a)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr)
+    loss_fn = nn.MSELoss() if a.task == "regress" else nn.CrossEntropyLoss()
+    loader = DataLoader(Points(4096, a, 0), batch_size=a.batch, shuffle=True, num_workers=a.workers)
+    val = DataLoader(Points(256, a, 1), batch_size=64)
+    weights = torch.randn(256, 256) / 16
+    step, end = 0, time.monotonic() + (a.seconds or float("inf"))
+    with tempfile.TemporaryDirectory(prefix="diagnosis-") as folder:
+        while step < a.steps and time.monotonic() < end:
+            for x, y in loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+                step += 1
+                step_extras(a, step, folder, weights)
+                if a.eval_every and step % a.eval_every == 0:
+                    evaluate(model, val)
+                if step == a.steps or time.monotonic() > end:
+                    break
+    del held
+
+
+if __name__ == "__main__":
+    main()

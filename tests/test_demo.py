@@ -1,0 +1,64 @@
+"""``stepscope demo``: the rules name each of its three planted problems, and stay silent
+on the same job with the problems fixed (same rules, same steps)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BIN, env_for_tests, stepscope_run
+from stepscope.cli import demo_train
+from stepscope.cli._demo import PLANTED, RULES
+
+pytestmark = pytest.mark.process
+NAMED = [rule for _, rule in PLANTED]
+
+
+def _verdicts(job: Path) -> dict[str, dict[str, Any]]:
+    """The final verdicts the live runner wrote into the job's rules/ folder."""
+    return {f.stem: json.loads(f.read_text()) for f in (job / "rules").glob("*.json")}
+
+
+def _config(tmp_path: Path) -> str:
+    """The demo's rule set as a TOML file."""
+    lines = []
+    for rule in RULES:
+        params = rule["parameters"]
+        assert isinstance(params, dict)
+        body = ", ".join(f"{k} = {v}" for k, v in params.items())
+        lines += ["[[rules]]", f'name = "{rule["name"]}"', f"parameters = {{ {body} }}"]
+    path = tmp_path / "demo.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_demo_names_each_planted_problem(tmp_path: Path) -> None:
+    cmd = [str(BIN / "stepscope"), "demo", "-o", str(tmp_path / "runs")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env_for_tests())
+    assert p.returncode == 0, p.stderr
+    (job,) = (tmp_path / "runs").iterdir()
+    verdicts = _verdicts(job)
+    assert {r: verdicts[r]["status"] for r in NAMED} == dict.fromkeys(NAMED, "IssuesFound")
+    # Each checkpoint's pause is its own outlier, in the training step after it.
+    every = demo_train.CHECKPOINT_EVERY
+    checkpoints = set(range(every, demo_train.STEPS, every))
+    outliers = {f["steps"][0] for f in verdicts["StepOutlier"]["findings"] if f["rank"] == 0}
+    assert checkpoints <= outliers, outliers
+    assert verdicts["DataLoading"]["findings"][0]["value"] > 20
+    # The output ends with the checklist: every planted problem found.
+    tail = p.stdout.strip().splitlines()[-len(PLANTED) :]
+    assert [line.split()[:2] for line in tail] == [["found", rule] for rule in NAMED], tail
+    assert (job / "report.html").exists()
+
+
+def test_fixed_demo_job_has_no_finding(tmp_path: Path) -> None:
+    r = stepscope_run(tmp_path, ["-m", "stepscope.cli.demo_train", "--fixed"], "--config",
+                      _config(tmp_path))  # fmt: skip
+    assert r.code == 0, r.stderr
+    verdicts = _verdicts(r.job_path)
+    assert {n: verdicts[n]["status"] for n in NAMED} == dict.fromkeys(NAMED, "NoIssuesFound")
+    assert all(verdicts[n]["datapoints"] > 0 for n in NAMED)
