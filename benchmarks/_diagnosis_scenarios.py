@@ -58,31 +58,39 @@ def s(name: str, args: str, rules: str = "", gpu: str | None = None, **kw: bool 
 
 
 GPU_JOB = "--steps 100000 --seconds 8 --compute 3"  # 8 s of steps beside a fake GPU
+# The task converges in ~400 steps; past them the loss truly stops decreasing, so
+# LossNotDecreasing is right on long runs whose problem is elsewhere (tolerated), and
+# the healthy runs stop while the loss still falls.
+CONVERGED = " ~LossNotDecreasing"
 DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 1.5"  # two workers busy decoding
 IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 32"  # 32 MB fsync-ed a step
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).
 SCENARIOS: tuple[Scenario, ...] = (
-    s("healthy-tiny", "--steps 1500 --seconds 10"),
+    s("healthy-tiny", "--steps 300 --seconds 10"),
     s("healthy-eval", "--steps 300 --seconds 10 --compute 6 --eval-every 50"),
     s("healthy-workers", "--steps 400 --seconds 10 --workers 2 --decode-ms 0.05 --compute 3"),
-    s("healthy-gpu", GPU_JOB, gpu="busy"),
+    s("healthy-gpu", "--steps 300 --seconds 8 --compute 3", gpu="busy"),
     s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier"),
-    s("data-starved", "--steps 250 --seconds 10 --read-ms 1", "DataLoading"),
+    s("data-starved", "--steps 250 --seconds 10 --read-ms 1", "DataLoading ~DataLoaderWorkers"),
     s("slow-start", "--steps 300 --start-s 30", "MaxInitializationTime"),
     s("stuck-loss", "--steps 300 --seconds 10 --lr 0", "LossNotDecreasing"),
     s("exploding", "--steps 200 --task regress --lr 10", "ExplodingTensor ~LossNotDecreasing"),
     s("vanishing", "--steps 150 --model sigmoid", "VanishingGradient ~LossNotDecreasing"),
-    s("straggler", "--steps 300 --seconds 12 --straggle-ms 20", "Straggler ~DataLoading", nproc=2),
-    s("gpu-low", GPU_JOB, "LowGPUUtilization", gpu="low"),
-    s("gpu-idle", GPU_JOB, "GPUIdleBetweenSteps ~LowGPUUtilization", gpu="gaps"),
-    s("gpu-batch", GPU_JOB, "BatchSize ~LowGPUUtilization", gpu="small"),
-    s("gpu-leak", GPU_JOB, "GPUMemoryIncrease", gpu="leak"),
-    s("gpu-imbalance", GPU_JOB, "LoadBalancing ~LowGPUUtilization", gpu="imbalance"),
-    s("cpu-bottleneck", DECODE_HEAVY, "CPUBottleneck " + STARVED, gpu="starved"),
-    s("io-bottleneck", IO_HEAVY, "IOBottleneck ~LowGPUUtilization", gpu="low"),
-    # Rules of parallel work on issue 19 (pending until merged):
+    s(
+        "straggler",
+        "--steps 300 --seconds 12 --straggle-ms 20",
+        "Straggler ~DataLoading ~DataLoaderWorkers",
+        nproc=2,
+    ),
+    s("gpu-low", GPU_JOB, "LowGPUUtilization" + CONVERGED, gpu="low"),
+    s("gpu-idle", GPU_JOB, "GPUIdleBetweenSteps ~LowGPUUtilization" + CONVERGED, gpu="gaps"),
+    s("gpu-batch", GPU_JOB, "BatchSize ~LowGPUUtilization" + CONVERGED, gpu="small"),
+    s("gpu-leak", GPU_JOB, "GPUMemoryIncrease" + CONVERGED, gpu="leak"),
+    s("gpu-imbalance", GPU_JOB, "LoadBalancing ~LowGPUUtilization" + CONVERGED, gpu="imbalance"),
+    s("cpu-bottleneck", DECODE_HEAVY, "CPUBottleneck " + STARVED + CONVERGED, gpu="starved"),
+    s("io-bottleneck", IO_HEAVY, "IOBottleneck ~LowGPUUtilization" + CONVERGED, gpu="low"),
     s("python-overhead", "--steps 200 --seconds 10 --python-ms 15", "PythonOverhead"),
     s("one-thread", "--steps 120 --threads 1 --compute 60", "CPUBoundThreads"),
     s("few-workers", "--seconds 10 --workers 1 --decode-ms 1", "DataLoaderWorkers DataLoading"),

@@ -223,6 +223,34 @@ def test_step_outlier_flags_outliers_taken_under_host_contention(tmp_path: Path)
     assert "contended_outliers" not in quiet.details
 
 
+def test_step_outlier_does_not_count_outliers_the_run_queue_explains(tmp_path: Path) -> None:
+    """A slow step during which the training loop waited for a core (schedstat's
+    run_delay, proc_run_wait) is host contention: reported, not counted. The same
+    stalls with no wait (the loop slept: a checkpoint) are counted."""
+    for name, wait in (("preempted", 95.0), ("slept", 0.0)):
+        store = rd.new_job(tmp_path / name)
+        rd.node_info(store, gpus=0)
+        steps = rd.steps_frame(200, duration=stalled(200, [50, 120]))
+        rd.write_steps(store, steps)
+        system = rd.system_frame(int(float(steps["end"].max() - rd.T0 + 5.0) / 0.5))
+        stall = np.zeros(len(system), bool)
+        for i in (50, 120):
+            row = steps.iloc[i]
+            stall |= (system["time"] > row["start"]) & (system["time"] <= row["end"] + 0.5)
+        system["proc_run_wait"] = np.where(stall, wait, 1.0).astype(np.float32)
+        rd.write_system(store, system)
+    preempted = judge(tmp_path / "preempted", "StepOutlier", n_outliers=0)
+    slept = judge(tmp_path / "slept", "StepOutlier", n_outliers=0)
+    fires(slept)
+    assert slept.triggers == 2 and slept.cost_seconds == pytest.approx(5.6, abs=0.1)
+    # reported as findings (what happened), but not counted: no issue
+    assert preempted.status is Status.NO_ISSUES_FOUND and preempted.datapoints > 0
+    assert preempted.triggers == 0 and preempted.details["explained_by_contention"] == 2
+    assert [f.steps for f in preempted.findings] == [f.steps for f in slept.findings]
+    assert all("waited 2.8" in f.message and "not counted" in f.message for f in preempted.findings)
+    assert not preempted.cost_seconds
+
+
 def test_step_outlier_tolerates_n_outliers_and_mode(tmp_path: Path) -> None:
     store = rd.new_job(tmp_path / "j")
     rd.write_steps(store, rd.steps_frame(200, duration=stalled(200, [50, 120])))

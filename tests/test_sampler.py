@@ -49,7 +49,8 @@ BASE_TYPES = {
     "cpu": pa.float32(), "cpu_iowait": pa.float32(), "mem_used": pa.float64(),
     "mem_percent": pa.float32(), "disk_read_bps": pa.float64(), "disk_write_bps": pa.float64(),
     "net_rx_bps": pa.float64(), "net_tx_bps": pa.float64(), "proc_cpu": pa.float32(),
-    "proc_cpu_main": pa.float32(), "proc_rss": pa.float64(), "cpu_steal": pa.float32(),
+    "proc_cpu_main": pa.float32(), "proc_run_wait": pa.float32(), "proc_rss": pa.float64(),
+    "cpu_steal": pa.float32(),
     "run_queue": pa.int32(),
     "swap_used": pa.float64(), "swap_in_bps": pa.float64(), "swap_out_bps": pa.float64(),
 }  # fmt: skip
@@ -255,6 +256,9 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     assert statistics.median(cols["proc_cpu"][1:]) > 20
     # the child runs a program of its own (argv differs): a main process, not a pool child
     assert cols["proc_cpu_main"][1:] == cols["proc_cpu"][1:]
+    # run-queue wait of the main threads: known from the second sample on, a share of it
+    assert cols["proc_run_wait"][0] is None
+    assert all(v is not None and 0 <= v <= 100 * 2 for v in cols["proc_run_wait"][1:])
     assert min(cols["proc_rss"]) > 1e6
 
     facts = json.loads((job / "nodes" / f"{NODE}.json").read_text())

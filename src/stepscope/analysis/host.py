@@ -25,24 +25,42 @@ def others_cpu(rows: pd.DataFrame, cores: float | None = None) -> pd.Series | No
     return others if others.notna().any() else None
 
 
-def others_during(
-    system: pd.DataFrame, starts: FloatArray, ends: FloatArray, cores: float | None = None
+def during(
+    system: pd.DataFrame, values: pd.Series, starts: FloatArray, ends: FloatArray
 ) -> FloatArray:
-    """The median CPU of other processes (% of all cores) during each ``[start, end]``:
-    over the samples whose interval overlaps it (a sample at ``time`` covers the
-    ``interval_ms`` before it); NaN where no sample or column tells."""
+    """The median of ``values`` (aligned with ``system``'s samples) during each
+    ``[start, end]``: over the samples whose interval overlaps it (a sample at
+    ``time`` covers the ``interval_ms`` before it); NaN where no sample tells."""
     out = np.full(len(starts), np.nan)
-    others = others_cpu(system, cores) if len(system) else None
-    if others is None or not len(starts):
+    if not len(system) or not len(starts):
         return out
     order = np.argsort(system["time"].to_numpy(np.float64), kind="stable")
     times = system["time"].to_numpy(np.float64)[order]
-    values = others.to_numpy(np.float64)[order]
+    series = values.to_numpy(np.float64)[order]
     interval = float(np.nanmedian(system["interval_ms"].to_numpy(np.float64))) / 1000.0
     first = np.searchsorted(times, np.asarray(starts, np.float64), side="left")
     last = np.searchsorted(times, np.asarray(ends, np.float64) + interval, side="right")
     for i, (a, b) in enumerate(zip(first, last, strict=True)):
-        window = values[a:b]
+        window = series[a:b]
         if len(window) and not np.isnan(window).all():
             out[i] = float(np.nanmedian(window))
     return out
+
+
+def others_during(
+    system: pd.DataFrame, starts: FloatArray, ends: FloatArray, cores: float | None = None
+) -> FloatArray:
+    """Other processes' CPU (% of all cores) during each ``[start, end]`` (median)."""
+    others = others_cpu(system, cores) if len(system) else None
+    if others is None:
+        return np.full(len(starts), np.nan)
+    return during(system, others, starts, ends)
+
+
+def run_wait_during(system: pd.DataFrame, starts: FloatArray, ends: FloatArray) -> FloatArray:
+    """Seconds per second the node's training loops waited, runnable, for a core
+    (``proc_run_wait`` / 100, summed over its main processes) during each
+    ``[start, end]`` (median); NaN without the column (older jobs, no schedstat)."""
+    if "proc_run_wait" not in system or not system["proc_run_wait"].notna().any():
+        return np.full(len(starts), np.nan)
+    return during(system, system["proc_run_wait"].astype("float64") / 100.0, starts, ends)

@@ -60,6 +60,7 @@ SYSTEM_BASE_SCHEMA = pa.schema(
         pa.field("net_tx_bps", pa.float64()),
         pa.field("proc_cpu", pa.float32()),
         pa.field("proc_cpu_main", pa.float32()),
+        pa.field("proc_run_wait", pa.float32()),
         pa.field("proc_rss", pa.float64()),
     ]
 )

@@ -12,7 +12,7 @@ import pandas as pd
 
 from stepscope.analysis import outliers as out
 from stepscope.analysis.downsample import FloatArray
-from stepscope.analysis.host import others_during
+from stepscope.analysis.host import others_during, run_wait_during
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
@@ -24,6 +24,11 @@ from stepscope.rules._windows import severity
 
 def skip_steps(default: int) -> Param:
     return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
+
+
+# An outlier whose rank waited, runnable, for a core for at least this share of its
+# excess is explained by host contention: reported, not counted (docs/rules.md).
+EXPLAINED = 0.5
 
 
 class StepOutlier(NodeRule):
@@ -80,17 +85,26 @@ class StepOutlier(NodeRule):
         if not len(judged):
             return Part(na_reason=self._waiting(data.steps))
         flagged = judged[judged["outlier"].to_numpy()]
-        flagged = flagged.assign(others=self._others(data, flagged))
+        flagged = flagged.assign(
+            others=self._others(data, flagged), waited=self._waited(data, flagged)
+        )
+        # Explained by contention: the loop waited for a core for most of the excess.
+        explained = (flagged["waited"] >= EXPLAINED * flagged["excess"].abs()).to_numpy()
         columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
         findings = [
             self._finding(*row)
-            for row in zip(*(flagged[c] for c in (*columns, "others")), strict=True)
+            for row in zip(*(flagged[c] for c in (*columns, "others", "waited")), strict=True)
         ]
+        counted = judged.copy()
+        counted.loc[flagged.index[explained], "outlier"] = False
         # The ranks of a job run side by side: the slowest rank's loss is the job's.
-        cost = max(out.cost_by_rank(judged).values(), default=0.0)
+        cost = max(out.cost_by_rank(counted).values(), default=0.0)
         contended = int((flagged["others"] >= self.p_float("contention_threshold")).sum())
         details: JsonObject = {"contended_outliers": contended} if contended else {}
-        return Part(findings, len(findings), len(judged), details, cost_seconds=cost)
+        if explained.any():
+            details["explained_by_contention"] = int(explained.sum())
+        triggers = len(findings) - int(explained.sum())
+        return Part(findings, triggers, len(judged), details, cost_seconds=cost)
 
     def _waiting(self, steps: pd.DataFrame) -> str:
         """What is true when nothing is judged: no steps, only skipped or profiled ones."""
@@ -123,6 +137,17 @@ class StepOutlier(NodeRule):
         starts, ends = flagged["start"].to_numpy(np.float64), flagged["end"].to_numpy(np.float64)
         return others_during(data.system, starts, ends, cores)
 
+    @staticmethod
+    def _waited(data: RuleInput, flagged: pd.DataFrame) -> FloatArray:
+        """Seconds each flagged step's rank waited, runnable, for a core (NaN: unknown):
+        the node's run-queue wait rate during the step over its ranks, times the step."""
+        if not len(flagged):
+            return np.full(0, np.nan)
+        starts, ends = flagged["start"].to_numpy(np.float64), flagged["end"].to_numpy(np.float64)
+        ranks = max(1, int(data.steps["rank"].nunique()))  # the node's ranks share the sum
+        rate = run_wait_during(data.system, starts, ends) / ranks
+        return np.asarray(rate * flagged["duration"].to_numpy(np.float64), np.float64)
+
     def _finding(
         self,
         phase: str,
@@ -135,6 +160,7 @@ class StepOutlier(NodeRule):
         excess: float,
         sigma: float,
         others: float,
+        waited: float,
     ) -> Finding:
         base, k = d - excess, float(self.p_float("stddev"))
         margin = max(k * sigma, float(self.p_float("min_excess_s")))
@@ -143,6 +169,8 @@ class StepOutlier(NodeRule):
         # Flagged, not dropped: the step was slow all the same, but the host may be why.
         busy = others >= self.p_float("contention_threshold")  # False when NaN
         host = f"; other processes used {others:.0f}% of the node's CPU meanwhile" if busy else ""
+        if waited >= EXPLAINED * abs(excess):
+            host += f"; it waited {waited:.3f} s for a core: host contention, not counted"
         return Finding(
             f"{phase} step {step} of rank {rank} took {d:.3f} s, {abs(excess):.3f} s {side} "
             f"than the median of the steps around it ({base:.3f} s; {z:.1f} robust "

@@ -120,3 +120,13 @@ def _field(text: bytes, name: bytes) -> float | None:
     if at == 0 and not text.startswith(name):
         return None
     return float(text[at + len(name) :].split(None, 1)[0])
+
+
+def run_delay(pid: int) -> float | None:
+    """Seconds the main thread of ``pid`` has waited, runnable, for a core (Linux
+    schedstat's ``run_delay``); None where the kernel does not say or it has exited."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None

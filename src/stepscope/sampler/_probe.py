@@ -42,7 +42,7 @@ from stepscope.sampler._encoding import rows_to_batches as rows_to_batches
 from stepscope.sampler._encoding import schema_for as schema_for
 from stepscope.sampler._encoding import validate_interval_ms as validate_interval_ms
 from stepscope.sampler._nvml import Gpus, Row
-from stepscope.sampler._pressure import PressureProbe
+from stepscope.sampler._pressure import PressureProbe, run_delay
 from stepscope.sampler._roles import Roles
 
 _LOOPBACK = ("lo", "lo0")
@@ -89,6 +89,7 @@ class SystemProbe:
         row |= {"net_rx_bps": net_rx, "net_tx_bps": net_tx}
         row["proc_cpu"], row["proc_rss"] = self.processes.read(dt if prev else None)
         row["proc_cpu_main"] = self.processes.main_cpu
+        row["proc_run_wait"] = self.processes.run_wait
         # memory (mem_*), steal, run queue and swap: docs/format.md
         row |= self.pressure.read(prev.cpus if prev and dt > 0 else None, cur.cpus, dt)
         if self.gpus is not None:
@@ -189,6 +190,8 @@ class ProcessTree:
         self._last: dict[psutil.Process, float] = {}  # CPU seconds at the last reading
         self.roles = Roles()
         self.main_cpu: float | None = None  # of the main processes at the last read()
+        self.run_wait: float | None = None  # their main threads' run-queue wait, %
+        self._delays: dict[psutil.Process, float] = {}  # run_delay at the last reading
 
     def read(self, dt: float | None) -> tuple[float | None, float | None]:
         """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
@@ -208,9 +211,19 @@ class ProcessTree:
             rss += mem.rss
         self._last = seen
         self.main_cpu = 100.0 * main_seconds / dt if dt and seen else None
+        self.run_wait = self._run_wait([p for p in seen if self.roles.is_main(p)], dt)
         if not seen:
             return None, None
         return (100.0 * cpu_seconds / dt if dt else None), rss
+
+    def _run_wait(self, mains: list[psutil.Process], dt: float | None) -> float | None:
+        """% of ``dt`` the main processes' main threads waited runnable for a core,
+        summed: the training loop delayed by other work on its cores."""
+        delays = {p: d for p in mains if (d := run_delay(p.pid)) is not None}
+        waited = sum(max(d - self._delays[p], 0.0) for p, d in delays.items() if p in self._delays)
+        known = any(p in self._delays for p in delays)
+        self._delays = delays
+        return 100.0 * waited / dt if dt and known else None
 
     def _list(self) -> list[psutil.Process]:
         if self.root is not None and time.monotonic() - self._listed >= self.refresh_s:
