@@ -16,8 +16,9 @@ however slow the steps. Knobs, all off by default:
 --write-mb MB        write and fsync MB per step, two shards in two threads (a sharded
                      checkpoint: one writer can leave at most one core in I/O wait)
 --python-ms MS       pure-Python work of MS ms (idle) per step outside the model (logging)
---compute N          N matmuls of 256x256 per step (default 2: a model that outweighs
-                     the DataLoader's own overhead; 0: data wait is ~20% of a step)
+--compute N          N matmuls of 256x256 in the model's forward per step (default 2: a
+                     model that outweighs the DataLoader's own overhead; 0: data wait is
+                     ~20% of a step)
 --lr LR              0 leaves the loss where it started
 --model sigmoid      12 sigmoid layers: the first layers' gradients vanish
 --task regress --lr 10    the loss overflows to inf, then NaN
@@ -73,7 +74,29 @@ def busy(ms: float) -> None:
         pass
 
 
+class Heavy(nn.Module):
+    """The model plus ``compute`` matmuls of 256x256 in its forward: the model's own
+    work (forward time), not the loop's, as a larger model's layers would be."""
+
+    def __init__(self, model: nn.Module, compute: int) -> None:
+        super().__init__()
+        self.model, self.compute = model, compute
+        self.register_buffer("weights", torch.randn(256, 256) / 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():  # work of the forward that leaves the gradients alone
+            w = self.weights
+            for _ in range(self.compute):
+                w = torch.tanh(w @ w)
+        out: torch.Tensor = self.model(x)
+        return out
+
+
 def build(a: argparse.Namespace) -> nn.Module:
+    return Heavy(_layers(a), a.compute)
+
+
+def _layers(a: argparse.Namespace) -> nn.Module:
     if a.model == "sigmoid":  # gradients vanish through many saturating layers
         layers: list[nn.Module] = []
         for _ in range(12):
@@ -100,10 +123,8 @@ def parse() -> argparse.Namespace:
     return p.parse_args()
 
 
-def step_extras(a: argparse.Namespace, step: int, folder: str, weights: torch.Tensor) -> None:
+def step_extras(a: argparse.Namespace, step: int, folder: str) -> None:
     """The planted per-step work besides forward, backward and optimizer."""
-    for _ in range(a.compute):
-        weights = torch.tanh(weights @ weights)
     if a.python_ms:
         busy(a.python_ms)
     if a.write_mb:
@@ -142,7 +163,6 @@ def main() -> None:
     loss_fn = nn.MSELoss() if a.task == "regress" else nn.CrossEntropyLoss()
     loader = DataLoader(Points(4096, a, 0), batch_size=a.batch, shuffle=True, num_workers=a.workers)
     val = DataLoader(Points(256, a, 1), batch_size=64)
-    weights = torch.randn(256, 256) / 16
     step, end = 0, time.monotonic() + (a.seconds or float("inf"))
     with tempfile.TemporaryDirectory(prefix="diagnosis-") as folder:
         while step < a.steps and time.monotonic() < end:
@@ -151,7 +171,7 @@ def main() -> None:
                 loss_fn(model(x), y).backward()
                 opt.step()
                 step += 1
-                step_extras(a, step, folder, weights)
+                step_extras(a, step, folder)
                 if a.eval_every and step % a.eval_every == 0:
                     evaluate(model, val)
                 if step == a.steps or time.monotonic() > end:
