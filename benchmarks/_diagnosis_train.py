@@ -19,6 +19,8 @@ however slow the steps. Knobs, all off by default:
 --compute N          N matmuls of 256x256 in the model's forward per step (default 2: a
                      model that outweighs the DataLoader's own overhead; 0: data wait is
                      ~20% of a step)
+--device-ms MS       the forward waits MS ms (sleeps) per step, as a loop waits for its
+                     GPU's kernels: a step that leaves the CPU idle
 --lr LR              0 leaves the loss where it started
 --model sigmoid      12 sigmoid layers: the first layers' gradients vanish
 --task regress --lr 10    the loss overflows to inf, then NaN
@@ -78,9 +80,9 @@ class Heavy(nn.Module):
     """The model plus ``compute`` matmuls of 256x256 in its forward: the model's own
     work (forward time), not the loop's, as a larger model's layers would be."""
 
-    def __init__(self, model: nn.Module, compute: int) -> None:
+    def __init__(self, model: nn.Module, compute: int, device_s: float = 0.0) -> None:
         super().__init__()
-        self.model, self.compute = model, compute
+        self.model, self.compute, self.device_s = model, compute, device_s
         self.register_buffer("weights", torch.randn(256, 256) / 16)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -88,12 +90,14 @@ class Heavy(nn.Module):
             w = self.weights
             for _ in range(self.compute):
                 w = torch.tanh(w @ w)
+        if self.device_s:
+            time.sleep(self.device_s)
         out: torch.Tensor = self.model(x)
         return out
 
 
 def build(a: argparse.Namespace) -> nn.Module:
-    return Heavy(_layers(a), a.compute)
+    return Heavy(_layers(a), a.compute, a.device_ms / 1000.0)
 
 
 def _layers(a: argparse.Namespace) -> nn.Module:
@@ -115,7 +119,7 @@ def parse() -> argparse.Namespace:
     ):  # fmt: skip
         p.add_argument(name, type=int, default=default)
     for name in ("--start-s", "--read-ms", "--decode-ms", "--stall-s", "--write-mb",
-                 "--python-ms", "--straggle-ms", "--hold-gb"):  # fmt: skip
+                 "--python-ms", "--straggle-ms", "--hold-gb", "--device-ms"):  # fmt: skip
         p.add_argument(name, type=float, default=0.0)
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--model", default="mlp", choices=("mlp", "sigmoid"))

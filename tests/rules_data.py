@@ -109,6 +109,7 @@ def system_frame(
     iowait: np.ndarray | float = 1.0,
     gpu_util: list[np.ndarray] | None = None,
     gpu_mem: list[np.ndarray] | None = None,
+    proc_cpu: float = 150.0,
 ) -> pd.DataFrame:
     """Wide samples of one node (docs/format.md); no GPU columns when ``gpu_util`` is None."""
     t = start + interval * np.arange(n)
@@ -126,7 +127,7 @@ def system_frame(
         "disk_write_bps": np.full(n, 1e5),
         "net_rx_bps": np.full(n, 1e4),
         "net_tx_bps": np.full(n, 1e4),
-        "proc_cpu": np.full(n, 150.0, np.float32),
+        "proc_cpu": np.full(n, proc_cpu, np.float32),
         "proc_rss": np.full(n, 4e9),
     }
     for i, util in enumerate(gpu_util or []):

@@ -70,6 +70,18 @@ def test_gpu_rule_fires_and_stays_silent(
     silent(judge(tmp_path / "good", rule, **params))
 
 
+def test_batch_size_judges_the_jobs_cpu_not_the_busy_nodes(tmp_path: Path) -> None:
+    """Node CPU 95% on 4 cores. With the job at 150% of one core (37.5% of the node,
+    others the rest) its CPU is low: BatchSize fires as on a dedicated node. With
+    the job itself at 380% (95%), the CPU is what the batch costs: silent."""
+    small = {"gpu_util": [rd.busy_gpu(N, level=30)] * 4, "gpu_mem": [np.full(N, 20.0)] * 4}
+    rd.gpu_job(tmp_path / "shared", N, cpu=95.0, proc_cpu=150.0, **small)
+    rd.gpu_job(tmp_path / "cpu-bound", N, cpu=95.0, proc_cpu=380.0, **small)
+    res = judge(tmp_path / "shared", "BatchSize", **GPU)
+    fires(res)
+    silent(judge(tmp_path / "cpu-bound", "BatchSize", **GPU))
+
+
 def test_low_gpu_utilization_flags_fluctuation(tmp_path: Path) -> None:
     swinging = [np.where(np.arange(N) % 4 == 0, 0.0, 95.0)] * 2
     rd.gpu_job(tmp_path / "j", N, gpu_util=swinging)

@@ -12,6 +12,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
+from stepscope.analysis.host import others_cpu
+from stepscope.rules._base import Part
+from stepscope.rules._input import RuleInput
 from stepscope.rules._params import patience, window
 from stepscope.rules._system_base import SystemRule, lasted, pct
 from stepscope.rules._text import versus
@@ -111,8 +114,23 @@ class BatchSize(SystemRule):
         window(500),
     )
 
+    _cores: float | None = None
+
+    def check(self, data: RuleInput) -> Part:
+        self._cores = _cores(data)
+        return super().check(data)
+
+    def columns(self, gpus: list[int]) -> list[str]:
+        return [*super().columns(gpus), "proc_cpu"]
+
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w, hits = self.windows_of(framed), []
+        # The job's CPU, not the node's: on a shared host other processes' CPU says
+        # nothing of what a larger batch would cost the job (the seed's dedicated
+        # instance had no others). The node's when the job's is unknown.
+        job = others_cpu(framed, self._cores)
+        if job is not None:
+            framed = framed.assign(cpu=framed["cpu"].astype("float64") - job)
         cols = ["cpu", *(f"gpu{g}_{m}" for g in gpus for m in ("util", "mem_util"))]
         p95 = w.quantiles(w.columns(framed, cols), [0.95])[:, 0, :]
         cpu_low = p95[:, 0] < self.p_float("cpu_threshold_p95")
@@ -191,3 +209,12 @@ class LowGPUUtilization(SystemRule):
             value=value,
             threshold=threshold,
         )
+
+
+def _cores(data: RuleInput) -> float | None:
+    """The node's cores (``nodes/<node>.json``), None when unknown."""
+    for info in data.nodes.values():
+        count = info.get("cpu_count")
+        if isinstance(count, int | float) and count > 0:
+            return float(count)
+    return None
