@@ -112,6 +112,13 @@ def test_data_loader_workers_fires_on_saturated_workers_only(tmp_path: Path) -> 
     assert "2.0 core(s) idle" in res.findings[0].message  # 4 cores at 50%
     # the same wait with workers at 15% each: not the workers' CPU (DataLoading's case)
     silent(judge(idle, "DataLoaderWorkers"))
+    # workers at 60% each while the loop waits: busy decoding, feeding IPC (measured: one
+    # worker at 61% of a core beside a 55% data wait), more of them would help
+    fires(
+        judge(
+            cpu_job(tmp_path / "b", facts, WAITING, cpu=50.0, proc_cpu=220.0), "DataLoaderWorkers"
+        )
+    )
 
 
 def test_data_loader_workers_needs_the_loader_settings(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ class DataLoaderWorkers(NodeRule):
     )
     params = (
         Param("threshold", 20, "share of typical step time in data_wait that fires the rule, %"),
-        Param("worker_cpu_threshold", 80, "median CPU per worker that makes it saturated, %"),
+        Param("worker_cpu_threshold", 50, "median CPU per worker that makes it saturated, %"),
         min_steps(),
         skip_steps(5),
     )
