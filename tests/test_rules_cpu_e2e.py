@@ -82,7 +82,9 @@ def test_python_between_steps_fires_python_overhead(tmp_path: Path, healthy: Any
 
 def test_more_threads_than_cores_fires_cpu_bound_threads(tmp_path: Path, healthy: Any) -> None:
     threads = 2 * CORES
-    args = ["--steps", "40", "--width", "1024", "--threads", str(threads)]
+    # 150 steps: the workers live several of the sampler's listing periods (1 s), so
+    # their CPU is counted (a process counts from the reading after the one finding it)
+    args = ["--steps", "150", "--width", "1024", "--threads", str(threads)]
     job, results = run(tmp_path, *args, "--workers", "2", "--burn-data", "0.0005")
     res = results["CPUBoundThreads"]
     assert res["status"] == "IssuesFound", res

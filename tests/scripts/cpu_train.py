@@ -52,7 +52,10 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     data = Data(64 * 16, w, a.slow_data, a.burn_data)
-    loader = DataLoader(data, batch_size=64, num_workers=a.workers)
+    # Persistent workers: an epoch here is 16 batches (~0.5 s), and workers that live
+    # less than the sampler's listing period (1 s) are never counted as such.
+    persistent = a.workers > 0
+    loader = DataLoader(data, batch_size=64, num_workers=a.workers, persistent_workers=persistent)
     steps = 0
     while steps < a.steps:
         for x, y in loader:
