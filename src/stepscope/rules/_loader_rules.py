@@ -28,7 +28,7 @@ from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
 from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import Hit, runs, severity
+from stepscope.rules._windows import Hit, runs, share_finding
 
 
 class DataLoaderWorkers(NodeRule):
@@ -105,18 +105,15 @@ class DataLoaderWorkers(NodeRule):
         threshold = float(self.p_float("threshold"))
         first, last = int(rows["step"].min()), int(rows["step"].max())
         wait = float(rows["data_wait"].sum())
-        return Finding(
+        return share_finding(
             f"rank {rank} waited for data {share:.0f}% of its step time (> {threshold:g}%, "
             f"{wait:.1f} s in steps {first}-{last}) {what}; {fix}",
             self.recommendation,
-            severity(share, threshold, 100.0),
-            node=str(rows["node"].iloc[0]),
-            rank=rank,
-            start=float(rows["start"].min()),
-            end=float(rows["end"].max()),
-            steps=(first, last),
-            value=share,
-            threshold=threshold,
+            rows,
+            rank,
+            (first, last),
+            share,
+            threshold,
         )
 
 
@@ -193,16 +190,13 @@ class DataLoading(NodeRule):
         share, threshold = float(rows["share"].max()), float(self.p_float("threshold"))
         rank = int(rows.index[0][0])
         first, last = int(rows["first"].min()), int(rows["last"].max())
-        return Finding(
+        return share_finding(
             f"rank {rank} waited for data {versus(share, threshold, '%')} of its step time "
             f"in steps {first}-{last}",
             self.recommendation,
-            severity(share, threshold, 100.0),
-            node=str(rows["node"].iloc[0]),
-            rank=rank,
-            start=float(rows["start"].min()),
-            end=float(rows["end"].max()),
-            steps=(first, last),
-            value=share,
-            threshold=threshold,
+            rows,
+            rank,
+            (first, last),
+            share,
+            threshold,
         )

@@ -18,7 +18,7 @@ from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import Hit, runs, severity
+from stepscope.rules._windows import Hit, runs, share_finding
 
 
 class PythonOverhead(NodeRule):
@@ -90,17 +90,14 @@ class PythonOverhead(NodeRule):
         threshold = float(self.p_float("threshold"))
         rank = int(rows["rank"].iloc[0])
         first, last = int(rows["step"].min()), int(rows["step"].max())
-        return Finding(
+        return share_finding(
             f"rank {rank} spent a median {share:.0f}% of its training step (> {threshold:g}%; "
             f"{other * 1000:.1f} ms of {step * 1000:.1f} ms) outside data wait, forward, "
             f"backward and optimizer in steps {first}-{last}: about {cost:.1f} s in all",
             self.recommendation,
-            severity(share, threshold, 100.0),
-            node=str(rows["node"].iloc[0]),
-            rank=rank,
-            start=float(rows["start"].min()),
-            end=float(rows["end"].max()),
-            steps=(first, last),
-            value=share,
-            threshold=threshold,
+            rows,
+            rank,
+            (first, last),
+            share,
+            threshold,
         )

@@ -95,8 +95,7 @@ class StepOutlier(NodeRule):
             self._finding(*row)
             for row in zip(*(flagged[c] for c in (*columns, "others", "waited")), strict=True)
         ]
-        counted = judged.copy()
-        counted.loc[flagged.index[explained], "outlier"] = False
+        counted = judged.drop(index=flagged.index[explained]) if explained.any() else judged
         # The ranks of a job run side by side: the slowest rank's loss is the job's.
         cost = max(out.cost_by_rank(counted).values(), default=0.0)
         contended = int((flagged["others"] >= self.p_float("contention_threshold")).sum())

@@ -20,6 +20,7 @@ import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
 from stepscope.rules._input import RuleInput
+from stepscope.rules._types import Finding
 
 GPU_UTIL = re.compile(r"^gpu(\d+)_util$")
 T = TypeVar("T")
@@ -31,6 +32,31 @@ def severity(value: float, threshold: float, worst: float) -> float:
     if span == 0:
         return 1.0
     return float(0.3 + 0.7 * min(1.0, max(0.0, (value - threshold) / span)))
+
+
+def share_finding(
+    message: str,
+    recommendation: str,
+    rows: pd.DataFrame,
+    rank: int,
+    steps: tuple[int, int],
+    share: float,
+    threshold: float,
+) -> Finding:
+    """A finding on a span of one rank's steps (``rows``, with ``node``, ``start``,
+    ``end``) whose measure is a share in % compared with ``threshold``."""
+    return Finding(
+        message,
+        recommendation,
+        severity(share, threshold, 100.0),
+        node=str(rows["node"].iloc[0]),
+        rank=rank,
+        start=float(rows["start"].min()),
+        end=float(rows["end"].max()),
+        steps=steps,
+        value=share,
+        threshold=threshold,
+    )
 
 
 def gpu_indices(system: pd.DataFrame) -> list[int]:
