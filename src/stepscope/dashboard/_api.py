@@ -25,6 +25,9 @@ from stepscope.store import Store
 Handler = Callable[[Request], Response]
 
 PHASES = ("train", "eval")
+#: The largest control body taken (the largest valid one is a few hundred bytes).
+MAX_BODY = 64_000
+TOO_LARGE = f"The body is too large (at most {MAX_BODY // 1000} kB)."
 
 
 class HTTPError(StepscopeError):
@@ -157,12 +160,28 @@ def control_status(request: Request) -> Response:
     return json_bytes(encode(_controls.status(job.store, request.path_params["name"])))
 
 
+async def _bounded(request: Request) -> bytes:
+    """The body, refused (413) on a ``Content-Length`` over :data:`MAX_BODY` before a byte
+    is read, and as soon as the bytes received pass it (a chunked body announces nothing)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise HTTPError(400, f"Content-Length must be a number of bytes, not {declared!r}.")
+        if int(declared) > MAX_BODY:
+            raise HTTPError(413, TOO_LARGE)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise HTTPError(413, TOO_LARGE)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _body(request: Request) -> object:
-    raw = await request.body()
+    raw = await _bounded(request)
     if not raw:
         return {}
-    if len(raw) > 64_000:
-        raise HTTPError(413, "The body is too large (at most 64 kB).")
     try:
         body: object = json.loads(raw)
     except ValueError:

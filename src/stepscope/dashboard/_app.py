@@ -95,16 +95,21 @@ def routes() -> list[Route | Mount]:
 
 
 def create_app(
-    root: str | Store, host: str = "127.0.0.1", token: str = "", extra_hosts: tuple[str, ...] = ()
+    root: str | Store,
+    host: str = "127.0.0.1",
+    token: str = "",
+    extra_hosts: tuple[str, ...] = (),
+    follow_links: bool = False,
 ) -> Guard:
     """The dashboard over the job folders under ``root``, guarded for a server on ``host``.
 
     ``token`` is required (every POST needs it; beyond loopback every request);
     ``extra_hosts`` are more names the ``Host`` header may carry (e.g. a DNS name
-    that points at a non-loopback ``host``). Raises ValueError for a refused binding.
+    that points at a non-loopback ``host``). Job folders that resolve outside ``root``
+    are refused unless ``follow_links``. Raises ValueError for a refused binding.
     """
     store = root if isinstance(root, Store) else open_store(root)
     app = Starlette(routes=routes())
-    app.state.source = Source(store)
+    app.state.source = Source(store, follow_links=follow_links)
     app.state.token = token
     return Guard(SecureHeaders(app), host, token, tuple(h.lower() for h in extra_hosts))

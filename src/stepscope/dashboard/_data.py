@@ -25,11 +25,11 @@ from stepscope.analysis.diagnosis import JobFacts
 from stepscope.analysis.report_data import SPLIT, rank_rules, read_rules
 from stepscope.dashboard._cache import Answers, Sized
 from stepscope.dashboard._openapi import JobDetail, JobRow
-from stepscope.dashboard._paths import JOB_NAME, job_store
+from stepscope.dashboard._paths import JOB_NAME, Boundary
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
-from stepscope.jobfolder import JsonObject, NodeInfo, RuleVerdict, is_job
+from stepscope.jobfolder import JsonObject, NodeInfo, RuleVerdict
 from stepscope.read import Job
 from stepscope.store import Store
 
@@ -62,10 +62,17 @@ def encode(obj: object) -> bytes:
 
 
 class Source:
-    """The job folders under ``root``, as plain data for the API."""
+    """The job folders under ``root``, as plain data for the API.
 
-    def __init__(self, root: Store, now: Callable[[], float] = time.time) -> None:
+    Only jobs inside ``root`` are served (:class:`._paths.Boundary`; ``follow_links``
+    serves those that lead elsewhere too).
+    """
+
+    def __init__(
+        self, root: Store, now: Callable[[], float] = time.time, follow_links: bool = False
+    ) -> None:
         self.root, self._now = root, now
+        self.boundary = Boundary(root, follow_links)
         self.streams, self.answers, self.summaries = Streams(), Answers(), Sized()
         self._jobs: dict[str, Job] = {}
         self._locks: dict[str, threading.Lock] = {}
@@ -73,7 +80,7 @@ class Source:
 
     def job(self, name: str) -> Job:
         """The Job named ``name`` (NotServed when there is none)."""
-        store = job_store(self.root, name)
+        store = self.boundary.job_store(name)
         with self._lock:
             if name not in self._jobs:
                 self._jobs[name] = Job(store, now=self._now)
@@ -81,7 +88,7 @@ class Source:
             return self._jobs[name]
 
     def names(self) -> list[str]:
-        return [n for n in self.root.listdir() if is_job(self.root, n)]
+        return self.boundary.names()
 
     # -- row streams ---------------------------------------------------------------
     def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Stream:
