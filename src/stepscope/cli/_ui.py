@@ -1,10 +1,14 @@
-"""``stepscope ui [ROOT] [--port N] [--host H] [--token T]``: serve the dashboard.
+"""``stepscope ui [ROOT] [--port N] [--host H] [--token T] ...``: serve the dashboard.
 
 The socket is bound here, before uvicorn starts, so that ``--port 0`` (any
 free port) prints the real URL, and a port in use is a clear one-line error.
 The URL printed carries the token (``?token=...``): the page keeps it and
 sends it with every control request. ``STEPSCOPE_UI_TOKEN`` may give the token
 instead of ``--token`` (it then stays out of the process list).
+
+Beyond loopback the names the server answers to are printed (``--allow-host`` adds
+one), and plain HTTP is warned about once: ``--certfile``/``--keyfile`` serve TLS,
+checked here (readable, a certificate and its key) before anything is bound.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import ssl
 import sys
 from collections.abc import Callable
 
@@ -42,6 +47,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--token", help=f"access token, >= 16 characters (default: random; or ${TOKEN_ENV})"
     )
+    p.add_argument(
+        "--allow-host", action="append", default=[], metavar="NAME",
+        help="another host name or address the server is reached by (repeatable; bound to "
+             "0.0.0.0, the machine's names and addresses are in already)",
+    )  # fmt: skip
+    p.add_argument("--certfile", help="serve HTTPS with this PEM certificate (chain)")
+    p.add_argument("--keyfile", help="the certificate's PEM private key (unencrypted)")
+    p.add_argument(
+        "--follow-symlinks", action="store_true",
+        help="also serve job folders, and links in them, that resolve outside ROOT",
+    )  # fmt: skip
     p.set_defaults(fn=cmd_ui)
 
 
@@ -61,30 +77,78 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(host: str, port: int, token: str) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/?token={token}"
+def url_of(host: str, port: int, token: str, tls: bool = False) -> str:
+    """The URL to open; bound to all interfaces, with the machine's host name."""
+    from stepscope.dashboard import is_all_interfaces
+
+    shown = socket.gethostname().lower() if is_all_interfaces(host) else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"{'https' if tls else 'http'}://{shown}:{port}/?token={token}"
+
+
+def check_tls(certfile: str | None, keyfile: str | None) -> bool:
+    """Whether TLS is asked for; UsageError when its files are missing, unreadable or wrong."""
+    if certfile is None:
+        if keyfile is not None:
+            raise UsageError("--keyfile needs --certfile (the certificate it goes with).")
+        return False
+    for flag, path in (("--certfile", certfile), ("--keyfile", keyfile)):
+        if path is not None and not os.access(path, os.R_OK):
+            why = "no such file" if not os.path.exists(path) else "not readable"
+            raise UsageError(f"{flag} {path!r}: {why}. Give a readable PEM file.")
+    try:  # what uvicorn will do, here, so that a bad pair is one line and not a traceback
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(certfile, keyfile, password=lambda: b"")
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise UsageError(
+            f"--certfile {certfile!r} / --keyfile {keyfile!r} are not a PEM certificate and "
+            f"its unencrypted private key ({exc}). A self-signed pair: openssl req -x509 "
+            "-newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 365 -subj /CN=HOST"
+        ) from None
+    return True
+
+
+def announce(app_hosts: tuple[str, ...], host: str, tls: bool) -> None:
+    """Beyond loopback: the names served, and (once) that plain HTTP crosses the network."""
+    from stepscope.dashboard import is_loopback
+
+    if is_loopback(host):
+        return
+    print(f"stepscope ui: answering to {', '.join(app_hosts)} (add one with --allow-host NAME)",
+          file=sys.stderr)  # fmt: skip
+    if not tls:
+        print("stepscope ui: warning: plain HTTP: the token and the job's data cross the network "
+              "unencrypted. Serve TLS with --certfile/--keyfile, put a TLS reverse proxy in "
+              "front, or bind 127.0.0.1 and use an SSH tunnel (ssh -L 8765:127.0.0.1:8765 HOST).",
+              file=sys.stderr)  # fmt: skip
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from stepscope.dashboard import create_app, new_token
+    from stepscope.dashboard import check_name, create_app, new_token
     from stepscope.store import StoreError, open_store
 
     token = args.token or os.environ.get(TOKEN_ENV) or ""
+    tls = check_tls(args.certfile, args.keyfile)
     try:
+        allowed = tuple(check_name(n) for n in args.allow_host)
         store = open_store(args.root)
         if not store.isdir():
             raise UsageError(f"no folder {args.root!r}: give the output folder of your jobs "
                          "(stepscope run -o FOLDER), or run one first.")  # fmt: skip
-        app = create_app(store, args.host, token or new_token_if_loopback(args.host, new_token))
+        app = create_app(store, args.host, token or new_token_if_loopback(args.host, new_token),
+                         allowed, follow_links=args.follow_symlinks)  # fmt: skip
     except (ValueError, StoreError) as exc:
         raise UsageError(str(exc)) from None
     sock = bind(args.host, args.port)
     port = sock.getsockname()[1]
-    print(f"stepscope ui: serving {args.root} at {url_of(args.host, port, app.token)}", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    url = url_of(args.host, port, app.token, tls)
+    print(f"stepscope ui: serving {args.root} at {url}", flush=True)
+    announce(tuple(sorted(app.hosts)), args.host, tls)
+    tls_files = {"ssl_certfile": args.certfile, "ssl_keyfile": args.keyfile} if tls else {}
+    config = uvicorn.Config(app, log_level="warning", access_log=False, **tls_files)
+    server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
     finally:

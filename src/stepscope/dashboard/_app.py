@@ -13,6 +13,7 @@ from starlette.staticfiles import StaticFiles
 
 from stepscope.dashboard import _api, _controls
 from stepscope.dashboard._data import Source
+from stepscope.dashboard._hosts import served_names
 from stepscope.dashboard._openapi import document
 from stepscope.dashboard._security import (
     ASGIApp,
@@ -105,11 +106,13 @@ def create_app(
 
     ``token`` is required (every POST needs it; beyond loopback every request);
     ``extra_hosts`` are more names the ``Host`` header may carry (e.g. a DNS name
-    that points at a non-loopback ``host``). Job folders that resolve outside ``root``
-    are refused unless ``follow_links``. Raises ValueError for a refused binding.
+    that points at a non-loopback ``host``); bound to all interfaces (``0.0.0.0``),
+    the machine's names and addresses are in too (:func:`._hosts.served_names`). Job
+    folders that resolve outside ``root`` are refused unless ``follow_links``. Raises
+    ValueError for a refused binding.
     """
     store = root if isinstance(root, Store) else open_store(root)
     app = Starlette(routes=routes())
     app.state.source = Source(store, follow_links=follow_links)
     app.state.token = token
-    return Guard(SecureHeaders(app), host, token, tuple(h.lower() for h in extra_hosts))
+    return Guard(SecureHeaders(app), host, token, served_names(host, extra_hosts))

@@ -7,13 +7,13 @@ Order of checks for a request (docs/dashboard.md, "Security model"):
    request without it gets 401 (missing) or 403 (wrong) whatever its path or body.
    A cookie or a ``?token=`` never counts here: a cross-site form or ``fetch``
    cannot set a custom header, so it cannot trigger a control.
-2. ``Host`` must name this server (defeats DNS rebinding), and an ``Origin``, when
-   sent, must be this server's own (no CORS: no ``Access-Control-*`` header is
-   ever sent).
+2. ``Host`` must name this server (defeats DNS rebinding; the names it answers to
+   are :func:`._hosts.served_names`), and an ``Origin``, when sent, must be this
+   server's own (no CORS: no ``Access-Control-*`` header is ever sent).
 3. Beyond loopback, every request (viewing too) needs the token: in the header,
    in ``?token=`` (the URL printed at start), or in the ``stepscope_token`` cookie
-   that a valid ``?token=`` sets (HttpOnly, SameSite=Strict) so that scripts,
-   styles and downloads load.
+   that a valid ``?token=`` sets (HttpOnly, SameSite=Strict, and Secure over TLS) so
+   that scripts, styles and downloads load.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ class Guard:
             await _deny(send, *refusal)
             return
         if self._token_in_query(scope):
-            await self.app(scope, receive, _with_cookie(send, self.token))
+            secure = scope.get("scheme") == "https"
+            await self.app(scope, receive, _with_cookie(send, self.token, secure))
             return
         await self.app(scope, receive, send)
 
@@ -130,7 +131,8 @@ class Guard:
     def _same_origin(self, headers: dict[str, str]) -> tuple[int, str] | None:
         host = headers.get("host", "")
         if _hostname(host) not in self.hosts:
-            return 403, f"Host {host!r} is not this server (DNS rebinding?)."
+            return 403, (f"Host {host!r} is not this server (DNS rebinding?). If it is, "
+                         "restart `stepscope ui` with --allow-host NAME.")  # fmt: skip
         origin = headers.get("origin")
         if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
             return 403, f"Cross-site request from origin {origin!r} refused."
@@ -166,9 +168,10 @@ def _cookie_token(headers: dict[str, str]) -> str:
     return morsel.value if morsel is not None else ""
 
 
-def _with_cookie(send: Send, token: str) -> Send:
-    """``send`` that adds the token cookie to the response start."""
-    value = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+def _with_cookie(send: Send, token: str, secure: bool) -> Send:
+    """``send`` that adds the token cookie to the response start (Secure over TLS, so that
+    the browser never sends it to a plain-HTTP service of the same host)."""
+    value = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict" + ("; Secure" if secure else "")
 
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -1,40 +1,34 @@
-/* stepscope dashboard: the token, API calls, small DOM helpers, live charts, routing.
+/* stepscope dashboard: API calls, small DOM helpers, live charts, routing.
  *
  * Every text that comes from a job is set with textContent (never innerHTML), so
- * names, messages and paths cannot inject markup. The token from the URL is kept
- * in sessionStorage, removed from the address bar, and sent in the
- * X-Stepscope-Token header with every request (the server requires it on POSTs).
+ * names, messages and paths cannot inject markup. The token (dash-token.js) is
+ * sent in the X-Stepscope-Token header with every request (the server requires it
+ * on POSTs); a POST refused for want of it asks for it and is sent again.
  */
 (function (global) {
   "use strict";
-  const KEY = "stepscope-token";
-
-  function takeToken() {
-    const url = new URL(global.location.href);
-    const given = url.searchParams.get("token");
-    if (given) {
-      global.sessionStorage.setItem(KEY, given);
-      url.searchParams.delete("token");
-      global.history.replaceState(null, "", url.pathname + url.search + url.hash);
-    }
-    return global.sessionStorage.getItem(KEY) || "";
-  }
-  const token = takeToken();
+  const {DashToken} = global;
 
   async function api(path, opts) {
     const init = Object.assign({headers: {}, cache: "no-store"}, opts || {});
-    if (token) init.headers["X-Stepscope-Token"] = token;
     if (init.json !== undefined) {
       init.method = init.method || "POST";
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(init.json);
       delete init.json;
     }
-    const res = await fetch(path, init);
-    const data = await res.json().catch(() => ({error: res.statusText}));
-    setConn(true);
-    if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
-    return data;
+    for (;;) {
+      const token = DashToken.get();
+      if (token) init.headers["X-Stepscope-Token"] = token;
+      const res = await fetch(path, init);
+      const data = await res.json().catch(() => ({error: res.statusText}));
+      setConn(true);
+      if (res.ok) return data;
+      // A control refused for want of the token (a tab opened without it): ask, send again.
+      if (init.method === "POST" && DashToken.refusedForToken(res.status, data.error)
+          && await DashToken.ask(data.error)) continue;
+      throw new Error(data.error || `HTTP ${res.status}`);
+    }
   }
 
   function setConn(ok, why) {
@@ -153,5 +147,6 @@
   global.addEventListener("hashchange", route);
   global.addEventListener("DOMContentLoaded", route);
 
-  global.Dash = {api, h, iso, dur, setConn, showChart, resetCharts, pages, token, live};
+  global.Dash = {api, h, iso, dur, setConn, showChart, resetCharts, pages, live,
+    get token() { return DashToken.get(); }};
 })(window);
