@@ -92,10 +92,8 @@ def test_a_tab_without_the_token_asks_for_it_and_sends_the_control_again(
 
     page.fill("#token-input", "w" * len(token))  # a wrong one is refused and asked again
     page.click("#token-form button[type=submit]")
-    page.wait_for_function(
-        "document.getElementById('token-why').textContent.includes('Wrong token')",
-        timeout=WAIT_MS,
-    )
+    # a selector, not wait_for_function: the page's CSP forbids the eval that polling uses
+    page.wait_for_selector("#token-why:has-text('Wrong token')", timeout=WAIT_MS)
     assert page.is_visible("#token-form")
     page.fill("#token-input", token)
     page.click("#token-form button[type=submit]")
