@@ -97,8 +97,8 @@ def _get(summary: str, params: list[JsonObject] | None = None,
 
 
 def _post(summary: str, schema: JsonObject) -> JsonObject:
-    responses: dict[str, JsonObject] = {"202": _ACCEPTED, "400": _ERR, "404": _ERR,
-                                        "409": _ERR, "415": _ERR, **_REFUSED}  # fmt: skip
+    responses: dict[str, JsonObject] = {"202": _ACCEPTED, "400": _ERR, "404": _ERR, "409": _ERR,
+                                        "413": _ERR, "415": _ERR, **_REFUSED}  # fmt: skip
     return {"post": {
         "summary": summary, "parameters": [_JOB],
         "security": [{"token": []}],
