@@ -204,7 +204,8 @@ class Source:
         """Chart specs of one node's samples in ``[start, end)``, as JSON."""
         job = self.job(name)
         if not JOB_NAME.match(node) or not job.store.isdir(f"system/{node}"):
-            raise LookupError(f"job {name!r} has no node {node!r}; nodes: {job.nodes()}")
+            nodes = ", ".join(job.nodes()) or "none yet"
+            raise LookupError(f"job {name!r} has no node {node!r}; its node(s): {nodes}")
         sig, parts = self.system_parts(job, node)
         t0 = float(job.meta.get("start_time") or 0.0)
         key = ("system", name, node, sig, start, end, buckets)
