@@ -33,7 +33,7 @@
     const res = await fetch(path, init);
     const data = await res.json().catch(() => ({error: res.statusText}));
     setConn(true);
-    if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
+    if (!res.ok) throw Object.assign(new Error(data.error || `HTTP ${res.status}`), {status: res.status});
     return data;
   }
 
@@ -141,14 +141,21 @@
     }
   }
 
-  /* Routing: #/ is the jobs list, #/job/<name> a job page. */
+  /* Routing: #/ is the jobs list, #/job/<name> a job page; any other hash is the jobs
+   * list, and a job address that does not decode is shown as naming no job. */
   const pages = {};
   function route() {
     const m = global.location.hash.match(/^#\/job\/(.+)$/);
     for (const p of Object.values(pages)) p.leave();
     document.getElementById("jobs-view").hidden = !!m;
     document.getElementById("job-view").hidden = !m;
-    if (m) pages.job.enter(decodeURIComponent(m[1])); else pages.jobs.enter();
+    if (!m) { pages.jobs.enter(); return; }
+    let name;
+    try { name = decodeURIComponent(m[1]); } catch (err) {
+      pages.job.missing(m[1], `the address #/job/${m[1]} is malformed (${err.message})`);
+      return;
+    }
+    pages.job.enter(name);
   }
   global.addEventListener("hashchange", route);
   global.addEventListener("DOMContentLoaded", route);
