@@ -257,27 +257,32 @@
 
   /* A control request: POST, then poll its acknowledgement and show the answer. */
   async function request(path, body, out) {
+    const gen = S.gen, url = base();  // another job's page must not show this answer
     out.dataset.state = "sending"; out.textContent = "sending...";
     let name;
     try {
-      name = (await api(`${base()}/${path}`, {json: body})).request;
+      name = (await api(`${url}/${path}`, {json: body})).request;
     } catch (err) {
+      if (gen !== S.gen) return;
       out.dataset.state = "error"; out.textContent = "refused: " + err.message; return;
     }
+    if (gen !== S.gen) return;
     out.dataset.state = "pending"; out.dataset.request = name;
     out.textContent = "requested; waiting for the job to take it...";
     const until = Date.now() + ACK_WAIT_MS;
-    while (Date.now() < until && S.name) {
+    while (Date.now() < until && gen === S.gen) {
       await new Promise((r) => setTimeout(r, ACK_MS));
       try {
-        const st = await api(`${base()}/control/${encodeURIComponent(name)}`);
+        const st = await api(`${url}/control/${encodeURIComponent(name)}`);
+        if (gen !== S.gen) return;
         if (!st.pending) {
           out.dataset.state = st.ack.accepted ? "accepted" : "rejected";
           out.textContent = (st.ack.accepted ? "done: " : "rejected: ") + (st.ack.detail || "");
           return;
         }
-      } catch (err) { setConn(false, err.message); }
+      } catch (err) { if (gen === S.gen) setConn(false, err.message); }
     }
+    if (gen !== S.gen) return;
     out.dataset.state = "timeout";
     out.textContent = "no answer yet: it applies at the job's next step boundary";
   }
