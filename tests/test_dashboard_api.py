@@ -244,6 +244,21 @@ def test_system_and_steps_keep_every_spike(client: TestClient, root: Path) -> No
         assert client.get(f"/api/jobs/done/{path}", params=params).status_code in (400, 404)
 
 
+def test_error_texts_quote_names_whole_and_say_what_exists(client: TestClient) -> None:
+    for path in ("/api/jobs/nope", "/api/jobs/nope/rules", "/api/jobs/nope/system?node=node-a"):
+        r = client.get(path)
+        assert (r.status_code, r.json()["error"]) == (404, "no job named 'nope'"), path
+    r = client.post("/api/jobs/nope/stop", json={}, headers=GOOD)
+    assert r.json()["error"] == "no job named 'nope'"
+    r = client.get("/api/jobs/live/control/stop-0000000000000-00000000.json")
+    assert r.json()["error"] == "no control request named 'stop-0000000000000-00000000.json'"
+    r = client.get("/api/jobs/done/system")
+    assert r.status_code == 400
+    assert r.json()["error"] == "node is required (?node=NAME); job 'done' has node(s): node-a."
+    r = client.get("/api/jobs/done/system", params={"node": "node-z"})
+    assert r.json()["error"] == "job 'done' has no node 'node-z'; its node(s): node-a"
+
+
 def test_the_rules_answer_carries_the_diagnosis(client: TestClient, root: Path) -> None:
     finding = {
         "message": "rank 0 waited for data 60% of its step time (> 20%)",

@@ -8,6 +8,8 @@ stream grows by a segment and then has that segment rewritten.
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import shutil
 import threading
 import time
@@ -160,3 +162,33 @@ def test_a_running_jobs_new_segment_appears_and_a_rewritten_one_is_not_served_st
     rewritten = _system(client)
     assert rewritten["samples"] == 10 * SEGMENT + 41 and _disk_max(rewritten) == REWRITTEN
     assert _system(client) == rewritten  # then served from the caches
+
+
+def _end(folder: Path) -> None:
+    job = folder.parents[1] / "job.json"
+    meta = json.loads(job.read_text()) | {"status": "Completed", "end_time": time.time()}
+    job.write_text(json.dumps(meta))
+
+
+def test_a_finished_job_shows_the_rows_flushed_as_it_ended(
+    live: tuple[TestClient, Path, Sized], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, folder, _ = live
+    monkeypatch.setattr(_data, "LIVE_CHECK_S", 3600.0)  # the listing of a poll while it ran
+    assert _system(client)["samples"] == 10 * SEGMENT
+    start = T0 + 10 * SEGMENT * 0.5
+    last = folder / f"part-{int(start * 1000):013d}-1-00099.parquet"
+    last.write_bytes(encode_parquet(_rows(start, 40)))  # the last flush, then the end recorded
+    _end(folder)
+    assert _system(client)["samples"] == 10 * SEGMENT + 40
+    old = time.time() - 60  # the folder settled: its listing is kept while it stays unchanged
+    os.utime(folder, (old, old))
+    streams = client.app.app.app.state.source.streams  # Guard -> SecureHeaders -> Starlette
+    _system(client)
+    listed = streams.listings
+    assert _system(client)["samples"] == 10 * SEGMENT + 40 and streams.listings == listed
+    later = start + 40 * 0.5  # a helper's flush after the end (a new segment, by rename)
+    tmp = folder / "flush.tmp-1"
+    tmp.write_bytes(encode_parquet(_rows(later, 7)))
+    os.replace(tmp, folder / f"part-{int(later * 1000):013d}-2-00001.parquet")
+    assert _system(client)["samples"] == 10 * SEGMENT + 47 and streams.listings == listed + 1

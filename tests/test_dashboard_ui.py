@@ -124,12 +124,17 @@ def test_live_job_in_the_browser(tmp_path: Path, browser: Any, procs: Procs) -> 
     # (no wait_for_function here: the page's CSP forbids the eval it needs, as it should)
     shot(page, "job-live")
 
+    page.wait_for_selector('body[data-interval-ms="500"]', state="attached", timeout=WAIT_MS)
+    assert page.input_value("#interval") == "500"  # the job's interval, not the first choice
+    page.click("#interval-apply")  # nothing chosen: nothing asked
+    page.wait_for_selector('#interval-status[data-state="unchanged"]', timeout=WAIT_MS)
+    assert not list(job_dir.glob("control/config-*.json"))
     page.select_option("#interval", "200")
     page.click("#interval-apply")
     page.wait_for_selector('#interval-status[data-state="accepted"]', timeout=WAIT_MS)
     page.wait_for_selector('body[data-interval-ms="200"]', state="attached", timeout=WAIT_MS)
     latest = stepscope.open(job_dir).system().iloc[-1]
-    assert int(latest["interval_ms"]) == 200
+    assert int(latest["interval_ms"]) == 200 and page.input_value("#interval") == "200"
 
     page.select_option("#p-python", "cprofile")
     page.click("#profile-apply")
@@ -151,6 +156,7 @@ def test_live_job_in_the_browser(tmp_path: Path, browser: Any, procs: Procs) -> 
     run.communicate(timeout=60)
     assert stepscope.open(job_dir).status == "Stopped"
     page.wait_for_selector("#job-status.Stopped", timeout=WAIT_MS)
+    page.wait_for_selector("tr.rule.InProgress", state="detached", timeout=WAIT_MS)
     shot(page, "job-stopped")
     assert errors == []
 
@@ -204,3 +210,92 @@ def test_the_job_page_opens_with_the_diagnosis(tmp_path: Path, browser: Any, pro
     page.wait_for_selector('#range:has-text("DataLoading")', timeout=WAIT_MS)
     shot(page, "diagnosis")
     assert page.evaluate("window.__pwned") is None and page.query_selector("#diagnosis img") is None
+
+
+def test_a_job_opened_while_it_ran_shows_all_of_its_data_once_it_ended(
+    tmp_path: Path, browser: Any, procs: Procs
+) -> None:
+    run = procs.start([str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "ends",
+                       "--interval-ms", "500", "--", sys.executable, str(SCRIPTS / "mlp.py"),
+                       "--steps", "600", "--step-sleep", "0.02"])  # fmt: skip
+    job_dir = tmp_path / "ends"
+    wait_for(lambda: any(job_dir.glob("steps/rank-0/part-*.parquet")), "the first steps")
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(serve(procs, tmp_path) + "#/job/ends")
+    page.wait_for_selector("#job-status.Running", timeout=WAIT_MS)
+    page.wait_for_selector('[data-chart="step_duration"][data-drawn="1"]', timeout=WAIT_MS)
+    run.communicate(timeout=120)  # the helpers' last writes are done when it returns
+    job = stepscope.open(job_dir)
+    assert job.status == "Completed"
+    steps, last = len(job.steps(phase="train", ranks=[0])), float(job.system()["time"].max())
+    page.wait_for_selector("#job-status.Completed", timeout=WAIT_MS)
+    page.wait_for_selector(f'body[data-step-count="{steps}"]', state="attached", timeout=WAIT_MS)
+    page.wait_for_selector(f'#job-facts:has-text("· {steps} training steps ·")', timeout=WAIT_MS)
+    page.wait_for_selector(f'tr.rule:has-text("train: {steps} steps")', timeout=WAIT_MS)
+    wait_for(lambda: float(page.get_attribute("body", "data-last-sample") or 0) == last,
+             "the job's last system sample on the page")  # fmt: skip
+    shot(page, "job-ended")
+    assert steps == 600 and errors == []
+
+
+def _rule(status: str) -> dict[str, Any]:
+    return {"rule": "StepOutlier", "status": status, "triggers": 0, "datapoints": 9,
+            "message": f"{status} verdict"}  # fmt: skip
+
+
+def test_the_final_verdicts_show_within_one_poll_of_being_written(
+    tmp_path: Path, browser: Any, procs: Procs
+) -> None:
+    store = write_synthetic_job(str(tmp_path / "job-1"), SyntheticJob(name="job-1"),
+                                [_rule("InProgress")])  # fmt: skip
+    meta = store.read_json("job.json")
+    store.write_json("job.json", meta | {"status": "Running", "end_time": None})
+    store.write_json("heartbeat/node-a.json", {"time": time.time() + 3600, "pid": 1})
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.clock.install()  # the page's timers run only when the test lets them
+    page.goto(serve(procs, tmp_path) + "#/job/job-1")
+    page.wait_for_selector("#job-status.Running", timeout=WAIT_MS)
+    page.wait_for_selector("tr.rule.InProgress", timeout=WAIT_MS)
+    page.clock.pause_at(page.evaluate("Date.now()") + 100)
+
+    def poll_once(then: str) -> None:  # one rules poll's time (2 s), and its answer shown
+        loads = page.get_attribute("body", "data-rules-loads")
+        page.clock.run_for(2500)
+        page.wait_for_selector(then, state="attached", timeout=WAIT_MS)
+        wait_for(lambda: page.get_attribute("body", "data-rules-loads") != loads, "a rules poll")
+
+    store.write_json("job.json", meta | {"status": "Stopped", "reason": "stopped"})
+    poll_once("#job-status.Stopped")  # ended: the runner's final evaluation still runs
+    poll_once("tr.rule.InProgress")
+    store.write_json("rules/StepOutlier.json", _rule("NoIssuesFound"))
+    poll_once("tr.rule.NoIssuesFound")
+
+
+def test_an_unknown_job_or_a_malformed_address_shows_no_such_job(
+    tmp_path: Path, browser: Any, procs: Procs
+) -> None:
+    write_synthetic_job(str(tmp_path / "job-1"), SyntheticJob(name="job-1"),
+                        [_rule("NoIssuesFound")])  # fmt: skip
+    url = serve(procs, tmp_path)
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url + "#/job/job-1")
+    page.wait_for_selector("tr.rule.NoIssuesFound", timeout=WAIT_MS)
+    page.wait_for_selector('[data-chart="cpu"][data-drawn="1"]', timeout=WAIT_MS)
+    for address, says in (("#/job/nope", "no job named 'nope'"),
+                          ("#/job/%E0%A4%A", "#/job/%E0%A4%A is malformed")):  # fmt: skip
+        page.goto(url + address)
+        page.wait_for_selector('#job-name:has-text("no such job")', timeout=WAIT_MS)
+        assert says in page.inner_text("#job-missing")
+        assert page.inner_text("#job-facts") == "" and page.inner_text("#job-status") == ""
+        assert page.query_selector_all("#rules tr.rule") == []
+        assert not page.is_visible("#rules-panel") and not page.is_visible("#charts")
+        assert page.inner_text("#conn") == ""  # the server answered: no "connection lost"
+        shot(page, "no-such-job")
+    page.goto(url + "#/job/job-1")
+    page.wait_for_selector("tr.rule.NoIssuesFound", timeout=WAIT_MS)
+    assert page.inner_text("#job-name") == "job-1" and page.inner_text("#job-missing") == ""
+    assert errors == []

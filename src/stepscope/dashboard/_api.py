@@ -72,6 +72,13 @@ def _int(request: Request, key: str, default: int, lo: int, hi: int) -> int:
     return value
 
 
+def message(exc: Exception) -> str:
+    """The text of ``exc`` for the client: a KeyError's key without the quotes ``str`` adds."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return str(exc.args[0])
+    return str(exc)
+
+
 def handle(fn: Handler) -> Handler:
     """Turn the handlers' exceptions into JSON errors."""
 
@@ -83,7 +90,7 @@ def handle(fn: Handler) -> Handler:
         except _controls.BadRequest as exc:
             return error(400, str(exc))
         except (NotServed, LookupError, FileNotFoundError) as exc:
-            return error(404, str(exc).strip("'\""))
+            return error(404, message(exc))
 
     wrapped.__name__ = fn.__name__
     wrapped.__doc__ = fn.__doc__
@@ -112,10 +119,13 @@ def job_rules(request: Request) -> Response:
 
 @handle
 def job_system(request: Request) -> Response:
-    node = request.query_params.get("node", "")
+    src, name, node = source(request), request.path_params["job"], request.query_params.get("node")
+    if not node:
+        nodes = ", ".join(src.job(name).nodes()) or "none yet"
+        raise HTTPError(400, f"node is required (?node=NAME); job {name!r} has node(s): {nodes}.")
     start, end = _float(request, "start"), _float(request, "end")
     buckets = _int(request, "buckets", DEFAULT_BUCKETS, 10, MAX_BUCKETS)
-    return json_bytes(source(request).system(request.path_params["job"], node, start, end, buckets))
+    return json_bytes(src.system(name, node, start, end, buckets))
 
 
 @handle
@@ -210,7 +220,7 @@ def control_endpoint(
         except _controls.BadRequest as exc:
             return error(400, str(exc))
         except (NotServed, LookupError) as exc:
-            return error(404, str(exc).strip("'\""))
+            return error(404, message(exc))
         return JSONResponse({"request": name, "pending": True}, status_code=202)
 
     return endpoint

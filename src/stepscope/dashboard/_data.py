@@ -94,13 +94,18 @@ class Source:
     def _stream(self, job: Job, prefix: str, sort: str, read: Callable[[], pd.DataFrame]) -> Stream:
         """(signature, parts) of a stream: by segment on local disks, else one part per second.
 
-        A finished job's files are listed once; a running job's at most every
-        :data:`LIVE_CHECK_S` (its writers flush every 2 s).
+        A running job's files are listed at most every :data:`LIVE_CHECK_S` (its
+        writers flush every 2 s); a finished job's again only when its status or
+        end time, or the stream's folder, changed: its helpers (the system sampler)
+        flush after the job's end is recorded, and a listing taken while it ran
+        must not stand for the finished job.
         """
         if job.store.is_local:
-            final = job.meta.get("status") != "Running"
-            age = math.inf if final else LIVE_CHECK_S
-            return self.streams.parts(job.store, prefix, sort, max_age=age)
+            meta = job.meta
+            status = meta.get("status")
+            age = LIVE_CHECK_S if status == "Running" else math.inf
+            state = (status, meta.get("end_time"))
+            return self.streams.parts(job.store, prefix, sort, max_age=age, state=state)
         key = ("remote", job.path, prefix, int(self._now()))
         lock = self._locks[job.name]
 
@@ -206,7 +211,8 @@ class Source:
         """Chart specs of one node's samples in ``[start, end)``, as JSON."""
         job = self.job(name)
         if not JOB_NAME.match(node) or not job.store.isdir(f"system/{node}"):
-            raise LookupError(f"job {name!r} has no node {node!r}; nodes: {job.nodes()}")
+            nodes = ", ".join(job.nodes()) or "none yet"
+            raise LookupError(f"job {name!r} has no node {node!r}; its node(s): {nodes}")
         sig, parts = self.system_parts(job, node)
         t0 = float(job.meta.get("start_time") or 0.0)
         key = ("system", name, node, sig, start, end, buckets)

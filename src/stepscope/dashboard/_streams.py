@@ -10,11 +10,13 @@ that key: a rewritten segment has a new key and is never served stale.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Hashable
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +30,8 @@ from stepscope.store import TMP_MARKER, Store
 Entry = tuple[str, int, int]
 Signature = tuple[Entry, ...]
 MAX_STREAMS = 64
+#: A folder changed this recently may change again within one tick of its mtime's clock.
+RACY_S = 1.0
 
 
 def signature(store: Store, prefix: str, suffix: str = ".parquet") -> Signature:
@@ -109,44 +113,76 @@ def _floats(col: pa.ChunkedArray) -> FloatArray:
     return np.asarray(col.to_numpy(), dtype=np.float64)
 
 
+class _Listing(NamedTuple):
+    """A stream's parts as last listed, and what they were listed under."""
+
+    sig: Signature
+    parts: tuple[Part, ...]
+    checked: float  # time.monotonic() of the listing
+    state: Hashable  # the job's state (status, end) when listed
+    folder: tuple[int, int] | None  # (inode, mtime_ns) of the stream's folder before listing
+    settled: bool  # listed RACY_S after the folder last changed, and no subfolders
+
+
+def _folder(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
 class Streams:
     """The parts of local streams, refreshed by file signature."""
 
     def __init__(self, max_streams: int = MAX_STREAMS) -> None:
         self._lock = threading.Lock()
-        self._streams: OrderedDict[str, tuple[Signature, tuple[Part, ...]]] = OrderedDict()
-        self._checked: dict[str, float] = {}  # when each stream's files were last listed
+        self._streams: OrderedDict[str, _Listing] = OrderedDict()
         self.max_streams = max_streams
         self.files_read = 0
+        self.listings = 0
 
     def parts(
-        self, store: Store, prefix: str, sort: str, max_age: float = 0.0
+        self, store: Store, prefix: str, sort: str, max_age: float = 0.0, state: Hashable = None
     ) -> tuple[Signature, tuple[Part, ...]]:
         """The non-empty parts of stream ``prefix`` of ``store`` in time order, and its signature.
 
-        Parts whose files were listed less than ``max_age`` seconds ago are returned
-        without listing them again (``inf`` for a finished job: its files are final).
+        A listing is reused only under the same job ``state`` (its status and end
+        time): when a job ends, its streams are listed again, so the rows written
+        by its last flushes are seen. Under the same state, parts listed less than
+        ``max_age`` seconds ago are returned without listing; with ``inf`` (a
+        finished job) for as long as the stream's folder is unchanged: the
+        writers add and replace segments by renames, which change the folder's
+        modification time.
         """
         ident = store.path(prefix)
+        folder = _folder(ident)
         with self._lock:
             cached = self._streams.get(ident)
-            if cached is not None and time.monotonic() - self._checked[ident] < max_age:
-                return cached
-        sig = signature(store, prefix)
-        with self._lock:
-            self._checked[ident] = time.monotonic()
-            if cached is not None and cached[0] == sig:
+            if cached is not None and _fresh(cached, max_age, state, folder):
                 self._streams.move_to_end(ident)
-                return cached
-        old = {p.key: p for p in cached[1]} if cached else {}
-        parts = [old.get((ident, e)) or self._read(store, ident, e, sort) for e in sig]
-        out = (sig, tuple(p for p in parts if p is not None and len(p)))
+                return cached.sig, cached.parts
+        listed_at, began = time.time(), time.monotonic()
+        self.listings += 1
+        sig = signature(store, prefix)
+        if cached is not None and cached.sig == sig:
+            parts = cached.parts
+        else:
+            old = {p.key: p for p in cached.parts} if cached else {}
+            read = [old.get((ident, e)) or self._read(store, ident, e, sort) for e in sig]
+            parts = tuple(p for p in read if p is not None and len(p))
+        depth = prefix.count("/") + 1
+        settled = (
+            folder is not None
+            and listed_at - folder[1] / 1e9 > RACY_S
+            and all(e[0].count("/") == depth for e in sig)
+        )
         with self._lock:
-            self._streams[ident] = out
+            self._streams[ident] = _Listing(sig, parts, began, state, folder, settled)
+            self._streams.move_to_end(ident)
             while len(self._streams) > self.max_streams:
-                gone, _ = self._streams.popitem(last=False)
-                self._checked.pop(gone, None)
-        return out
+                self._streams.popitem(last=False)
+        return sig, parts
 
     def _read(self, store: Store, ident: str, entry: Entry, sort: str) -> Part | None:
         self.files_read += 1
@@ -154,3 +190,14 @@ class Streams:
             return Part((ident, entry), pq.read_table(store.path(entry[0])), sort)
         except (OSError, pa.ArrowInvalid):  # vanished or being replaced: skipped this time
             return None
+
+
+def _fresh(
+    cached: _Listing, max_age: float, state: Hashable, folder: tuple[int, int] | None
+) -> bool:
+    """Whether ``cached`` may be returned without listing the stream's files again."""
+    if cached.state != state:
+        return False
+    if math.isinf(max_age):
+        return cached.settled and cached.folder == folder
+    return time.monotonic() - cached.checked < max_age

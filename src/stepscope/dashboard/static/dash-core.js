@@ -27,7 +27,7 @@
       // A control refused for want of the token (a tab opened without it): ask, send again.
       if (init.method === "POST" && DashToken.refusedForToken(res.status, data.error)
           && await DashToken.ask(data.error)) continue;
-      throw new Error(data.error || `HTTP ${res.status}`);
+      throw Object.assign(new Error(data.error || `HTTP ${res.status}`), {status: res.status});
     }
   }
 
@@ -135,14 +135,21 @@
     }
   }
 
-  /* Routing: #/ is the jobs list, #/job/<name> a job page. */
+  /* Routing: #/ is the jobs list, #/job/<name> a job page; any other hash is the jobs
+   * list, and a job address that does not decode is shown as naming no job. */
   const pages = {};
   function route() {
     const m = global.location.hash.match(/^#\/job\/(.+)$/);
     for (const p of Object.values(pages)) p.leave();
     document.getElementById("jobs-view").hidden = !!m;
     document.getElementById("job-view").hidden = !m;
-    if (m) pages.job.enter(decodeURIComponent(m[1])); else pages.jobs.enter();
+    if (!m) { pages.jobs.enter(); return; }
+    let name;
+    try { name = decodeURIComponent(m[1]); } catch (err) {
+      pages.job.missing(m[1], `the address #/job/${m[1]} is malformed (${err.message})`);
+      return;
+    }
+    pages.job.enter(name);
   }
   global.addEventListener("hashchange", route);
   global.addEventListener("DOMContentLoaded", route);

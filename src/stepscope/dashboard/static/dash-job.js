@@ -7,18 +7,23 @@
   const SYSTEM = ["cpu", "cores", "gpu_util", "gpu_mem", "memory", "iowait", "disk", "net"];
   const STEPS = ["step_duration", "step_split", "step_share"];
   const $ = (id) => document.getElementById(id);
-  const S = {name: null, detail: null, view: null, focus: null, timers: [], gen: 0};
+  /* gen counts the pages shown: an answer for an earlier one is dropped. interval is the
+   * job's sampling interval (its latest sample), chosen the user's pick not yet in effect;
+   * pending: some rule is still InProgress (the final verdicts come after the job's end). */
+  const S = {name: null, detail: null, view: null, focus: null, timers: [], gen: 0, missing: false,
+    interval: null, chosen: null, pending: false};
   const base = () => "/api/jobs/" + encodeURIComponent(S.name);
   const running = () => S.detail && S.detail.status === "Running";
 
-  function every(ms, fn) {
+  /* Poll fn every ms while fast() (default: the job runs), else every 5 x ms. */
+  function every(ms, fn, fast) {
     const gen = S.gen;
     const tick = async () => {
       if (gen !== S.gen) return;
       const began = Date.now();
       if ($("live").checked || !S.detail) await fn();
       // A fixed rate, not a fixed pause: a slow answer must not delay the next poll too.
-      const wait = Math.max(0, (running() ? ms : ms * 5) - (Date.now() - began));
+      const wait = Math.max(0, ((fast || running)() ? ms : ms * 5) - (Date.now() - began));
       if (gen === S.gen) S.timers.push(setTimeout(tick, wait));
     };
     tick();
@@ -47,27 +52,59 @@
     return [{start: f.start - t0, end: (f.end ?? f.start) - t0, label: f.rule, severity: f.severity}];
   }
 
-  async function loadSystem() {
+  async function loadSystem(gen) {
     const node = $("node").value;
     if (!node) { SYSTEM.forEach((id) => showChart(id, null)); return; }
     const data = await api(`${base()}/system?${query({node})}`);
+    if (gen !== S.gen) return;
     SYSTEM.forEach((id) => showChart(id, data.charts[id], bands()));
     $("interval-now").textContent = data.interval_ms ? `now every ${data.interval_ms} ms` : "";
+    S.interval = data.interval_ms;
+    showInterval();
     document.body.dataset.lastSample = String(data.last);
     document.body.dataset.intervalMs = String(data.interval_ms);
     (window.__drawn = window.__drawn || []).push([data.last, Date.now() / 1e3]);
   }
 
-  async function loadSteps() {
+  async function loadSteps(gen) {
     const data = await api(`${base()}/steps?${query({rank: $("rank").value || 0, phase: $("phase").value})}`);
+    if (gen !== S.gen) return;
+    document.body.dataset.stepCount = String(data.count);
     STEPS.forEach((id) => showChart(id, data.charts[id], id === "step_share" ? undefined : bands()));
     document.body.dataset.lastStep = String(data.last_step);
   }
 
   async function loadCharts() {
+    const gen = S.gen;
+    if (S.missing) return;
     try {
-      await Promise.all([loadSystem(), loadSteps()]);
-    } catch (err) { setConn(false, err.message); }
+      await Promise.all([loadSystem(gen), loadSteps(gen)]);
+    } catch (err) { if (gen === S.gen) setConn(false, err.message); }
+  }
+
+  /* The interval control shows the job's interval, unless the user picked another one
+   * that is not in the samples yet. */
+  function showInterval() {
+    const sel = $("interval"), now = S.interval === null || S.interval === undefined ? "" : String(S.interval);
+    if (S.chosen !== null && S.chosen === now) S.chosen = null;
+    if (S.chosen !== null) return;
+    sel.value = [...sel.options].some((o) => o.value === now) ? now : "";
+  }
+
+  async function applyInterval() {
+    const out = $("interval-status"), v = $("interval").value;
+    if (v === "") {
+      out.dataset.state = "error"; out.textContent = "choose an interval first"; return;
+    }
+    if (v === String(S.interval)) {
+      S.chosen = null;
+      out.dataset.state = "unchanged";
+      out.textContent = `no change: the job already samples every ${$("interval").selectedOptions[0].text}`;
+      return;
+    }
+    S.chosen = v;
+    await request("interval", {interval_ms: Number(v)}, out);
+    if (out.dataset.state !== "accepted") { S.chosen = null; showInterval(); }
   }
 
   function fillSelect(sel, values) {
@@ -108,20 +145,62 @@
     $("artifacts-empty").hidden = items.length > 0;
   }
 
+  /* The job's header; when the job has just ended, its rules and charts at once. */
   async function loadDetail() {
+    const gen = S.gen;
     try {
-      S.detail = await api(base());
-      renderHead(S.detail);
-    } catch (err) { setConn(false, err.message); }
+      const d = await api(base());
+      if (gen !== S.gen) return;
+      const ended = running() && d.status !== "Running";
+      if (S.missing) { S.missing = false; $("job-view").classList.remove("missing"); $("job-missing").textContent = ""; }
+      S.detail = d;
+      renderHead(d);
+      if (ended) { loadRules(); loadCharts(); }
+    } catch (err) {
+      if (gen !== S.gen) return;
+      if (err.status === 404) showMissing(err.message); else setConn(false, err.message);
+    }
   }
 
   async function loadRules() {
+    const gen = S.gen;
+    if (S.missing) return;
     try {
       const answer = await api(`${base()}/rules`), rules = answer.rules;
+      if (gen !== S.gen) return;
+      S.pending = rules.some((r) => r.status === "InProgress");
       $("rules").tBodies[0].replaceChildren(...rules.flatMap(ruleRows));
       $("rules-empty").hidden = rules.length > 0;
       renderDiagnosis(answer);
-    } catch (err) { setConn(false, err.message); }
+      document.body.dataset.rulesLoads = String(Number(document.body.dataset.rulesLoads || 0) + 1);
+    } catch (err) { if (gen === S.gen) setConn(false, err.message); }
+  }
+
+  /* Nothing of the previous job stays on the page. */
+  function clearJob() {
+    S.detail = null; S.view = null; S.focus = null; S.interval = null; S.chosen = null; S.pending = false;
+    for (const id of ["job-name", "crumb", "job-facts", "job-missing", "diagnosis-summary", "range",
+      "interval-now", "interval-status", "profile-status", "stop-status"]) {
+      $(id).textContent = ""; delete $(id).dataset.state;
+    }
+    $("job-status").textContent = ""; $("job-status").className = "status";
+    for (const id of ["diagnosis", "artifacts", "node", "rank"]) $(id).replaceChildren();
+    $("rules").tBodies[0].replaceChildren();
+    $("rules-empty").hidden = true; $("range-reset").hidden = true; $("live").checked = true;
+    $("interval").value = "";
+    $("job-view").classList.remove("missing");
+    resetCharts();
+  }
+
+  /* A job that is not there (any more): say so, and show nothing of another one. */
+  function showMissing(why) {
+    clearJob();
+    S.missing = true;
+    $("job-view").classList.add("missing");
+    $("job-name").textContent = "no such job";
+    $("job-missing").textContent = why;
+    document.title = "no such job · stepscope";
+    setConn(true);
   }
 
   /* The problems ranked by the time they cost (the report's Diagnosis, same words);
@@ -178,27 +257,32 @@
 
   /* A control request: POST, then poll its acknowledgement and show the answer. */
   async function request(path, body, out) {
+    const gen = S.gen, url = base();  // another job's page must not show this answer
     out.dataset.state = "sending"; out.textContent = "sending...";
     let name;
     try {
-      name = (await api(`${base()}/${path}`, {json: body})).request;
+      name = (await api(`${url}/${path}`, {json: body})).request;
     } catch (err) {
+      if (gen !== S.gen) return;
       out.dataset.state = "error"; out.textContent = "refused: " + err.message; return;
     }
+    if (gen !== S.gen) return;
     out.dataset.state = "pending"; out.dataset.request = name;
     out.textContent = "requested; waiting for the job to take it...";
     const until = Date.now() + ACK_WAIT_MS;
-    while (Date.now() < until && S.name) {
+    while (Date.now() < until && gen === S.gen) {
       await new Promise((r) => setTimeout(r, ACK_MS));
       try {
-        const st = await api(`${base()}/control/${encodeURIComponent(name)}`);
+        const st = await api(`${url}/control/${encodeURIComponent(name)}`);
+        if (gen !== S.gen) return;
         if (!st.pending) {
           out.dataset.state = st.ack.accepted ? "accepted" : "rejected";
           out.textContent = (st.ack.accepted ? "done: " : "rejected: ") + (st.ack.detail || "");
           return;
         }
-      } catch (err) { setConn(false, err.message); }
+      } catch (err) { if (gen === S.gen) setConn(false, err.message); }
     }
+    if (gen !== S.gen) return;
     out.dataset.state = "timeout";
     out.textContent = "no answer yet: it applies at the job's next step boundary";
   }
@@ -212,8 +296,8 @@
       start_time: t === "" ? null : (t === "now" ? "now" : Number(t)), duration: num("p-duration")};
   }
 
-  $("interval-apply").addEventListener("click", () =>
-    request("interval", {interval_ms: Number($("interval").value)}, $("interval-status")));
+  $("interval").addEventListener("change", () => { S.chosen = $("interval").value; });
+  $("interval-apply").addEventListener("click", applyInterval);
   $("profile-form").addEventListener("submit", (e) => {
     e.preventDefault(); request("profile", profileBody(), $("profile-status"));
   });
@@ -228,14 +312,21 @@
 
   pages.job = {
     async enter(name) {
-      S.name = name; S.detail = null; S.view = null; S.focus = null; S.gen++;
-      resetCharts();
+      S.gen++; S.name = name; S.missing = false;
+      clearJob();
       $("report-link").href = `${base()}/report.html`;
       $("report-link").setAttribute("download", name + "-report.html");
       await loadDetail();
       every(CHART_MS, loadCharts);
       every(DETAIL_MS, loadDetail);
-      every(DETAIL_MS, loadRules);  // a finding within seconds (cached by file signature)
+      // A finding within seconds (cached by file signature), and the final verdicts
+      // as soon as they are written after the job's end.
+      every(DETAIL_MS, loadRules, () => running() || S.pending);
+    },
+    /* An address that names no job at all (it does not decode): nothing is asked. */
+    missing(raw, why) {
+      S.gen++; S.name = null;
+      showMissing(why);
     },
     leave() { S.gen++; S.timers.forEach(clearTimeout); S.timers = []; S.name = null; },
   };
