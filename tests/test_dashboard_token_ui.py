@@ -112,6 +112,7 @@ def test_a_tab_without_the_token_asks_for_it_and_sends_the_control_again(
 def test_cancel_leaves_the_control_refused(browser: Any, served: tuple[Path, str, str]) -> None:
     root, base, _ = served
     page = open_job(browser, base)
+    page.select_option("#interval", "1000")  # Apply without a change sends nothing
     page.click("#interval-apply")
     page.wait_for_selector("#token-form", state="visible", timeout=WAIT_MS)
     page.click("#token-cancel")
