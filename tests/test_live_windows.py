@@ -102,3 +102,53 @@ def test_profile_with_nothing_asked_names_the_flags(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--detailed" in err and "--python" in err and "--off" in err
     assert "'windows'" not in err and "'off'" not in err
+
+
+@pytest.mark.process
+def test_windows_cut_by_the_job_end_write_what_they_have(tmp_path):
+    """The longest windows allowed, asked early in a short job: both end with the job."""
+    import gzip
+    import json
+    import pstats
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import stepscope
+    from conftest import BIN, SCRIPTS, env_for_tests
+    from stepscope.jobfolder import control
+    from stepscope.store import open_store
+
+    cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp_path), "--job", "cut", "--no-rules"]
+    script = [sys.executable, str(SCRIPTS / "mlp.py"), "--steps", "150", "--step-sleep", "0.03"]
+    proc = subprocess.Popen([*cmd, "--", *script], env=env_for_tests(), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    job_path = tmp_path / "cut"
+    try:
+        deadline = time.monotonic() + 120
+        while not (job_path / "steps").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        detailed = LIVE_WINDOW_LIMITS["detailed"].steps
+        python = LIVE_WINDOW_LIMITS["python (cprofile)"].steps
+        windows = [{"kind": "detailed", "num_steps": detailed},
+                   {"kind": "python", "num_steps": python}]  # fmt: skip
+        name = control.request_profile(open_store(job_path), windows, "test")
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    job = stepscope.open(job_path)
+    records = {r["kind"]: r for r in job.profiling_artifacts()}
+    assert set(records) == {"detailed", "python"}, records
+    for kind, asked in (("detailed", detailed), ("python", python)):
+        record = records[kind]
+        assert record["request"] == name
+        assert record["end_step"] == 149  # cut by the job's end, with its last step
+        assert record["end_step"] - record["start_step"] + 1 < asked
+    with gzip.open(Path(job.path, records["detailed"]["path"])) as f:
+        assert json.load(f)["traceEvents"]
+    stats = pstats.Stats(str(Path(job.path, records["python"]["path"])))
+    assert any(Path(f).name == "mlp.py" for f, _, _ in stats.stats)  # type: ignore[attr-defined]

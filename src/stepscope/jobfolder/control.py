@@ -199,7 +199,9 @@ def acknowledgement(store: FolderIO, name: str) -> Ack | None:
 # --- the request bodies every writer uses (CLI, dashboard, rule actions) -------------
 #
 # profile: {"windows": [ProfilingWindow.to_dict(), ...]} where, in a live request, a
-#          None start_step means "the current step" and a None num_steps one step;
+#          None start_step means "the current step" (plus "step_offset" steps when
+#          given: ``--steps +K:N``) and a None num_steps one step; a time window
+#          with a None start_unix_time starts when the job applies it;
 #          or {"off": ["python", ...]} to switch running/planned windows of kinds off.
 # config:  {"system_monitor_interval_millis": <one of SYSTEM_MONITOR_INTERVALS>}
 # stop:    {"reason": "..."} (optionally "rule" and "finding" when a rule asks).
