@@ -97,6 +97,16 @@ def test_the_cli_leaves_now_to_the_job():
     assert window["start_unix_time"] is None and window["duration"] == 2.0
 
 
+def test_the_dashboard_leaves_now_to_the_job_and_checks_the_limits():
+    from stepscope.dashboard._controls import BadRequest
+    from stepscope.dashboard._controls import profile_windows as dashboard_windows
+
+    (window,) = dashboard_windows({"detailed": True, "start_time": "now", "duration": 2})
+    assert window["start_unix_time"] is None and window["duration"] == 2
+    with pytest.raises(BadRequest, match="over the limit of 200 steps"):
+        dashboard_windows({"detailed": True, "num_steps": 10**11})
+
+
 def test_profile_with_nothing_asked_names_the_flags(tmp_path, capsys):
     assert main(["profile", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -121,7 +121,11 @@ def _wait(store: Store, name: str, args: argparse.Namespace) -> int:
         return 0
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
-        ack = control.acknowledgement(store, name)
+        try:
+            ack = control.acknowledgement(store, name)
+        except ValueError as exc:  # a damaged answer: say so, never a traceback
+            print(f"the answer cannot be read: {exc}")
+            return 3
         if ack is not None:
             print(f"{'accepted' if ack['accepted'] else 'rejected'}: {ack.get('detail', '')}")
             return 0 if ack["accepted"] else 1
