@@ -73,9 +73,20 @@ def live(tmp_path_factory: pytest.TempPathFactory):
         store = open_store(job_path)
         acks = {}
         cli = _cli(
-            "profile", str(job_path), "--python", "cprofile", "--timer", "cpu_time", "--steps", ":2"
+            "profile",
+            str(job_path),
+            "--python",
+            "cprofile",
+            "--timer",
+            "cpu_time",
+            "--steps",
+            "+0:2",
         )
         acks["cli"] = cli
+        # a short window from now: judged when the job reads it (up to 2 s later)
+        acks["cli_now"] = _cli(
+            "profile", str(job_path), "--dataloader", "--start-time", "now", "--duration", "0.3"
+        )
         garbage = "profile-0000000000001-garbage0.json"
         store.write_bytes(f"control/{garbage}", b"{not json")
         hostile = control.request(
@@ -117,6 +128,10 @@ def test_a_window_switched_on_while_running_produces_its_artifact(live):
     python = records["python"]
     assert python["end_step"] - python["start_step"] == 1
     assert f"steps {python['start_step']}-{python['end_step']}" in cli.stdout
+    assert "the job is at step " in cli.stdout  # where a relative --steps counts from
+    now = acks["cli_now"]
+    assert now.returncode == 0 and "accepted: planned dataloader for 0.3 s from now" in now.stdout
+    assert records["dataloader"]["request"]
     stats = pstats.Stats(str(Path(job.path) / python["path"]))
     assert any(Path(f).name == "mlp.py" for f, _, _ in stats.stats)  # type: ignore[attr-defined]
     assert acks["detailed"]["accepted"], acks["detailed"]
@@ -131,7 +146,7 @@ def test_a_window_switched_on_while_running_produces_its_artifact(live):
 def test_bad_messages_are_rejected_and_training_completes(live):
     job, acks, result = live
     assert acks["garbage"]["accepted"] is False
-    assert "not a JSON object" in acks["garbage"]["detail"]
+    assert "the request file is not JSON" in acks["garbage"]["detail"]
     assert acks["hostile"]["accepted"] is False
     assert "start_step" in acks["hostile"]["detail"]
     assert acks["bad_interval"]["accepted"] is False
@@ -139,7 +154,8 @@ def test_bad_messages_are_rejected_and_training_completes(live):
     assert result["steps"] == STEPS
     assert len(job.steps(phase="train")) == STEPS
     assert job.status == "Completed"
-    assert not job.faults()
+    (fault,) = job.faults()  # the garbage file, refused by the control channel
+    assert fault["component"] == "control" and "garbage0" in fault["error"]
 
 
 @pytest.mark.process
@@ -182,7 +198,7 @@ def test_parse_request_blank_start_and_time_window():
     )
     python, detailed = req.windows
     assert python.from_now and python.window.num_steps == 1
-    assert detailed.window.start_unix_time == 123.0 and not detailed.from_now
+    assert detailed.window.start_unix_time == 123.0 and detailed.from_now  # until applied
 
 
 @pytest.mark.parametrize("body", [{"system_monitor_interval_millis": True}, {"x": 100}, "100"])

@@ -28,11 +28,16 @@ class Active:
     steps: int = 0  # training steps ended since it opened
 
 
-def resolve(p: Planned, nxt: int) -> Planned:
-    """A window asked to start "now" starts at step ``nxt``."""
+def resolve(p: Planned, nxt: int, now: float) -> Planned:
+    """A window asked to start "now" starts at this boundary: step ``nxt`` (plus its
+    offset) or time ``now``; it is judged from then, never "already over"."""
     if not p.from_now:
         return p
-    return dataclasses.replace(p, window=dataclasses.replace(p.window, start_step=nxt))
+    if p.window.is_time_window:
+        window = dataclasses.replace(p.window, start_unix_time=now)
+    else:
+        window = dataclasses.replace(p.window, start_step=nxt + p.offset)
+    return dataclasses.replace(p, window=window)
 
 
 def past(w: ProfilingWindow, nxt: int, now: float) -> bool:

@@ -135,7 +135,7 @@ class WindowScheduler:
     def _apply(self, req: LiveRequest, nxt: int) -> bool:
         """Apply one live request; True if it closed an open window."""
         now = self.now()
-        windows = [state.resolve(p, nxt) for p in req.windows]
+        windows = [state.resolve(p, nxt, now) for p in req.windows]
         late = [p for p in windows if state.past(p.window, nxt, now)]
         if late:
             self._acknowledge(

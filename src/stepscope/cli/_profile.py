@@ -4,6 +4,7 @@ Both write one control request into the job folder (``stepscope.jobfolder.contro
 and wait, bounded, for its acknowledgement (``--no-wait`` returns at once)::
 
     stepscope profile JOB --python cprofile --timer cpu_time --steps 120:3
+    stepscope profile JOB --detailed --steps +10:3        # 10 steps from the job's current one
     stepscope profile JOB --detailed --start-time now --duration 5
     stepscope profile JOB --off python
     stepscope config JOB --interval-ms 100
@@ -26,15 +27,25 @@ WAIT_S = 10.0
 BY = "cli"
 
 
-def parse_steps(text: str) -> tuple[int | None, int | None]:
-    """``START:N`` (either may be blank: the next step, one step) or ``START``."""
-    start, _, count = text.partition(":")
+STEPS_HELP = (
+    "give START:N, e.g. 120:3; :3 for the next 3 steps; +K:N for N steps starting K "
+    "steps after the job's current one"
+)
+
+
+def parse_steps(text: str) -> JsonObject:
+    """``START:N``, ``START`` or ``+K:N`` (blank START: the next step; blank N: one step),
+    as the step fields of a window."""
+    start, _, count = text.strip().partition(":")
+    relative = start.startswith("+")
     try:
-        return (int(start) if start.strip() else None, int(count) if count.strip() else None)
+        first = int(start[1:] if relative else start) if start.strip("+ ") else None
+        num = int(count) if count.strip() else None
     except ValueError:
-        raise UsageError(
-            f"--steps {text!r}: give START:N, e.g. 120:3, or :3 for the next 3 steps"
-        ) from None
+        raise UsageError(f"--steps {text!r}: {STEPS_HELP}") from None
+    if relative:  # counted from the step the job is at when it reads the request
+        return {"start_step": None, "step_offset": first or 0, "num_steps": num}
+    return {"start_step": first, "num_steps": num}
 
 
 def _range(args: argparse.Namespace) -> JsonObject:
@@ -42,14 +53,13 @@ def _range(args: argparse.Namespace) -> JsonObject:
         raise UsageError("--steps and --start-time/--duration conflict: give one of the two")
     if args.start_time is not None or args.duration is not None:
         start = args.start_time
-        if start is None or start == "now":
-            return {"start_unix_time": time.time(), "duration": args.duration}
+        if start is None or start == "now":  # blank: the job starts it when it reads it
+            return {"start_unix_time": None, "duration": args.duration}
         try:
             return {"start_unix_time": float(start), "duration": args.duration}
         except ValueError:
             raise UsageError(f"--start-time {start!r}: give 'now' or unix seconds") from None
-    start, count = parse_steps(args.steps) if args.steps else (None, None)
-    return {"start_step": start, "num_steps": count}
+    return parse_steps(args.steps) if args.steps else {"start_step": None, "num_steps": None}
 
 
 def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
@@ -58,6 +68,8 @@ def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
 
     span = _range(args)
     windows: list[JsonObject] = []
+    if not (args.detailed or args.python or args.dataloader):
+        return windows  # --off alone
     if args.detailed:
         windows.append(
             {
@@ -77,6 +89,16 @@ def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
         windows.append({"kind": "dataloader", **span, "metrics_regex": args.metrics_regex})
     control.check_windows(windows)  # the agent checks again; this catches mistakes early
     return windows
+
+
+def current_step(job: Job) -> int | None:
+    """The last training step the job has written (None: none yet, or unreadable)."""
+    try:
+        found = job.sql("SELECT max(step) AS step FROM steps WHERE phase = 'train'")
+        value = found["step"].iloc[0]
+    except Exception:  # a hint for the user, never a reason to fail the request
+        return None
+    return None if value != value or value is None else int(value)
 
 
 def _running_job(path: str) -> Job:
@@ -99,7 +121,11 @@ def _wait(store: Store, name: str, args: argparse.Namespace) -> int:
         return 0
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
-        ack = control.acknowledgement(store, name)
+        try:
+            ack = control.acknowledgement(store, name)
+        except ValueError as exc:  # a damaged answer: say so, never a traceback
+            print(f"the answer cannot be read: {exc}")
+            return 3
         if ack is not None:
             print(f"{'accepted' if ack['accepted'] else 'rejected'}: {ack.get('detail', '')}")
             return 0 if ack["accepted"] else 1
@@ -114,10 +140,19 @@ def _wait(store: Store, name: str, args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from stepscope.jobfolder import control
 
+    if not (args.detailed or args.python or args.dataloader or args.off):
+        raise UsageError(
+            "nothing to do: give --detailed, --python cprofile|pyinstrument or --dataloader "
+            "(with --steps START:N or --start-time/--duration), or --off KIND"
+        )
     windows = profile_windows(args)
-    if not windows and not args.off:
-        raise UsageError("nothing to do: give --detailed, --python, --dataloader or --off KIND")
     job = _running_job(args.job)
+    step = current_step(job)
+    print(
+        f"the job is at step {step} (its last step written)"
+        if step is not None
+        else "the job has written no step yet"
+    )
     name = control.request_profile(job.store, windows, BY, off=args.off)
     return _wait(job.store, name, args)
 
@@ -157,7 +192,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument("--dataloader", action="store_true", help="per-batch data loader timings")
     p.add_argument("--metrics-regex", default=".*", help="data loader metrics to keep")
-    p.add_argument("--steps", help="START:N (blank START: the next step; blank N: one step)")
+    p.add_argument(
+        "--steps",
+        help="START:N (blank START: the next step; blank N: one step); +K:N: N steps "
+        "from K steps after the job's current step",
+    )
     p.add_argument("--start-time", help="'now' or unix seconds (a time window)")
     p.add_argument("--duration", type=float, help="seconds (a time window)")
     p.add_argument(

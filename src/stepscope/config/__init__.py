@@ -21,13 +21,21 @@ from stepscope.config._profiler import SYSTEM_MONITOR_INTERVALS, Profiler, Profi
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, cProfileTimer
 from stepscope.config._resolve import ENV_VARS, load_toml, resolve_config
 from stepscope.config._stepscope import DEFAULT_OUTPUT, JobConfig, StepscopeConfig
-from stepscope.config._window import WINDOW_KINDS, ProfilingWindow, WindowKind
+from stepscope.config._window import (
+    LIVE_WINDOW_LIMITS,
+    WINDOW_KINDS,
+    ProfilingWindow,
+    WindowKind,
+    WindowLimit,
+    check_live_limits,
+)
 from stepscope.errors import ConfigError
 
 __all__ = [
     "BUILTIN_COLLECTIONS",
     "DEFAULT_OUTPUT",
     "ENV_VARS",
+    "LIVE_WINDOW_LIMITS",
     "MAX_CHEAP_SECONDS",
     "MAX_CHEAP_STEPS",
     "PHASES",
@@ -53,7 +61,9 @@ __all__ = [
     "StepscopeConfig",
     "TimeRange",
     "WindowKind",
+    "WindowLimit",
     "cProfileTimer",
+    "check_live_limits",
     "load_toml",
     "resolve_config",
 ]

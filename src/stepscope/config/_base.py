@@ -79,7 +79,7 @@ def as_float(value: object, name: str, *, positive: bool, fix: str = "") -> floa
         raise invalid(value, name, accepted, fix)
     try:
         result = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: an int past 1e308
         raise invalid(value, name, accepted, fix) from None
     if not math.isfinite(result) or result < 0 or (positive and result == 0):
         raise invalid(value, name, accepted, fix)

@@ -128,3 +128,59 @@ class ProfilingWindow:
             kinds = ", ".join(map(repr, WINDOW_KINDS))
             raise ConfigError(f"Missing key 'kind'. Accepted values are {kinds}.", f"[{section}]")
         return build(cls, kwargs, section)
+
+
+@dataclass(frozen=True)
+class WindowLimit:
+    """The longest window of one kind that a live request may open."""
+
+    steps: int
+    seconds: float
+
+
+#: The longest live window of each kind (docs/profiling.md, "Limits"). A profiler's
+#: cost grows with its window: the PyTorch profiler keeps every event in memory until
+#: the window closes, pyinstrument one sample a millisecond, the data loader one record
+#: a batch; cProfile only one entry per function.
+LIVE_WINDOW_LIMITS: dict[str, WindowLimit] = {
+    "detailed": WindowLimit(steps=200, seconds=300.0),
+    "python (cprofile)": WindowLimit(steps=100_000, seconds=3600.0),
+    "python (pyinstrument)": WindowLimit(steps=2_000, seconds=600.0),
+    "dataloader": WindowLimit(steps=10_000, seconds=3600.0),
+}
+#: The furthest a live step window may start: later steps are never reached.
+MAX_START_STEP = 10**12
+
+
+def live_limit(window: ProfilingWindow) -> tuple[str, WindowLimit]:
+    """The name of ``window``'s kind in :data:`LIVE_WINDOW_LIMITS`, and its limit."""
+    name: str = window.kind
+    if window.kind == "python":
+        profiler = window.python_profiler or PythonProfiler.CPROFILE
+        name = f"python ({profiler.value})"
+    return name, LIVE_WINDOW_LIMITS[name]
+
+
+def check_live_limits(window: ProfilingWindow) -> None:
+    """Raise ConfigError if a live ``window`` is longer than its kind's limit."""
+    name, limit = live_limit(window)
+    fix = "profile less, or ask for another window later"
+    if window.num_steps is not None and window.num_steps > limit.steps:
+        raise ConfigError(
+            f"A live {name} window of {_count(window.num_steps)} steps is over the limit of "
+            f"{limit.steps:,} steps: {fix} (e.g. num_steps={min(limit.steps, 5)})."
+        )
+    if window.duration is not None and window.duration > limit.seconds:
+        raise ConfigError(
+            f"A live {name} window of {window.duration:.3g} s is over the limit of "
+            f"{limit.seconds:g} s: {fix} (e.g. duration={min(limit.seconds, 5.0):g})."
+        )
+    if window.start_step is not None and window.start_step > MAX_START_STEP:
+        raise ConfigError(
+            f"start_step {_count(window.start_step)} is past the last step a job can reach "
+            f"({MAX_START_STEP:.0e}); give a step of this job, e.g. start_step=100."
+        )
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**9 else f"{n:.3g}"

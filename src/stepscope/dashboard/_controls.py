@@ -9,7 +9,6 @@ what was wrong and what is valid; the agent checks profile windows again.
 from __future__ import annotations
 
 import re
-import time
 from typing import TypedDict
 
 from stepscope.config import SYSTEM_MONITOR_INTERVALS, ConfigError
@@ -96,9 +95,10 @@ def _span(body: JsonObject) -> JsonObject:
         return steps
     if any(v is not None for v in steps.values()):
         raise BadRequest("Give either start_step/num_steps or start_time/duration, not both.")
-    start = time.time() if start_time in (None, "", "now") else _number("start_time", start_time)
+    # "now" is left blank: the job starts the window when it reads the request
+    start = None if start_time in (None, "", "now") else _number("start_time", start_time)
     length = _number("duration", None if duration in ("",) else duration)
-    return {"start_unix_time": float(start or 0.0), "duration": length}
+    return {"start_unix_time": None if start is None else float(start), "duration": length}
 
 
 def profile_windows(given: object) -> list[JsonObject]:

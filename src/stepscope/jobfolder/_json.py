@@ -131,7 +131,8 @@ class FaultJson(TypedDict, total=False):
     The agent's and the rule runner's records carry the rank and the first
     traceback; the sampler's and a store stream's also count the rows they had to
     drop (``dropped_rows`` and the gap ``dropped_first_time``-``dropped_last_time``);
-    a store stream's record names its ``stream`` and when it ``recovered_time``.
+    a store stream's record names its ``stream`` and when it ``recovered_time``;
+    the control channel's lists the last ``requests`` it refused.
     """
 
     component: str
@@ -150,6 +151,7 @@ class FaultJson(TypedDict, total=False):
     dropped_rows: int
     dropped_first_time: float
     dropped_last_time: float
+    requests: list[JsonObject]
 
 
 class WindowJson(TypedDict, total=False):

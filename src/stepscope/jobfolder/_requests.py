@@ -3,9 +3,11 @@
 A ``profile`` request (``control.request_profile``) is JSON data, never code.
 :func:`parse_request` checks it completely before anything runs: unknown keys,
 wrong types, bad windows, too many windows and a missing pyinstrument are
-rejected with the reason. A blank ``start_step`` means the next step to begin,
-a blank ``num_steps`` one step; a time window without ``start_unix_time``
-starts now.
+rejected with the reason. A blank ``start_step`` means the next step to begin
+(``step_offset`` steps after it when given), a blank ``num_steps`` one step; a
+time window without ``start_unix_time`` starts at the first step boundary after
+the job read the request (judged on arrival, never "already over"). Each window
+is held to its kind's limits (``config.LIVE_WINDOW_LIMITS``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,19 @@ import re
 import time
 from dataclasses import dataclass
 
-from stepscope.config import WINDOW_KINDS, ConfigError, ProfilingWindow, PythonProfiler
+from stepscope.config import (
+    WINDOW_KINDS,
+    ConfigError,
+    ProfilingWindow,
+    PythonProfiler,
+    check_live_limits,
+)
 from stepscope.errors import RequestError
 
 ENVELOPE = ("kind", "by", "time", "pid")
 MAX_WINDOWS = 16
 MAX_REGEX = 500
+MAX_OFFSET = 1_000_000
 OFF_KINDS = (*WINDOW_KINDS, "deep")
 
 
@@ -30,7 +39,8 @@ class Planned:
 
     window: ProfilingWindow
     request: str | None = None
-    from_now: bool = False  # a live step window with a blank start: the next step
+    from_now: bool = False  # a live window with a blank start: the next boundary's
+    offset: int = 0  # a live step window from now: starts this many steps later
     label: str = ""  # the artifacts' kind: the window's kind, or "deep"
     rotate_s: float | None = None  # deep profiling: a new chunk this often
 
@@ -46,7 +56,8 @@ def describe(p: Planned) -> str:
         what += f", {w.cprofile_timer.value})" if w.cprofile_timer else ")"
     if w.is_time_window:
         length = f"{w.duration:g} s" if w.duration is not None else "one step"
-        start = "now" if w.start_unix_time is None else f"unix time {w.start_unix_time:.1f}"
+        now = w.start_unix_time is None or p.from_now
+        start = "now" if now else f"unix time {w.start_unix_time:.1f}"
         return f"{what} for {length} from {start}"
     return f"{what} steps {w.start_step}-{(w.end_step or 1) - 1}"
 
@@ -67,19 +78,32 @@ def _window(raw: object, name: str, now: float) -> Planned:
     regex = data.get("metrics_regex")
     if regex is not None:
         _check_regex(regex)
+    offset = _offset(data.pop("step_offset", None), data)
     timed = data.get("start_unix_time") is not None or data.get("duration") is not None
-    from_now = not timed and data.get("start_step") is None
-    if from_now:
+    from_now = data.get("start_step") is None if not timed else data.get("start_unix_time") is None
+    if from_now and not timed:
         data["start_step"] = 0  # resolved to the next step when the window is applied
-    if timed and data.get("start_unix_time") is None:
-        data["start_unix_time"] = now
+    if from_now and timed:
+        data["start_unix_time"] = now  # resolved to the boundary that opens it
     try:
         window = ProfilingWindow.from_dict(data, section="control profile request")
-    except (ConfigError, TypeError) as exc:
+        check_live_limits(window)
+    except (ConfigError, TypeError, ValueError) as exc:
         raise RequestError(str(exc)) from None
     if window.python_profiler is PythonProfiler.PYINSTRUMENT and not _has_pyinstrument():
         raise RequestError("pyinstrument is not installed: pip install 'stepscope[profiling]'")
-    return Planned(window, request=name, from_now=from_now)
+    return Planned(window, request=name, from_now=from_now, offset=offset)
+
+
+def _offset(value: object, data: dict[str, object]) -> int:
+    """``step_offset``: a step window starting that many steps after the next one."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OFFSET:
+        raise RequestError(f"step_offset must be a whole number from 0 to {MAX_OFFSET:,}")
+    if any(data.get(k) is not None for k in ("start_step", "start_unix_time", "duration")):
+        raise RequestError("step_offset goes with a blank start_step, in a step window")
+    return value
 
 
 def _check_regex(regex: object) -> None:
@@ -121,5 +145,15 @@ def parse_request(name: str, body: object, now: float | None = None) -> LiveRequ
     if bad:
         raise RequestError(f"unknown kind(s) to switch off {bad!r}; valid: {', '.join(OFF_KINDS)}")
     t = time.time() if now is None else now
-    planned = tuple(_window(w, name, t) for w in windows)
+    planned = tuple(_checked(w, name, t) for w in windows)
     return LiveRequest(name, planned, tuple(dict.fromkeys(off)))
+
+
+def _checked(raw: object, name: str, now: float) -> Planned:
+    """One window; nothing but RequestError escapes (the request is data from anyone)."""
+    try:
+        return _window(raw, name, now)
+    except RequestError:
+        raise
+    except Exception as exc:
+        raise RequestError(f"a window cannot be read: {type(exc).__name__}: {exc}") from None

@@ -14,14 +14,17 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Callable
 from typing import TypedDict, cast
 
+from stepscope.jobfolder import _channel
 from stepscope.jobfolder import _paths as paths
 from stepscope.jobfolder._json import JsonObject
 from stepscope.jobfolder._records import FolderIO
 
 CONTROL = paths.CONTROL
 ACK = paths.ACK
+TMP_MARKER = ".tmp-"  # the store's temporaries (store.TMP_MARKER; not imported here)
 KINDS = ("stop", "config", "profile")
 
 
@@ -48,23 +51,59 @@ def request_stop(store: FolderIO, reason: str, by: str) -> str:
     return request(store, "stop", {"reason": reason}, by)
 
 
-def pending(store: FolderIO, kind: str, seen: set[str]) -> list[tuple[str, object]]:
-    """Requests of ``kind`` not yet in ``seen``, oldest first (bad JSON gives None).
+Reject = Callable[[str, str], None]
+
+
+def pending(
+    store: FolderIO, kind: str, seen: set[str], on_reject: Reject | None = None
+) -> list[tuple[str, object]]:
+    """Requests of ``kind`` not yet in ``seen``, oldest first.
 
     The bodies are as read, not validated: :func:`stepscope.jobfolder.parse_request`
-    checks a profile request.
+    checks a profile request. A file that is not a readable request (not a regular
+    file, too large, too deep, not JSON: ``_channel``) is not returned: it is
+    acknowledged as rejected with the reason, recorded in ``faults/`` and passed to
+    ``on_reject(name, reason)``; it never costs the other requests of the poll.
     """
     out: list[tuple[str, object]] = []
-    for key in store.list(CONTROL, suffix=".json"):
-        name = key.rsplit("/", 1)[-1]
-        if key.startswith(ACK) or not name.startswith(kind + "-") or name in seen:
+    for name in _names(store):
+        if not name.startswith(kind + "-") or name in seen:
             continue
         seen.add(name)
         try:
-            out.append((name, store.read_json(key)))
-        except (OSError, ValueError):
-            out.append((name, None))
+            body = _channel.read_document(store, f"{CONTROL}/{name}")
+        except FileNotFoundError:
+            continue  # taken away by whoever wrote it
+        if isinstance(body, _channel.Unreadable):
+            _reject_unreadable(store, name, f"the request file {body.reason}", on_reject)
+        else:
+            out.append((name, body))
     return out
+
+
+def _names(store: FolderIO) -> list[str]:
+    """The file names directly in ``control/``: a local folder is read without
+    following links (a link to a folder is not walked), an object store listed."""
+    folder = store.local_path(CONTROL)
+    if folder is None:
+        keys = store.list(CONTROL, suffix=".json")
+        return [k.rsplit("/", 1)[-1] for k in keys if not k.startswith(ACK + "/")]
+    try:
+        with os.scandir(folder) as entries:
+            names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(n for n in names if n.endswith(".json") and TMP_MARKER not in n)
+
+
+def _reject_unreadable(store: FolderIO, name: str, reason: str, on_reject: Reject | None) -> None:
+    _channel.record_refusal(store, name, reason)
+    try:
+        acknowledge(store, name, False, reason)
+        if on_reject is not None:
+            on_reject(name, reason)
+    except Exception as exc:  # one request's trouble is not the next one's
+        _channel.record_refusal(store, name, f"its rejection failed: {type(exc).__name__}: {exc}")
 
 
 # How long after this process first saw a modification time of control/ it keeps
@@ -87,22 +126,23 @@ class Requests:
     in ``control/`` (a file in a subfolder does not change its mtime).
     """
 
-    def __init__(self, store: FolderIO, kind: str) -> None:
-        self.store, self.kind = store, kind
+    def __init__(self, store: FolderIO, kind: str, on_reject: Reject | None = None) -> None:
+        self.store, self.kind, self.on_reject = store, kind, on_reject
         self.seen: set[str] = set()
         self._stamp: int | None = None
         self._first_seen = 0  # monotonic ns at which _stamp was first read
         self._quiet = False  # a listing after RECENT_NS of _stamp succeeded
 
     def pending(self) -> list[tuple[str, object]]:
-        """Requests not returned before, oldest first (bad JSON gives None)."""
+        """Requests not returned before, oldest first (unreadable ones: :func:`pending`)."""
         stamp = self._folder_stamp()
         if stamp is None or stamp != self._stamp:
             self._stamp, self._first_seen, self._quiet = stamp, time.monotonic_ns(), False
         elif self._quiet:
             return []
         started = time.monotonic_ns()
-        found = pending(self.store, self.kind, self.seen)  # a failure: listed again next time
+        # a failed listing raises: listed again next time
+        found = pending(self.store, self.kind, self.seen, self.on_reject)
         self._quiet = stamp is not None and started - self._first_seen > RECENT_NS
         return found
 
@@ -119,22 +159,38 @@ class Requests:
             return None  # the listing reports what is wrong
 
 
-def acknowledge(store: FolderIO, name: str, accepted: bool, detail: str = "") -> None:
-    """Record that a request was applied (or rejected, and why)."""
+def acknowledge(store: FolderIO, name: str, accepted: bool, detail: str = "") -> bool:
+    """Record that a request was applied (or rejected, and why); False if refused.
+
+    An acknowledgement is written only inside the job folder: when ``control/ack``
+    (or ``control/``) is a link or not a folder, nothing is written and the refusal
+    is recorded in ``faults/`` (``_channel.check_ack_folder``).
+    """
+    try:
+        _channel.check_ack_folder(store)
+    except _channel.AckRefused as exc:
+        _channel.record_refusal(store, name, f"its acknowledgement was not written: {exc}")
+        return False
     ack = Ack(accepted=accepted, detail=detail, time=time.time())
     store.write_json(f"{ACK}/{name}", ack)
+    return True
 
 
 def acknowledgement(store: FolderIO, name: str) -> Ack | None:
     """The acknowledgement of request ``name``, or None while it is pending.
 
-    Acknowledgements are written by :func:`acknowledge` only; a body that is not a
-    JSON object (a damaged file) raises ``ValueError``.
+    Acknowledgements are written by :func:`acknowledge` only; a file that is not a
+    JSON object (damaged, a FIFO, a link) raises ``ValueError`` saying so.
     """
     key = f"{ACK}/{name}"
     if not store.exists(key):
         return None
-    ack = store.read_json(key)
+    try:
+        ack = _channel.read_document(store, key)
+    except FileNotFoundError:
+        return None
+    if isinstance(ack, _channel.Unreadable):
+        raise ValueError(f"the acknowledgement {key!r} {ack.reason}")
     if not isinstance(ack, dict):
         raise ValueError(f"the acknowledgement {key!r} is not a JSON object")
     return cast(Ack, ack)
@@ -143,7 +199,9 @@ def acknowledgement(store: FolderIO, name: str) -> Ack | None:
 # --- the request bodies every writer uses (CLI, dashboard, rule actions) -------------
 #
 # profile: {"windows": [ProfilingWindow.to_dict(), ...]} where, in a live request, a
-#          None start_step means "the current step" and a None num_steps one step;
+#          None start_step means "the current step" (plus "step_offset" steps when
+#          given: ``--steps +K:N``) and a None num_steps one step; a time window
+#          with a None start_unix_time starts when the job applies it;
 #          or {"off": ["python", ...]} to switch running/planned windows of kinds off.
 # config:  {"system_monitor_interval_millis": <one of SYSTEM_MONITOR_INTERVALS>}
 # stop:    {"reason": "..."} (optionally "rule" and "finding" when a rule asks).

@@ -59,7 +59,7 @@ class AgentProfiling:
         self.scheduler.submit = self.background.submit
         if self.rank == 0:
             self.scheduler.ack = self._acknowledge
-        self._requests = control.Requests(self.store, "profile")
+        self._requests = control.Requests(self.store, "profile", on_reject=self._rejected)
         self._polling = False  # from start() to stop()
         agent.recorder.listen(self.scheduler.on_boundary)
 
@@ -87,6 +87,10 @@ class AgentProfiling:
     def _acknowledge(self, name: str, accepted: bool, detail: str) -> None:
         control.acknowledge(self.store, name, accepted, detail)
 
+    def _rejected(self, name: str, detail: str) -> None:
+        """An unreadable request file (acknowledged and recorded by ``control``)."""
+        self.event("profiling_request", request=name, accepted=False, detail=detail)
+
     def poll(self) -> None:
         """Take new ``profile`` requests (the writer's thread, after each flush)."""
         if not self._polling:
@@ -101,9 +105,12 @@ class AgentProfiling:
         for name, body in self._requests.pending():
             try:
                 request = parse_request(name, body, self.now())
-            except RequestError as exc:
-                self.event("profiling_request", request=name, accepted=False, detail=str(exc))
+            except Exception as exc:  # one bad request never costs the others
+                detail = (
+                    str(exc) if isinstance(exc, RequestError) else f"{type(exc).__name__}: {exc}"
+                )
+                self.event("profiling_request", request=name, accepted=False, detail=detail)
                 if self.rank == 0:
-                    self._acknowledge(name, False, str(exc))
+                    self.faults.call("control", self._acknowledge, name, False, detail)
                 continue
             self.scheduler.request(request)
