@@ -7,6 +7,7 @@ its measured width, so label overlaps are measured on the drawn text itself.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterator
@@ -99,7 +100,7 @@ def test_time_axis_labels_never_overlap(browser: Any, kind: str) -> None:
             texts = [t["text"] for t in labels]
             assert len(labels) >= 2, (name, width, texts)
             assert len(set(texts)) == len(texts), (name, width, "a label repeats", texts)
-            for a, b in zip(labels, labels[1:], strict=False):
+            for a, b in itertools.pairwise(labels):
                 gap = b["left"] - a["right"]
                 assert gap >= 6, (name, width, a["text"], b["text"], gap)
         page.close()
@@ -132,7 +133,8 @@ def test_every_chart_kind_has_a_text_alternative(browser: Any) -> None:
         alt = page.eval_on_selector("#c [role=img]", "e => e.getAttribute('aria-label')")
         assert alt.startswith(spec["title"] + ": "), alt
         alts.append(alt)
-    assert "cpu 50% to 86.4%" in alts[0] and "from 2025-11-22 22:20:15 to 2025-11-22 22:23:15 UTC" in alts[0]
+    assert "cpu 50% to 86.4%" in alts[0]
+    assert "from 2025-11-22 22:20:15 to 2025-11-22 22:23:15 UTC" in alts[0]
     assert "2 rows, values 50% to 86.4%" in alts[1]
     assert "forward 25.0%, backward 75.0%" in alts[2]
     assert "10 steps from 100 ms to 300 ms" in alts[3]

@@ -93,11 +93,17 @@ def table(
     cls: str = "",
     raw_cols: Sequence[int] = (),
 ) -> str:
-    """A table; cells are escaped except the columns in ``raw_cols`` (pre-rendered HTML)."""
+    """A table; cells are escaped except the columns in ``raw_cols`` (pre-rendered HTML).
+
+    Floats are written by :func:`fmt_number`, so no table shows ``4.2359938621521``.
+    """
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = []
     for row in rows:
-        cells = (c if i in raw_cols else esc(c) for i, c in enumerate(row))
+        cells = (
+            c if i in raw_cols else esc(fmt_number(c) if isinstance(c, float) else c)
+            for i, c in enumerate(row)
+        )
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     rows_html = "".join(body)
     return (
