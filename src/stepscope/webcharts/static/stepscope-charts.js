@@ -40,7 +40,7 @@
   const NICE = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
     43200, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 364 * 86400];
   const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
-  const GAP = 12;
+  const GAP = 18;  // pixels between two labels at least: they read as separate times
   let measurer = null;
 
   function textWidth(text, font) {
