@@ -372,5 +372,6 @@ def test_the_steps_chart_marks_the_outliers_the_report_marks(
         if "start" in params:
             starts = [spec["t0"] + x for x, _ in marked]
             assert starts == pytest.approx(list(expected["start"]), abs=0.01)
+        assert 0 < len(marked) <= len(expected)  # one dot per outlier at most
         top = float(expected["duration"].max())
         assert max(v for _, v in marked) == pytest.approx(top, rel=1e-3)

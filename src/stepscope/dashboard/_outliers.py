@@ -80,5 +80,8 @@ def on_points(
         keep = ~np.isnan(v)
         np.fmin.at(grid, 2 * idx[keep], v[keep])
         np.fmax.at(grid, 2 * idx[keep] + 1, v[keep])
+        if name == OUTLIERS:  # a dot per outlier: not twice the one outlier of a bucket
+            early = grid[0::2]
+            early[early == grid[1::2]] = np.nan
         out[name] = grid
     return out
