@@ -11,11 +11,15 @@ import itertools
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import stepscope
+from stepscope.report import write_report
 from stepscope.report._html import fmt_number
+from stepscope.testing import SyntheticJob, write_synthetic_job
 from stepscope.webcharts import script_text, style_text
 
 CHROMIUM = "/usr/bin/chromium"
@@ -161,4 +165,36 @@ def test_table_numbers_are_rounded_alike_in_python_and_javascript(browser: Any) 
     js = page.evaluate("(xs) => xs.map((x) => StepscopeCharts.number(x))", NUMBERS)
     assert js == [fmt_number(v) for v in NUMBERS]
     assert js[:3] == ["4.24", "0.1", "0.5"] and js[6] == "1235" and js[10] == "1.23e-4"
+    page.close()
+
+
+SPY_EACH = (
+    SPY.replace("<script>", "")
+    .replace("</script>", "")
+    .replace("window.__texts.push({", "window.__texts.push({canvas: canvasId(this.canvas), ")
+    .replace(
+        "window.__texts = [];",
+        "window.__texts = []; const ids = new WeakMap(); let next = 0;\n"
+        "const canvasId = (c) => { if (!ids.has(c)) ids.set(c, next++); return ids.get(c); };",
+    )
+)
+
+
+@pytest.mark.parametrize("width", [400, 1400])
+def test_a_reports_time_axes_never_overlap(tmp_path: Path, browser: Any, width: int) -> None:
+    write_synthetic_job(str(tmp_path), SyntheticJob(hours=0.05, cores=4, gpus=1))  # a 3 min job
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.add_init_script(SPY_EACH)
+    page.goto(Path(write_report(stepscope.open(tmp_path))).as_uri())
+    page.wait_for_function("document.documentElement.dataset.ready === '1'", timeout=30_000)
+    page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    rows: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for t in page.evaluate("window.__texts"):
+        if ":" in t["text"]:
+            rows.setdefault((t["canvas"], round(t["y"])), []).append(t)
+    axes = [sorted(r, key=lambda t: t["x"]) for r in rows.values() if len(r) > 1]
+    assert len(axes) >= 5  # the system charts, the heatmap and the step charts
+    for labels in axes:
+        for a, b in itertools.pairwise(labels):
+            assert b["left"] - a["right"] >= 6, (width, a["text"], b["text"])
     page.close()
