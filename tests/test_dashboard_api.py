@@ -21,6 +21,7 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+import stepscope
 from stepscope.dashboard import create_app
 from stepscope.jobfolder import control
 from stepscope.store import open_store
@@ -357,3 +358,35 @@ def test_cli_refuses_to_bind_beyond_loopback_without_a_token(root: Path) -> None
     missing = subprocess.run([STEPSCOPE, "ui", str(root / "nope")], capture_output=True, text=True,
                              timeout=60)  # fmt: skip
     assert missing.returncode == 2 and "no folder" in missing.stderr
+
+
+def test_the_steps_chart_marks_the_outliers_the_report_marks(
+    client: TestClient, root: Path
+) -> None:
+    from stepscope.analysis.outliers import judge_steps
+
+    write_synthetic_job(str(root / "slow"), SyntheticJob(name="slow", hours=1, interval_ms=5000))
+    steps = stepscope.open(root / "slow").steps(ranks=[0])
+    judged = judge_steps(steps[steps["phase"] == "train"])
+    want = judged[judged["outlier"]]
+    assert len(want) > 0  # the synthetic job has slow steps
+    first = float(want["start"].iloc[0])
+    windows = [  # around the first outlier, every step drawn; the whole job in 50 buckets
+        ({"start": first - 30, "end": first + 30}, want[abs(want["start"] - first) < 30]),
+        ({"buckets": 50}, want),
+    ]
+    for params, expected in windows:
+        chart = client.get("/api/jobs/slow/steps", params={"rank": 0, **params}).json()
+        spec = chart["charts"]["step_duration"]
+        series = {s["label"]: s for s in spec["series"]}
+        assert series["outliers"]["points"] and series["outliers"]["color"] == "#d62728"
+        marked = [(x, v) for x, v in zip(spec["x"], series["outliers"]["values"], strict=True)
+                  if v is not None]  # fmt: skip
+        limit = [v for v in next(s for k, s in series.items() if "limit" in k)["values"] if v]
+        assert limit and min(limit) > float(judged["baseline"].min())
+        if "start" in params:
+            starts = [spec["t0"] + x for x, _ in marked]
+            assert starts == pytest.approx(list(expected["start"]), abs=0.01)
+        assert 0 < len(marked) <= len(expected)  # one dot per outlier at most
+        top = float(expected["duration"].max())
+        assert max(v for _, v in marked) == pytest.approx(top, rel=1e-3)

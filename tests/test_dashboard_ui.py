@@ -299,3 +299,67 @@ def test_an_unknown_job_or_a_malformed_address_shows_no_such_job(
     page.wait_for_selector("tr.rule.NoIssuesFound", timeout=WAIT_MS)
     assert page.inner_text("#job-name") == "job-1" and page.inner_text("#job-missing") == ""
     assert errors == []
+
+
+def _drop_eval_steps(job_dir: Path) -> None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for part in job_dir.glob("steps/*/part-*.parquet"):
+        table = pq.read_table(part)
+        pq.write_table(table.filter(pc.not_equal(table["phase"], "eval")), part)
+
+
+def test_charts_and_tables_are_readable(tmp_path: Path, browser: Any, procs: Procs) -> None:
+    rule = {
+        "rule": "StepOutlier",
+        "status": "IssuesFound",
+        "triggers": 2,
+        "findings": [{"message": "slow", "severity": 0.4567891, "start": 1_763_850_100.0}],
+    }
+    write_synthetic_job(
+        str(tmp_path / "slow"), SyntheticJob(name="slow", hours=1, interval_ms=5000), [rule]
+    )
+    write_synthetic_job(str(tmp_path / "short"), SyntheticJob(name="short", hours=0.01))
+    _drop_eval_steps(tmp_path / "slow")
+    url = serve(procs, tmp_path)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_selector('tr[data-job="short"]', timeout=WAIT_MS)
+    # sortable headers: buttons reached with Tab, sorting on Enter and on Space
+    page.focus("#filter")
+    for _ in range(3):  # from the filter: live, Refresh, then the first header
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.closest('th').dataset.sort") == "name"
+    page.keyboard.press("Enter")
+    assert page.get_attribute('#jobs th[data-sort="name"]', "aria-sort") == "ascending"
+    page.keyboard.press("Space")
+    assert page.get_attribute('#jobs th[data-sort="name"]', "aria-sort") == "descending"
+    assert page.eval_on_selector_all("#jobs tbody tr", "rs => rs.map(r => r.dataset.job)") == [
+        "slow", "short"]  # fmt: skip
+
+    page.goto(url + "#/job/slow")
+    page.wait_for_selector('[data-chart="step_duration"][data-drawn="1"]', timeout=WAIT_MS)
+    page.wait_for_selector('[data-chart="cores"][data-drawn="1"]', timeout=WAIT_MS)
+    page.wait_for_selector("tr.finding", timeout=WAIT_MS)
+    # the outliers the report marks, drawn from the API's marks
+    series = page.evaluate("StepscopeCharts.registry.step_duration.series")
+    outliers = next(s for s in series if s["label"] == "outliers")
+    assert outliers["n"] > 0 and any("limit" in s["label"] for s in series)
+    assert "severity 0.457" in page.inner_text("tr.finding")
+    # text alternatives and the heatmap's colour scale
+    for chart in ("cpu", "cores", "step_duration", "step_share"):
+        alt = page.eval_on_selector(f'[data-chart="{chart}"] [role=img]',
+                                    "e => e.getAttribute('aria-label')")  # fmt: skip
+        assert alt and ": " in alt, chart
+    assert "no data" in page.inner_text('[data-chart="cores"] .sc-heat-legend')
+    # a phase with no steps says so
+    page.select_option("#phase", "eval")
+    page.wait_for_selector('[data-chart="step_duration"] .sc-empty', timeout=WAIT_MS)
+    text = page.inner_text('[data-chart="step_duration"]')
+    assert "No eval steps of rank 0 in this job." in text
+    assert page.is_hidden('[data-chart="step_split"]')
+    shot(page, "readable")
+    assert errors == []

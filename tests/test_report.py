@@ -140,6 +140,7 @@ class Page:
     chart_ids: list[str] = field(default_factory=list)
     text: str = ""
     pwned: Any = None
+    alts: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture
@@ -173,6 +174,10 @@ def render(browser: Any, report: str, shot: str) -> Page:
     out.specs = json.loads(page.eval_on_selector("#stepscope-data", "e => e.textContent"))["charts"]
     out.chart_ids = page.eval_on_selector_all("[data-chart]", "es => es.map(e => e.dataset.chart)")
     out.drawn = page.eval_on_selector_all("[data-drawn='1']", "es => es.map(e => e.dataset.chart)")
+    out.alts = page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('[data-chart]')].map((e) => "
+        "[e.dataset.chart, e.querySelector('[role=img]')?.getAttribute('aria-label') || '']))"
+    )
     out.text = page.inner_text("body")
     out.pwned = page.evaluate("window.__pwned")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -191,6 +196,8 @@ def assert_clean(page: Page, report: str) -> None:
     assert page.chart_ids and sorted(page.drawn) == sorted(page.chart_ids)
     for cid in page.chart_ids:
         assert page.registry[cid]["drawn"] and page.registry[cid]["points"] > 0, cid
+        # a text alternative: the chart's title, then what it shows
+        assert page.alts[cid].startswith(page.specs[cid]["title"] + ": "), (cid, page.alts[cid])
 
 
 def close(a: float | None, b: float, digits: int = 4) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from pathlib import Path
 
@@ -164,3 +165,36 @@ def test_progress_bar_disabled(enabled: bool) -> None:
     bar("x", 0.5)
     bar.close()
     assert stream.getvalue() == ""
+
+
+def test_rule_list_follows_the_order_of_the_rule_sections(tmp_path: Path) -> None:
+    rules = [
+        {"rule": "AlphaCheck", "status": "NoIssuesFound", "findings": []},
+        {"rule": "ZuluCheck", "status": "IssuesFound", "triggers": 1,
+         "findings": [{"message": "slow", "severity": 0.8}]},
+    ]  # fmt: skip
+    write_synthetic_job(str(tmp_path), SMALL, rules)
+    html = render_report(stepscope.open(tmp_path))
+    toc = html[html.index('<nav class="toc">') : html.index("</nav>")]
+    body = html[html.index("</nav>") :]
+    listed = re.findall(r'href="#(rule-[^"]+)"', toc)
+    sections = [a for a in re.findall(r'<section id="(rule-[^"]+)"', body) if a in listed]
+    assert len(listed) == 2 and listed == sections
+
+
+def test_table_numbers_are_rounded_to_what_matters(tmp_path: Path) -> None:
+    finding = {
+        "message": "m",
+        "severity": 0.5,
+        "value": 4.2359938621521,
+        "threshold": 0.30000000000000004,
+    }
+    rules = [
+        {"rule": "StepOutlier", "status": "IssuesFound", "triggers": 1, "findings": [finding],
+         "parameters": {"stddev": 4.999999999, "window": 100}},
+    ]  # fmt: skip
+    write_synthetic_job(str(tmp_path), SMALL, rules)
+    html = render_report(stepscope.open(tmp_path))
+    assert "4.2359938621521" not in html.split('id="stepscope-data"')[0]
+    assert "<td>4.24</td><td>0.3</td>" in html
+    assert "stddev=5, window=100" in html

@@ -22,9 +22,11 @@ import pandas as pd
 import pyarrow as pa
 
 from stepscope.analysis.diagnosis import JobFacts
+from stepscope.analysis.outliers import Definition
 from stepscope.analysis.report_data import SPLIT, rank_rules, read_rules
 from stepscope.dashboard._cache import Answers, Sized
 from stepscope.dashboard._openapi import JobDetail, JobRow
+from stepscope.dashboard._outliers import marks
 from stepscope.dashboard._paths import JOB_NAME, Boundary
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
@@ -247,11 +249,15 @@ class Source:
         sig, parts = self.steps_parts(job, rank)
         t0 = float(job.meta.get("start_time") or 0.0)
 
+        definition = Definition.of_job(self.rules(name))  # the job's StepOutlier parameters
+
         def compute() -> bytes:
-            cuts = cut([p.only("phase", phase) for p in parts], start, end)
+            phased = [p.only("phase", phase) for p in parts]
+            cuts = cut(phased, start, end)
             have = columns(parts)
             names = [c for c in ("duration", *SPLIT) if c in have]
             data = reducer(cuts, names, buckets, self.summaries)
+            found = marks(phased, cuts, rank, phase, definition)
             last = last_value(cuts, "step")
             return encode(
                 {
@@ -260,8 +266,9 @@ class Source:
                     "t0": t0,
                     "count": data.rows,
                     "last_step": int(last) if last is not None else None,
-                    "charts": step_charts(data, t0, buckets),
+                    "charts": step_charts(data, t0, buckets, found),
                 }
             )
 
-        return self.answers.get(("steps", name, rank, phase, sig, start, end, buckets), compute)
+        key = ("steps", name, rank, phase, sig, start, end, buckets, definition)
+        return self.answers.get(key, compute)

@@ -15,6 +15,14 @@ import numpy.typing as npt
 
 from stepscope.analysis.downsample import FloatArray, compact, offsets
 from stepscope.analysis.report_data import CORE_RE, GPU_RE, SPLIT, numbered
+from stepscope.dashboard._outliers import (
+    LIMIT,
+    LIMIT_COLOR,
+    OUTLIER_COLOR,
+    OUTLIERS,
+    Marks,
+    on_points,
+)
 from stepscope.dashboard._reduce import Reducer
 from stepscope.jobfolder import JsonObject, NodeInfo
 
@@ -41,10 +49,19 @@ def node_columns(names: Iterable[str]) -> list[str]:
     return [c for c in names if c in used] + gpus + numbered(names, CORE_RE)
 
 
+#: How the step duration chart draws its outlier marks: the report's colours.
+MARK_STYLES: dict[str, JsonObject] = {
+    LIMIT: {"color": LIMIT_COLOR},
+    OUTLIERS: {"points": True, "color": OUTLIER_COLOR},
+}
+
+
 def _spec(
     kind: str, title: str, unit: str, t0: float, xs: npt.ArrayLike, cols: Mapping[str, FloatArray]
 ) -> JsonObject:
-    series: list[JsonObject] = [{"label": k, "values": compact(v)} for k, v in cols.items()]
+    series: list[JsonObject] = [
+        {"label": k, "values": compact(v), **MARK_STYLES.get(k, {})} for k, v in cols.items()
+    ]
     return {"kind": kind, "title": title, "unit": unit, "t0": t0, "x": offsets(xs, t0),
             "series": series}  # fmt: skip
 
@@ -119,11 +136,17 @@ def heatmap(title: str, data: Reducer, rows: list[str], t0: float, buckets: int)
             "rows": list(cols), "values": values}  # fmt: skip
 
 
-def step_charts(data: Reducer, t0: float, buckets: int) -> dict[str, JsonObject]:
-    """Step duration (min/max), its split (stacked means) and the split's share."""
+def step_charts(
+    data: Reducer, t0: float, buckets: int, found: Marks | None = None
+) -> dict[str, JsonObject]:
+    """Step duration (min/max) with its outliers and their limit as the report marks
+    them (``found``, from :func:`._outliers.marks`), its split (stacked means) and
+    the split's share."""
     if not data.rows:
         return {}
     xs, down = data.minmax(["duration"], buckets)
+    if found is not None:
+        down.update(on_points(xs, found[0], found[1], buckets))
     charts = {"step_duration": _spec("timeseries", "Step duration", "s", t0, xs, down)}
     parts = [p for p in SPLIT if p in data.names]
     xs, means = data.mean(parts, buckets)

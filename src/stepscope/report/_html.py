@@ -66,17 +66,44 @@ def fmt_value(v: float | None, unit: str) -> str:
     return f"{text}%" if unit == "%" else f"{text} {unit}".rstrip()
 
 
+def fmt_number(v: object) -> str:
+    """A number for a table: integers whole, else 3 significant digits (``4.24``,
+    ``0.0123``, ``1.23e-4``; ``1235`` from 1000 on). Not a number: its text.
+
+    The dashboard's tables use ``StepscopeCharts.number`` (webcharts), the same rule.
+    """
+    if v is None:
+        return "\u2013"
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if math.isnan(v):
+        return "\u2013"
+    if math.isinf(v) or float(v).is_integer() or abs(v) >= 1000:
+        return f"{v:.0f}"
+    if v != 0 and abs(v) < 1e-3:
+        mantissa, exp = f"{v:.2e}".split("e")
+        return f"{float(mantissa):g}e{int(exp)}"
+    r = float(f"{v:.3g}")
+    return f"{r:.0f}" if r.is_integer() else repr(r)
+
+
 def table(
     head: Sequence[str],
     rows: Iterable[Sequence[object]],
     cls: str = "",
     raw_cols: Sequence[int] = (),
 ) -> str:
-    """A table; cells are escaped except the columns in ``raw_cols`` (pre-rendered HTML)."""
+    """A table; cells are escaped except the columns in ``raw_cols`` (pre-rendered HTML).
+
+    Floats are written by :func:`fmt_number`, so no table shows ``4.2359938621521``.
+    """
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = []
     for row in rows:
-        cells = (c if i in raw_cols else esc(c) for i, c in enumerate(row))
+        cells = (
+            c if i in raw_cols else esc(fmt_number(c) if isinstance(c, float) else c)
+            for i, c in enumerate(row)
+        )
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     rows_html = "".join(body)
     return (

@@ -8,6 +8,7 @@ from importlib import resources
 
 from stepscope import __version__
 from stepscope.analysis.diagnosis import rule_anchor
+from stepscope.analysis.report_data import rank_rules
 from stepscope.read import Job
 from stepscope.report._context import Context, Progress, no_progress
 from stepscope.report._diagnosis import diagnosis_section
@@ -36,7 +37,10 @@ def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) 
     links += [(node_anchor(n), n, True) for n in ctx.job.nodes()]
     links.append(("steps", "Steps", False))
     links.append(("rules", "Rules", False))
-    links += [(rule_anchor(str(r.get("rule"))), str(r.get("rule")), True) for r in ctx.rules]
+    # in the order of the Rules section's blocks (most severe first), not the files'
+    links += [
+        (rule_anchor(str(r.get("rule"))), str(r.get("rule")), True) for r in rank_rules(ctx.rules)
+    ]
     if has_profiles:
         links.append(("profiles", "Profiling windows", False))
     if has_tensors:

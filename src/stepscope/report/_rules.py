@@ -9,7 +9,17 @@ from stepscope.analysis.report_data import GPU_RE, finite, numbered, per_step, r
 from stepscope.jobfolder import FindingJson, RuleVerdict
 from stepscope.report._charts import Band
 from stepscope.report._context import Context
-from stepscope.report._html import badge, chart, esc, fmt_duration, fmt_time, note, section, table
+from stepscope.report._html import (
+    badge,
+    chart,
+    esc,
+    fmt_duration,
+    fmt_number,
+    fmt_time,
+    note,
+    section,
+    table,
+)
 
 MAX_FINDINGS = 50
 
@@ -36,7 +46,7 @@ EVIDENCE: dict[str, tuple[str, list[str]]] = {
 def _params(params: object) -> str:
     if not isinstance(params, dict) or not params:
         return ""
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return ", ".join(f"{k}={fmt_number(v)}" for k, v in sorted(params.items()))
 
 
 def _summary_table(results: list[RuleVerdict]) -> str:

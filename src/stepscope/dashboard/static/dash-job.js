@@ -67,10 +67,15 @@
   }
 
   async function loadSteps(gen) {
-    const data = await api(`${base()}/steps?${query({rank: $("rank").value || 0, phase: $("phase").value})}`);
+    const rank = $("rank").value || 0, phase = $("phase").value;
+    const data = await api(`${base()}/steps?${query({rank, phase})}`);
     if (gen !== S.gen) return;
     document.body.dataset.stepCount = String(data.count);
-    STEPS.forEach((id) => showChart(id, data.charts[id], id === "step_share" ? undefined : bands()));
+    if (!data.count) {  // a phase with no steps says so, in place of empty charts
+      const where = range().start !== null ? "in this time range" : "in this job";
+      const note = {kind: "empty", title: "Step duration", empty: `No ${phase} steps of rank ${rank} ${where}.`};
+      STEPS.forEach((id) => showChart(id, id === "step_duration" ? note : null));
+    } else STEPS.forEach((id) => showChart(id, data.charts[id], id === "step_share" ? undefined : bands()));
     document.body.dataset.lastStep = String(data.last_step);
   }
 
@@ -225,10 +230,10 @@
     const status = r.verdict ? `${r.status} (${r.verdict})` : r.status;
     const row = h("tr", {className: "rule " + (r.verdict || r.status)},
       h("td", {textContent: r.rule}), h("td", {textContent: status}),
-      h("td", {className: "num", textContent: String(r.triggers ?? "")}),
+      h("td", {className: "num", textContent: r.triggers == null ? "" : StepscopeCharts.number(r.triggers)}),
       h("td", {textContent: r.message || r.reason || ""}));
     const findings = (r.findings || []).slice(0, 10).map((f) => h("tr", {className: "finding"},
-      h("td", {}), h("td", {textContent: (f.severity ?? 0).toFixed(2)}), h("td", {}),
+      h("td", {}), h("td", {textContent: "severity " + StepscopeCharts.number(f.severity ?? 0)}), h("td", {}),
       h("td", {}, f.start ? h("button", {type: "button", className: "jump", textContent: "show",
         onclick: () => jump(r.rule, f)}) : null, h("span", {textContent: " " + f.message}))));
     return [row, ...findings];

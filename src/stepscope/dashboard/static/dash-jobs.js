@@ -30,13 +30,14 @@
         title: r.reason || ""})),
       h("td", {textContent: iso(r.start_time)}),
       h("td", {textContent: dur(r.duration_s)}),
-      h("td", {className: "num", textContent: String(r.steps)}),
+      h("td", {className: "num", textContent: StepscopeCharts.number(r.steps)}),
       h("td", {className: "num" + (r.rule_issues ? " issues" : ""),
         textContent: r.rules ? `${r.rule_issues} of ${r.rules}` : "--"}))));
     document.getElementById("jobs-empty").hidden = rows.length > 0;
     document.getElementById("jobs-count").textContent = `${shown.length} of ${rows.length} jobs`;
     for (const th of document.querySelectorAll("#jobs th")) {
       th.dataset.dir = th.dataset.sort === sortKey ? (sortDir > 0 ? "asc" : "desc") : "";
+      th.setAttribute("aria-sort", th.dataset.dir ? th.dataset.dir + "ending" : "none");
     }
   }
 
@@ -57,7 +58,9 @@
     }
   }
 
-  for (const th of document.querySelectorAll("#jobs th")) {
+  // A button in each sortable header: reachable with Tab, sorts on Enter and Space.
+  for (const th of document.querySelectorAll("#jobs th[data-sort]")) {
+    th.replaceChildren(h("button", {type: "button", className: "sort", textContent: th.textContent}));
     th.addEventListener("click", () => {
       sortDir = sortKey === th.dataset.sort ? -sortDir : 1;
       sortKey = th.dataset.sort;

@@ -35,11 +35,51 @@
     return unit ? s + (unit === "%" ? "%" : " " + unit) : s;
   }
 
-  /* Time axis labels in UTC, 24-hour clock, with the date only when the span needs it. */
-  function timeLabels(u, splits, axisIdx, space, incr) {
-    const withDate = u.scales.x.max - u.scales.x.min > 86400;
-    const fmt = uPlot.fmtDate(incr < 60 ? "{HH}:{mm}:{ss}" : withDate ? "{MM}-{DD} {HH}:{mm}" : "{HH}:{mm}");
-    return splits.map((v) => fmt(utc(v)));
+  /* Time axis ticks: the smallest step of NICE (seconds) whose labels, measured in the
+   * axis font, fit between two ticks with GAP pixels to spare, at any job length and width. */
+  const NICE = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+    43200, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 364 * 86400];
+  const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+  const GAP = 18;  // pixels between two labels at least: they read as separate times
+  let measurer = null;
+
+  function textWidth(text, font) {
+    measurer = measurer || document.createElement("canvas").getContext("2d");
+    measurer.font = font || AXIS_FONT;
+    return measurer.measureText(text).width;
+  }
+
+  /* The label format of a tick step over a span (seconds): the date only when the span needs it. */
+  function timeFormat(incr, span) {
+    if (incr >= 86400) return "{YYYY}-{MM}-{DD}";
+    if (incr < 60) return span > 86400 ? "{MM}-{DD} {HH}:{mm}:{ss}" : "{HH}:{mm}:{ss}";
+    return span > 86400 ? "{MM}-{DD} {HH}:{mm}" : "{HH}:{mm}";
+  }
+
+  /* {incr, ticks, labels} for [min, max] (unix s) drawn over `px` CSS pixels. */
+  function timeTicks(min, max, px, font) {
+    const span = Math.max(max - min, 1e-9);
+    for (const incr of NICE) {
+      const fmt = uPlot.fmtDate(timeFormat(incr, span));
+      const widest = Math.max(textWidth(fmt(utc(min)), font), textWidth(fmt(utc(max)), font));
+      if ((incr / span) * px >= widest + GAP || incr === NICE[NICE.length - 1]) {
+        const ticks = [];
+        for (let t = Math.ceil(min / incr) * incr; t <= max; t += incr) ticks.push(t);
+        return {incr, ticks, labels: ticks.map((t) => fmt(utc(t)))};
+      }
+    }
+    return {incr: 0, ticks: [], labels: []};
+  }
+
+  function timeAxis() {
+    let last = {ticks: [], labels: []};
+    const splits = (u, axisIdx, min, max) => {
+      last = timeTicks(min, max, u.bbox.width / (devicePixelRatio || 1));
+      return last.ticks;
+    };
+    const values = (u, splits) => splits.map((v, i) => (last.ticks[i] === v ? last.labels[i]
+      : uPlot.fmtDate("{HH}:{mm}:{ss}")(utc(v))));
+    return {splits, values, font: AXIS_FONT};
   }
 
   function decodeX(spec) {
@@ -69,6 +109,48 @@
   function markDrawn(el, spec) {
     if (registry[spec.id]) registry[spec.id].drawn = true;
     el.dataset.drawn = "1";
+  }
+
+  const KIND_WORDS = {timeseries: "line chart", stacked: "stacked area chart", histogram: "histogram",
+    heatmap: "heatmap", share: "bar of shares"};
+  const isoUTC = (t) => new Date(t * 1e3).toISOString().slice(0, 19).replace("T", " ");
+
+  /* The text alternative of a chart: what it shows, over which range, and each series' extent. */
+  function summary(spec, reg, range) {
+    let head = `${spec.title || "chart"}: ${KIND_WORDS[spec.kind] || spec.kind}`;
+    if (range && spec.xAxis === "step") head += ` over steps ${Math.round(range[0])} to ${Math.round(range[1])}`;
+    else if (range) head += ` from ${isoUTC(range[0])} to ${isoUTC(range[1])} UTC`;
+    const series = (reg && reg.series) || [];
+    if (spec.kind === "heatmap") {
+      const seen = series.filter((s) => s.n);
+      const lo = Math.min(...seen.map((s) => s.min)), hi = Math.max(...seen.map((s) => s.max));
+      return `${head}; ${series.length} rows` + (seen.length ? `, values ${human(lo, spec.unit)} to ${human(hi, spec.unit)}` : ", no data");
+    }
+    if (spec.kind === "share") {
+      return head + "; " + spec.labels.map((l, i) => `${l} ${(100 * (spec.values[i] || 0) / reg.total).toFixed(1)}%`).join(", ");
+    }
+    if (spec.kind === "histogram") {
+      const e = spec.edges;
+      return `${head}; ${reg.total} steps from ${human(e[0], spec.unit)} to ${human(e[e.length - 1], spec.unit)}`;
+    }
+    return head + "; " + series.map((s) => (s.n ? `${s.label} ${human(s.min, spec.unit)} to `
+      + `${human(s.max, spec.unit)}, last ${human(s.last, spec.unit)}` : `${s.label}: no data`)).join("; ");
+  }
+
+  function setAlt(node, text) {
+    node.setAttribute("role", "img");
+    node.setAttribute("aria-label", text);
+  }
+
+  /* A chart with nothing to draw says so (spec.empty: the sentence), instead of empty axes. */
+  function empty(el, spec) {
+    el.textContent = "";
+    const p = document.createElement("p");
+    p.className = "sc-empty"; p.textContent = spec.empty || "No data to show.";
+    el.append(titleOf(spec), p);
+    registry[spec.id] = {id: spec.id, kind: spec.kind, drawn: true, points: 0, series: [], empty: true};
+    el.dataset.points = "0"; el.dataset.empty = "1";
+    markDrawn(el, spec);
   }
 
   /* Shaded bands (rule findings), vertical markers and horizontal threshold lines. */
@@ -103,18 +185,22 @@
 
   function baseOpts(el, spec, series, extraHooks) {
     const hooks = overlayHooks(spec);
-    hooks.draw.push(() => markDrawn(el, spec));
+    const timeX = spec.kind !== "histogram" && spec.xAxis !== "step";
+    hooks.draw.push((u) => {
+      markDrawn(el, spec);
+      const range = spec.kind === "histogram" ? null : [u.scales.x.min, u.scales.x.max];
+      setAlt(u.ctx.canvas, summary(spec, registry[spec.id], range));
+    });
     for (const k in extraHooks || {}) hooks[k] = (hooks[k] || []).concat(extraHooks[k]);
     const y = spec.yRange ? {range: spec.yRange} : {auto: true};
     // x is time, except for histograms (values) and charts over training steps
-    const timeX = spec.kind !== "histogram" && spec.xAxis !== "step";
     const stepLabels = (u, vals) => vals.map((v) => (Number.isInteger(v) ? String(v) : ""));
+    const xAxis = Object.assign({label: spec.xLabel || (timeX ? "UTC" : ""), size: 50,
+      values: spec.xAxis === "step" ? stepLabels : undefined}, timeX ? timeAxis() : {});
     return {
       title: spec.title, width: widthOf(el), height: spec.height || HEIGHT, tzDate: utc, hooks,
       scales: {x: {time: timeX}, y}, series,
-      axes: [{label: spec.xLabel || (timeX ? "UTC" : ""), size: 50,
-              values: timeX ? timeLabels : spec.xAxis === "step" ? stepLabels : undefined},
-             {size: 70, values: (u, vals) => vals.map((v) => human(v, spec.unit))}],
+      axes: [xAxis, {size: 70, values: (u, vals) => vals.map((v) => human(v, spec.unit))}],
       legend: {live: true}, cursor: {drag: {x: true, y: false}},
     };
   }
@@ -131,7 +217,7 @@
       if (s.points) Object.assign(opt, {paths: () => null, points: {show: true, size: 7, fill: c, stroke: c}});
       series.push(opt);
     });
-    record(el, spec, spec.series.map((s) => stats(s.label, s.values)));
+    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values))).points) return empty(el, spec);
     return mount(el, baseOpts(el, spec, series), data);
   }
 
@@ -150,7 +236,7 @@
     });
     const opts = baseOpts(el, spec, series);
     opts.bands = bands;
-    record(el, spec, spec.series.map((s) => stats(s.label, s.values)));
+    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values))).points) return empty(el, spec);
     return mount(el, opts, data);
   }
 
@@ -164,7 +250,8 @@
     opts.axes[0].values = (u, vals) => vals.map((v) => human(v, spec.unit));
     opts.axes[1].values = (u, vals) => vals.map((v) => String(v));
     opts.scales.x = {time: false, range: [spec.edges[0], spec.edges[spec.edges.length - 1]]};
-    record(el, spec, [stats("steps", spec.counts)], {total: spec.counts.reduce((a, b) => a + b, 0)});
+    const reg = record(el, spec, [stats("steps", spec.counts)], {total: spec.counts.reduce((a, b) => a + b, 0)});
+    if (!reg.total) return empty(el, spec);
     return mount(el, opts, [xs, spec.counts]);
   }
 
@@ -188,9 +275,11 @@
     record(el, spec, spec.values.map((r, i) => stats(spec.rows[i], r)), {rows, cols});
     el.textContent = "";
     const canvas = document.createElement("canvas"), tip = document.createElement("div");
-    tip.className = "sc-tip"; el.append(titleOf(spec), canvas, tip); el.classList.add("sc-heatmap");
+    tip.className = "sc-tip"; el.append(titleOf(spec), canvas, heatLegend(spec), tip);
+    el.classList.add("sc-heatmap");
     const paint = () => paintHeatmap(canvas, spec, rows, cols);
     paint(); plots.push(paint);
+    setAlt(canvas, summary(spec, registry[spec.id], cols ? [(spec.t0 || 0) + spec.x[0], (spec.t0 || 0) + spec.x[cols - 1]] : null));
     canvas.addEventListener("mousemove", (e) => heatTip(e, canvas, spec, rows, cols, tip));
     canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
     markDrawn(el, spec);
@@ -229,12 +318,26 @@
   function heatAxis(c, spec, cols, w, y) {
     if (!cols) return;
     const t0 = (spec.t0 || 0) + spec.x[0], t1 = (spec.t0 || 0) + spec.x[cols - 1];
-    c.textBaseline = "top";
-    for (let k = 0; k <= 4; k++) {
-      const t = t0 + (t1 - t0) * k / 4, px = GUTTER + (w - GUTTER) * k / 4;
-      c.textAlign = k === 0 ? "left" : k === 4 ? "right" : "center";
-      c.fillText(new Date(t * 1e3).toISOString().slice(11, 19), px, y + 5);
-    }
+    const plot = w - GUTTER, span = Math.max(t1 - t0, 1e-9);
+    const {ticks, labels} = timeTicks(t0, t1, plot, c.font);
+    c.textBaseline = "top"; c.textAlign = "center";
+    ticks.forEach((t, k) => {
+      const px = GUTTER + plot * (t - t0) / span, half = c.measureText(labels[k]).width / 2;
+      if (px - half >= 0 && px + half <= w) c.fillText(labels[k], px, y + 5);  // never cut at the edges
+    });
+  }
+
+  /* The colour scale of a heatmap: a gradient from 0 to 100 % and the "no data" grey. */
+  function heatLegend(spec) {
+    const box = document.createElement("div"), bar = document.createElement("span");
+    box.className = "sc-heat-legend";
+    const stops = [0, 25, 50, 75, 100].map((v) => `rgb(${heat(v).map(Math.round).join(",")}) ${v}%`);
+    bar.className = "sc-heat-scale"; bar.style.background = `linear-gradient(to right, ${stops.join(", ")})`;
+    const label = (text) => { const t = document.createElement("span"); t.textContent = text; return t; };
+    const none = document.createElement("i");
+    none.style.background = `rgb(${heat(null).join(",")})`;
+    box.append(label(human(0, spec.unit || "%")), bar, label(human(100, spec.unit || "%")), none, label("no data"));
+    return box;
   }
 
   function heatTip(e, canvas, spec, rows, cols, tip) {
@@ -267,10 +370,11 @@
       legend.append(item);
     });
     el.append(bar, legend);
+    setAlt(bar, summary(spec, registry[spec.id], null));
     markDrawn(el, spec);
   }
 
-  const KINDS = {timeseries, stacked, histogram, heatmap, share};
+  const KINDS = {timeseries, stacked, histogram, heatmap, share, empty};
 
   function draw(el, spec) {
     try {
@@ -299,5 +403,14 @@
   global.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(resizeAll, 100); });
   global.addEventListener("beforeprint", resizeAll);
 
-  global.StepscopeCharts = {draw, drawAll, resizeAll, registry, human, version: "1"};
+  /* A number for a table: integers whole, else 3 significant digits (report/_html.py's
+   * fmt_number follows the same rule; tests/test_charts_ui.py checks that they agree). */
+  function number(v) {
+    if (v === null || v === undefined || typeof v !== "number" || Number.isNaN(v)) return v === null || v === undefined ? "--" : String(v);
+    if (Number.isInteger(v) || Math.abs(v) >= 1000) return v.toFixed(0);
+    if (v !== 0 && Math.abs(v) < 1e-3) return Number(v.toExponential(2)).toExponential();
+    return String(Number(v.toPrecision(3)));
+  }
+
+  global.StepscopeCharts = {draw, drawAll, resizeAll, registry, human, number, timeTicks, version: "1"};
 })(window);
