@@ -1,0 +1,147 @@
+"""The seeds' code blocks run with only their imports changed (issue 22, item 2).
+
+tests/sagemaker_seeds.py extracts every block of ../shared/seeds/ that configures
+profiling, rules or the debugger hook, fills the pages' placeholders and rewrites
+``sagemaker`` imports to ``stepscope.sagemaker``. The blocks that build an estimator
+are fitted for real: a tiny torch script trains under ``stepscope run`` in a
+subprocess, and the job must hold the configuration the block gave.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stepscope
+from conftest import SCRIPTS
+from sagemaker_seeds import Snippet, prepare, snippets
+from stepscope import config
+from stepscope.rules import PROFILER_REPORT, build_rules
+from stepscope.rules._registry import PROFILER_RULES
+from stepscope.sagemaker import PlatformArgumentWarning
+
+ALL = snippets()
+FITTED = [s for s in ALL if "estimator =" in s.code]
+EXPECTED_WARNINGS = (config.ProfilingCostWarning, PlatformArgumentWarning)
+
+
+def _namespace() -> dict[str, Any]:
+    return {
+        "ENTRY_POINT": "sm_train.py",
+        "SOURCE_DIR": str(SCRIPTS),
+        "HYPERPARAMETERS": {"steps": 16},
+    }
+
+
+def _run(snippet: Snippet, ns: dict[str, Any]) -> list[warnings.WarningMessage]:
+    """Run ``snippet`` after the blocks before it on its page, in one namespace."""
+    earlier = [s for s in ALL if s.seed == snippet.seed and s.index < snippet.index]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for block in [*earlier, snippet]:
+            exec(compile(prepare(block), block.id, "exec"), ns)
+    return caught
+
+
+def test_the_extraction_finds_every_block_of_the_seeds():
+    ids = [s.id for s in ALL]
+    assert ids == [
+        "001-0", "001-1", "001-2", "001-3", "001-4",
+        "002-0", "002-1", "002-3", "002-4", "002-5", "002-6",
+        "004-0", "004-1",
+    ]  # fmt: skip
+    assert all("from sagemaker" not in prepare(s) for s in ALL)
+
+
+@pytest.mark.parametrize("snippet", [s for s in ALL if s not in FITTED], ids=lambda s: s.id)
+def test_a_seed_block_builds_stepscope_configuration(snippet):
+    ns = _namespace()
+    caught = _run(snippet, ns)
+    assert all(issubclass(w.category, EXPECTED_WARNINGS) for w in caught), caught
+    built = 0
+    if "rules" in ns:
+        specs = build_rules([r.to_entry() for r in ns["rules"]])
+        assert specs and all(spec.rule.rule_name for spec in specs)
+        built += 1
+    if "profiler_config" in ns:
+        profiler = ns["profiler_config"]
+        assert isinstance(profiler, config.ProfilerConfig)
+        again = config.ProfilerConfig.from_dict(profiler.to_dict())
+        assert again.to_dict() == profiler.to_dict()
+        built += 1
+    if "debugger_hook_config" in ns:
+        assert isinstance(ns["debugger_hook_config"], config.DebuggerHookConfig)
+        built += 1
+    assert built
+
+
+def test_the_seeds_profiling_scenarios_give_the_seeds_windows():
+    """002's three FrameworkProfile scenarios resolve as the page says."""
+    by_id = {s.id: s for s in ALL}
+
+    def windows(block: str) -> list[tuple[str, int | None, int | None]]:
+        ns = _namespace()
+        _run(by_id[block], ns)
+        profile = ns["profiler_config"].framework_profile_params
+        return [(w.kind, w.start_step, w.num_steps) for w in profile.windows()]
+
+    assert windows("002-4") == [("detailed", 6, 1), ("dataloader", 6, 1), ("python", 6, 1)]
+    scenario3 = [("detailed", 10, 1), ("dataloader", 9, 2), ("python", 12, 1)]
+    assert windows("002-5") == scenario3
+    assert windows("002-6") == scenario3  # the common range is ignored
+
+
+def _expected_rule_files(entries: list[dict[str, object]]) -> set[str]:
+    names = {str(e["name"]) for e in entries}
+    if PROFILER_REPORT in names:
+        names = (names - {PROFILER_REPORT}) | set(PROFILER_RULES)
+    return names
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("snippet", FITTED, ids=lambda s: s.id)
+def test_a_seed_estimator_fits_under_stepscope(snippet, tmp_path, monkeypatch):
+    monkeypatch.setenv("STEPSCOPE_OUTPUT", str(tmp_path / "runs"))
+    ns = _namespace()
+    caught = _run(snippet, ns)
+    assert all(issubclass(w.category, EXPECTED_WARNINGS) for w in caught), caught
+    estimator = ns["estimator"]
+    estimator.fit()
+    path = estimator.latest_job_profiler_artifacts_path()
+    job = stepscope.open(path)
+    assert job.meta["status"] == "Completed"
+    recorded = job.meta["config"]
+    wanted = estimator.config(job.meta["name"]).to_dict()
+    assert (
+        recorded["profiler"]
+        == wanted["profiler"]
+        == ns["profiler_config"].to_dict() | {"output_path": None}
+    )
+    assert recorded["rules"] == wanted["rules"]
+    assert recorded["debugger"] == wanted["debugger"]
+    rule_files = {p.stem for p in Path(path, "rules").glob("*.json")}
+    assert rule_files == _expected_rule_files(recorded["rules"])
+    summary = estimator.latest_training_job.rule_job_summary()
+    assert {s["RuleConfigurationName"] for s in summary} == rule_files
+    assert all(s["RuleEvaluationStatus"] != "InProgress" for s in summary)
+    received = Path(estimator.model_data, "received-0.json").read_text()
+    assert '"steps": 16' in received and '"SM_HP_STEPS": "16"' in received
+
+
+@pytest.mark.process
+def test_importing_the_package_imports_no_framework_and_no_rule():
+    code = (
+        "import sys\n"
+        "import stepscope.sagemaker, stepscope.sagemaker.debugger\n"
+        "import stepscope.sagemaker.pytorch, stepscope.sagemaker.tensorflow\n"
+        "from stepscope.sagemaker.debugger import rule_configs, metrics_config\n"
+        "heavy = ('torch', 'tensorflow', 'pandas', 'duckdb', 'pyarrow', 'stepscope.rules')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
