@@ -9,6 +9,8 @@ subprocess, and the job must hold the configuration the block gave.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import warnings
@@ -145,3 +147,68 @@ def test_importing_the_package_imports_no_framework_and_no_rule():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _acks(path: str) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(Path(path, "control", "ack").glob("*.json"))]
+
+
+@pytest.mark.process
+def test_the_profiler_methods_change_a_running_fit(tmp_path):
+    from stepscope.sagemaker.pytorch import PyTorch
+
+    estimator = PyTorch(
+        entry_point="sm_train.py",
+        source_dir=str(SCRIPTS),
+        hyperparameters={"steps": 400, "step-sleep": 0.03},
+        output_path=str(tmp_path / "runs"),
+        rules=[],
+    )
+    estimator.fit(wait=False)
+    estimator.update_profiler(system_monitor_interval_millis=100)
+    estimator.enable_framework_profiling()
+    estimator.disable_framework_profiling()
+    estimator.enable_default_profiling()
+    estimator.disable_profiling()
+    estimator.latest_training_job.wait()
+    path = estimator.latest_job_profiler_artifacts_path()
+    acks = _acks(path)
+    assert len(acks) == 6 and all(a["accepted"] for a in acks), acks
+    windows = {p.name.split(".")[0] for p in Path(path, "profiling").rglob("*.window.json")}
+    assert windows, "the live windows left no record"
+    job = stepscope.open(path)
+    intervals = set(job.system()["interval_ms"].unique())
+    assert {100, 500} <= intervals  # 60000 ms may start after the last sample
+    with pytest.raises(Exception, match="only a running job"):
+        estimator.update_profiler(system_monitor_interval_millis=500)
+
+
+TWO_INSTANCES = """
+import json, sys
+from pathlib import Path
+from stepscope.sagemaker.pytorch import PyTorch
+
+estimator = PyTorch(entry_point="sm_train.py", source_dir=sys.argv[1], instance_count=2,
+                    hyperparameters={"steps": 12}, output_path=sys.argv[2], rules=[])
+estimator.fit()
+print(json.dumps({"job": estimator.latest_job_profiler_artifacts_path(),
+                  "model": estimator.model_data}))
+"""
+
+
+@pytest.mark.process
+def test_instance_count_runs_that_many_processes_under_torchrun(tmp_path):
+    script = tmp_path / "launch.py"
+    script.write_text(TWO_INSTANCES)
+    inner = f"ip link set lo up; {sys.executable} {script} {SCRIPTS} {tmp_path / 'runs'}"
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}  # torchrun's store: loopback only
+    done = subprocess.run(
+        ["unshare", "-n", "bash", "-c", inner], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    received = [json.loads(Path(out["model"], f"received-{r}.json").read_text()) for r in (0, 1)]
+    assert [r["world_size"] for r in received] == ["2", "2"]
+    assert json.loads(received[0]["env"]["SM_HOSTS"]) == ["algo-1", "algo-2"]
+    steps = stepscope.open(out["job"]).steps()
+    assert set(steps["rank"].unique()) == {0, 1}
