@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,6 @@ from stepscope.config import (
     DEFAULT_OUTPUT,
     CollectionConfig,
     DebuggerHookConfig,
-    FrameworkProfile,
     JobConfig,
     ProfilerConfig,
     StepscopeConfig,
@@ -29,7 +29,8 @@ from stepscope.errors import ConfigError
 from stepscope.sagemaker import _launch, _toml
 from stepscope.sagemaker._estimator_args import check_extra, processes
 from stepscope.sagemaker._hook import TensorBoardOutputConfig
-from stepscope.sagemaker._job import LocalTrainingJob, TrainingJobError
+from stepscope.sagemaker._job import LocalTrainingJob
+from stepscope.sagemaker._live import LiveJobMethods
 from stepscope.sagemaker._platform import output_root
 from stepscope.sagemaker._rules import RuleBase
 
@@ -45,7 +46,7 @@ def _plain(profiler: ProfilerConfig) -> ProfilerConfig:
     return ProfilerConfig(**fields)
 
 
-class Framework:
+class Framework(LiveJobMethods):
     """What ``PyTorch`` and ``TensorFlow`` share: configuration, ``fit`` and the job."""
 
     framework = "framework"
@@ -81,7 +82,6 @@ class Framework:
         self.output_root = output_root(output_path, f"{type(self).__name__}(output_path)")
         self.base_job_name = base_job_name
         self.environment = dict(environment or {})
-        self.latest_training_job: LocalTrainingJob | None = None
         self.config()  # every mistake now, before fit()
 
     def _entry(self, entry_point: str) -> str:
@@ -184,77 +184,4 @@ class Framework:
         job = self.latest_training_job
         logdir = self.tensorboard_output_config.local_dir
         cmd = ["-m", "stepscope.cli", "export", "tensorboard", job.path, logdir]
-        subprocess.run([_launch.sys.executable, *cmd], check=False)
-
-    # --- the running job -------------------------------------------------------------
-
-    def _job(self) -> LocalTrainingJob:
-        if self.latest_training_job is None:
-            raise TrainingJobError("No job yet: call fit() (fit(wait=False) to update it live).")
-        return self.latest_training_job
-
-    def update_profiler(
-        self,
-        rules: Sequence[RuleBase] | None = None,
-        system_monitor_interval_millis: int | None = None,
-        s3_output_path: str | None = None,
-        framework_profile_params: FrameworkProfile | None = None,
-        disable_framework_metrics: bool = False,
-    ) -> None:
-        """Change the running job's sampling interval and framework profiling."""
-        if rules:
-            raise ConfigError(
-                "update_profiler(rules=...): a running job keeps its rules. Fix: judge the "
-                "job with more rules at any time with `stepscope rules JOB` (docs/rules.md)."
-            )
-        if s3_output_path is not None:
-            raise ConfigError("update_profiler(s3_output_path=...): a job keeps its folder.")
-        job = self._job()
-        if system_monitor_interval_millis is not None:
-            interval = ProfilerConfig(system_monitor_interval_millis=system_monitor_interval_millis)
-            job.request_interval(interval.system_monitor_interval_millis)
-        if disable_framework_metrics:
-            job.request_off()
-        elif framework_profile_params is not None:
-            job.request_windows(framework_profile_params)
-
-    def enable_default_profiling(self) -> None:
-        """System monitoring every 500 ms (the platform's default)."""
-        self._job().request_interval(500)
-
-    def disable_profiling(self) -> None:
-        """Framework profiling off, and system sampling at its slowest (one a minute):
-        a running sampler is slowed, not stopped (docs/sagemaker.md)."""
-        self._job().request_off()
-        self._job().request_interval(60000)
-
-    def enable_framework_profiling(
-        self, framework_profile_params: FrameworkProfile | None = None
-    ) -> None:
-        """Open framework profiling windows; with no argument, one step of each kind
-        from the job's next step."""
-        self._job().request_windows(framework_profile_params)
-
-    def disable_framework_profiling(self) -> None:
-        """Switch open and planned framework profiling windows off."""
-        self._job().request_off()
-
-    # --- artifacts -------------------------------------------------------------------
-
-    def latest_job_profiler_artifacts_path(self) -> str:
-        """The job folder: system metrics, steps and profiling traces (docs/format.md)."""
-        return self._job().path
-
-    def latest_job_debugger_artifacts_path(self) -> str:
-        """The job's tensors folder (read it with ``stepscope.open(path).tensors``)."""
-        return f"{self._job().path}/tensors"
-
-    def latest_job_tensorboard_artifacts_path(self) -> str | None:
-        """The TensorBoard folder ``fit()`` exported to, if one was configured."""
-        config = self.tensorboard_output_config
-        return config.local_dir if config is not None else None
-
-    @property
-    def model_data(self) -> str:
-        """``SM_MODEL_DIR`` of the latest job: the folder the script saved its model in."""
-        return os.path.join(self._job().work_dir, "model")
+        subprocess.run([sys.executable, *cmd], check=False)
