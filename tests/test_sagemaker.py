@@ -207,5 +207,7 @@ def test_estimator_arguments_are_checked_before_fit():
         _estimator(instance_count=2, distribution={"mpi": {"enabled": True}})
     with pytest.raises(ConfigError, match=r"entry_point 'nope\.py' not found"):
         PyTorch(entry_point="nope.py", source_dir=SCRIPTS)
+    with pytest.raises(ConfigError, match=r"not a rule\. Fix: wrap it"):
+        _estimator(rules=[rule_configs.CPUBottleneck()])
     with pytest.raises(ConfigError, match="stepscope rules JOB"):
         _estimator().update_profiler(rules=[ProfilerRule.sagemaker(rule_configs.StepOutlier())])

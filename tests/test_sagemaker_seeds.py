@@ -155,6 +155,7 @@ def _acks(path: str) -> list[dict[str, Any]]:
 
 @pytest.mark.process
 def test_the_profiler_methods_change_a_running_fit(tmp_path):
+    from stepscope.sagemaker.debugger import TensorBoardOutputConfig
     from stepscope.sagemaker.pytorch import PyTorch
 
     estimator = PyTorch(
@@ -163,6 +164,7 @@ def test_the_profiler_methods_change_a_running_fit(tmp_path):
         hyperparameters={"steps": 400, "step-sleep": 0.03},
         output_path=str(tmp_path / "runs"),
         rules=[],
+        tensorboard_output_config=TensorBoardOutputConfig("s3://b/tb", str(tmp_path / "tb")),
     )
     estimator.fit(wait=False)
     estimator.update_profiler(system_monitor_interval_millis=100)
@@ -179,6 +181,9 @@ def test_the_profiler_methods_change_a_running_fit(tmp_path):
     job = stepscope.open(path)
     intervals = set(job.system()["interval_ms"].unique())
     assert {100, 500} <= intervals  # 60000 ms may start after the last sample
+    tensorboard = estimator.latest_job_tensorboard_artifacts_path()
+    assert tensorboard == str(tmp_path / "tb")
+    assert list(Path(tensorboard).rglob("events.out.tfevents.*")), "no TensorBoard events"
     with pytest.raises(Exception, match="only a running job"):
         estimator.update_profiler(system_monitor_interval_millis=500)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from stepscope.sagemaker._hook import TensorBoardOutputConfig
 from stepscope.sagemaker._job import LocalTrainingJob
 from stepscope.sagemaker._live import LiveJobMethods
 from stepscope.sagemaker._platform import output_root
-from stepscope.sagemaker._rules import RuleBase
+from stepscope.sagemaker._rules import ProfilerRule, RuleBase
 
 
 def _plain(profiler: ProfilerConfig) -> ProfilerConfig:
@@ -44,6 +43,17 @@ def _plain(profiler: ProfilerConfig) -> ProfilerConfig:
         )
     fields = {f.name: getattr(profiler, f.name) for f in dataclasses.fields(profiler)}
     return ProfilerConfig(**fields)
+
+
+def _rules_of(rules: Sequence[RuleBase] | None) -> list[RuleBase]:
+    for rule in rules or []:
+        if not isinstance(rule, RuleBase):
+            raise ConfigError(
+                f"rules=[...]: {rule!r} is not a rule. Fix: wrap it, e.g. "
+                "ProfilerRule.sagemaker(rule_configs.CPUBottleneck()) or "
+                "Rule.sagemaker(rule_configs.vanishing_gradient())."
+            )
+    return list(rules or [])
 
 
 class Framework(LiveJobMethods):
@@ -73,7 +83,7 @@ class Framework(LiveJobMethods):
         self.entry_point = self._entry(entry_point)
         self.hyperparameters = dict(hyperparameters or {})
         self.processes = processes(instance_count, distribution)
-        self.rules = list(rules or [])
+        self.rules = _rules_of(rules)
         self.profiler_config = _plain(profiler_config or ProfilerConfig())
         if disable_profiler:
             self.profiler_config = dataclasses.replace(self.profiler_config, disable_profiler=True)
@@ -98,7 +108,7 @@ class Framework(LiveJobMethods):
 
     def _rule_entries(self) -> list[dict[str, object]]:
         entries = [rule.to_entry() for rule in self.rules]
-        profiler_rules = [r for r in self.rules if type(r).__name__ == "ProfilerRule"]
+        profiler_rules = [r for r in self.rules if isinstance(r, ProfilerRule)]
         if not profiler_rules and not self.profiler_config.disable_profiler:
             entries.insert(0, {"name": "ProfilerReport"})  # the platform's default rule
         return entries
@@ -164,10 +174,11 @@ class Framework(LiveJobMethods):
         cmd = _launch.run_command(config_file, self.processes, script)
         cwd = self.source_dir or os.getcwd()
         process = subprocess.Popen(cmd, cwd=cwd, env=env)
-        self.latest_training_job = LocalTrainingJob(name, output, process, side)
+        tensorboard = self.tensorboard_output_config
+        logdir = tensorboard.local_dir if tensorboard is not None else None
+        self.latest_training_job = LocalTrainingJob(name, output, process, side, logdir)
         if wait:
             self.latest_training_job.wait(logs)
-            self._export_tensorboard()
 
     @staticmethod
     def _side_dir(output: str, name: str) -> str:
@@ -177,11 +188,3 @@ class Framework(LiveJobMethods):
         side = os.path.join(output, f"{name}.sagemaker")
         os.makedirs(side, exist_ok=True)
         return side
-
-    def _export_tensorboard(self) -> None:
-        if self.tensorboard_output_config is None or self.latest_training_job is None:
-            return
-        job = self.latest_training_job
-        logdir = self.tensorboard_output_config.local_dir
-        cmd = ["-m", "stepscope.cli", "export", "tensorboard", job.path, logdir]
-        subprocess.run([sys.executable, *cmd], check=False)

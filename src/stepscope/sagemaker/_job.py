@@ -9,6 +9,7 @@ job's answer: a rejected request raises, an unanswered one stays pending.
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -42,6 +43,7 @@ class LocalTrainingJob:
     output: str
     process: subprocess.Popen[bytes]
     work_dir: str
+    tensorboard_dir: str | None = None
     _store: Store | None = field(default=None, repr=False)
 
     @property
@@ -89,6 +91,9 @@ class LocalTrainingJob:
                 f"Training job {self.name} ended {meta.get('status')} (exit code {code}): "
                 f"{meta.get('reason') or 'see its output above'}. Job folder: {self.path}"
             )
+        if self.tensorboard_dir is not None:  # TensorBoardOutputConfig: the tensors as events
+            cmd = ["-m", "stepscope.cli", "export", "tensorboard", self.path, self.tensorboard_dir]
+            subprocess.run([sys.executable, *cmd], check=False)
 
     def stop(self) -> None:
         """Ask the job to stop gracefully (it ends ``Stopped``)."""
