@@ -217,3 +217,21 @@ def test_instance_count_runs_that_many_processes_under_torchrun(tmp_path):
     assert json.loads(received[0]["env"]["SM_HOSTS"]) == ["algo-1", "algo-2"]
     steps = stepscope.open(out["job"]).steps()
     assert set(steps["rank"].unique()) == {0, 1}
+
+
+@pytest.mark.process
+def test_disable_profiler_runs_the_entry_point_unwatched(tmp_path):
+    from stepscope.sagemaker.pytorch import PyTorch
+
+    estimator = PyTorch(
+        entry_point="sm_train.py",
+        source_dir=str(SCRIPTS),
+        hyperparameters={"steps": 2},
+        output_path=str(tmp_path / "runs"),
+        disable_profiler=True,
+    )
+    estimator.fit()
+    assert Path(estimator.model_data, "received-0.json").exists()
+    assert not Path(tmp_path / "runs", estimator.latest_training_job.name).exists()
+    with pytest.raises(Exception, match="ran unwatched"):
+        estimator.latest_training_job.rule_job_summary()

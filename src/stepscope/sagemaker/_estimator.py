@@ -176,7 +176,8 @@ class Framework(LiveJobMethods):
         process = subprocess.Popen(cmd, cwd=cwd, env=env)
         tensorboard = self.tensorboard_output_config
         logdir = tensorboard.local_dir if tensorboard is not None else None
-        self.latest_training_job = LocalTrainingJob(name, output, process, side, logdir)
+        watched = not cfg.profiler.disable_profiler
+        self.latest_training_job = LocalTrainingJob(name, output, process, side, logdir, watched)
         if wait:
             self.latest_training_job.wait(logs)
 

@@ -44,14 +44,22 @@ class LocalTrainingJob:
     process: subprocess.Popen[bytes]
     work_dir: str
     tensorboard_dir: str | None = None
+    watched: bool = True  # False: disable_profiler=True ran the script with no job folder
     _store: Store | None = field(default=None, repr=False)
 
     @property
     def job_name(self) -> str:
+        """The job's name (the SDK's spelling)."""
         return self.name
 
     @property
     def store(self) -> Store:
+        """The job folder's store (a job run with ``disable_profiler=True`` has none)."""
+        if not self.watched:
+            raise TrainingJobError(
+                f"Training job {self.name} ran unwatched (disable_profiler=True): it has no "
+                "job folder. Fix: leave disable_profiler out to record the job."
+            )
         if self._store is None:
             from stepscope.store import open_store
 
@@ -85,6 +93,10 @@ class LocalTrainingJob:
     def wait(self, logs: object = "All") -> None:
         """Wait for the job to end; a job that did not complete raises TrainingJobError."""
         code = self.process.wait()
+        if not self.watched:
+            if code != 0:
+                raise TrainingJobError(f"Training job {self.name} failed (exit code {code}).")
+            return
         meta = self.meta()
         if meta.get("status") != "Completed":
             raise TrainingJobError(
@@ -131,6 +143,7 @@ class LocalTrainingJob:
     # --- the profiler methods' requests ---------------------------------------------
 
     def request_interval(self, interval_ms: int) -> None:
+        """Sample the system every ``interval_ms`` from now on."""
         from stepscope.jobfolder import control
 
         self._send(lambda s: control.request_interval(s, interval_ms, BY))
@@ -147,6 +160,7 @@ class LocalTrainingJob:
         self._send(lambda s: control.request_profile(s, windows, BY))
 
     def request_off(self) -> None:
+        """Switch every open and planned framework profiling window off."""
         from stepscope.jobfolder import control
 
         self._send(lambda s: control.request_profile(s, [], BY, off=FRAMEWORK_KINDS))
