@@ -25,7 +25,7 @@ from sagemaker_seeds import Snippet, prepare, snippets
 from stepscope import config
 from stepscope.rules import PROFILER_REPORT, build_rules
 from stepscope.rules._registry import PROFILER_RULES
-from stepscope.sagemaker import PlatformArgumentWarning
+from stepscope.sagemaker import PlatformArgumentWarning, TrainingJobError
 
 ALL = snippets()
 FITTED = [s for s in ALL if "estimator =" in s.code]
@@ -161,7 +161,7 @@ def test_the_profiler_methods_change_a_running_fit(tmp_path):
     estimator = PyTorch(
         entry_point="sm_train.py",
         source_dir=str(SCRIPTS),
-        hyperparameters={"steps": 400, "step-sleep": 0.03},
+        hyperparameters={"steps": 2000, "step-sleep": 0.03},
         output_path=str(tmp_path / "runs"),
         rules=[],
         tensorboard_output_config=TensorBoardOutputConfig("s3://b/tb", str(tmp_path / "tb")),
@@ -172,10 +172,12 @@ def test_the_profiler_methods_change_a_running_fit(tmp_path):
     estimator.disable_framework_profiling()
     estimator.enable_default_profiling()
     estimator.disable_profiling()
-    estimator.latest_training_job.wait()
+    estimator.latest_training_job.stop()  # the job would run on: 2000 steps
+    with pytest.raises(TrainingJobError, match="ended Stopped"):
+        estimator.latest_training_job.wait()
     path = estimator.latest_job_profiler_artifacts_path()
     acks = _acks(path)
-    assert len(acks) == 6 and all(a["accepted"] for a in acks), acks
+    assert len(acks) == 7 and all(a["accepted"] for a in acks), acks
     windows = {p.name.split(".")[0] for p in Path(path, "profiling").rglob("*.window.json")}
     assert windows, "the live windows left no record"
     job = stepscope.open(path)

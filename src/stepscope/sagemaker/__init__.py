@@ -8,7 +8,8 @@ this machine. Importing this package imports no framework and no rule.
 See docs/sagemaker.md.
 """
 
+from stepscope.sagemaker._job import TrainingJobError
 from stepscope.sagemaker._platform import PlatformArgumentWarning
 from stepscope.sagemaker._profiler import Profiler, ProfilerConfig
 
-__all__ = ["PlatformArgumentWarning", "Profiler", "ProfilerConfig"]
+__all__ = ["PlatformArgumentWarning", "Profiler", "ProfilerConfig", "TrainingJobError"]

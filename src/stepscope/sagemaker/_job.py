@@ -98,14 +98,14 @@ class LocalTrainingJob:
                 raise TrainingJobError(f"Training job {self.name} failed (exit code {code}).")
             return
         meta = self.meta()
+        if self.tensorboard_dir is not None:  # TensorBoardOutputConfig: the tensors as events
+            cmd = ["-m", "stepscope.cli", "export", "tensorboard", self.path, self.tensorboard_dir]
+            subprocess.run([sys.executable, *cmd], check=False)
         if meta.get("status") != "Completed":
             raise TrainingJobError(
                 f"Training job {self.name} ended {meta.get('status')} (exit code {code}): "
                 f"{meta.get('reason') or 'see its output above'}. Job folder: {self.path}"
             )
-        if self.tensorboard_dir is not None:  # TensorBoardOutputConfig: the tensors as events
-            cmd = ["-m", "stepscope.cli", "export", "tensorboard", self.path, self.tensorboard_dir]
-            subprocess.run([sys.executable, *cmd], check=False)
 
     def stop(self) -> None:
         """Ask the job to stop gracefully (it ends ``Stopped``)."""
