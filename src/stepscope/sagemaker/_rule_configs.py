@@ -1,0 +1,201 @@
+"""``rule_configs``: the built-in rules by the SageMaker SDK's names, and rule actions.
+
+Profiler rules are named as classes (``rule_configs.CPUBottleneck(threshold=60)``),
+debugging rules as functions (``rule_configs.vanishing_gradient()``), as in the
+SDK. Each returns a :class:`BuiltInRule`, which names one rule of stepscope's
+registry (``stepscope.rules.BUILTIN``) and its parameters; ``ProfilerRule.sagemaker``
+and ``Rule.sagemaker`` check the parameters against the rule. Importing this module
+imports no rule (the rules need pandas and DuckDB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from stepscope.errors import ConfigError
+
+RuleKind = Literal["profiler", "debugging"]
+# Set by the platform to the job being judged; a rule here always judges its own job.
+PLATFORM_PARAMETERS = ("base_trial",)
+
+
+@dataclass(frozen=True)
+class BuiltInRule:
+    """A built-in rule and its parameters (``kind``: which of the two classes runs it)."""
+
+    rule_name: str
+    kind: RuleKind
+    rule_parameters: Mapping[str, object] = field(default_factory=dict)
+
+    def with_parameters(self, extra: Mapping[str, object] | None) -> BuiltInRule:
+        """This rule with ``extra`` parameters over its own (the SDK's ``rule_parameters``)."""
+        merged = {**self.rule_parameters, **(extra or {})}
+        kept = {k: v for k, v in merged.items() if k not in PLATFORM_PARAMETERS}
+        return BuiltInRule(self.rule_name, self.kind, kept)
+
+
+def _maker(name: str, kind: RuleKind) -> Callable[..., BuiltInRule]:
+    def config(**rule_parameters: object) -> BuiltInRule:
+        return BuiltInRule(name, kind, {}).with_parameters(rule_parameters)
+
+    config.__name__ = config.__qualname__ = name
+    config.__doc__ = f"The built-in {kind} rule {name}: keyword arguments are its parameters."
+    return config
+
+
+# The profiler rules of the seeds, then stepscope's own (docs/rules.md).
+ProfilerReport = _maker("ProfilerReport", "profiler")
+BatchSize = _maker("BatchSize", "profiler")
+CPUBottleneck = _maker("CPUBottleneck", "profiler")
+GPUMemoryIncrease = _maker("GPUMemoryIncrease", "profiler")
+IOBottleneck = _maker("IOBottleneck", "profiler")
+LoadBalancing = _maker("LoadBalancing", "profiler")
+LowGPUUtilization = _maker("LowGPUUtilization", "profiler")
+OverallSystemUsage = _maker("OverallSystemUsage", "profiler")
+MaxInitializationTime = _maker("MaxInitializationTime", "profiler")
+OverallFrameworkMetrics = _maker("OverallFrameworkMetrics", "profiler")
+StepOutlier = _maker("StepOutlier", "profiler")
+CPUBoundThreads = _maker("CPUBoundThreads", "profiler")
+DataLoaderWorkers = _maker("DataLoaderWorkers", "profiler")
+DataLoading = _maker("DataLoading", "profiler")
+GPUIdleBetweenSteps = _maker("GPUIdleBetweenSteps", "profiler")
+HostContention = _maker("HostContention", "profiler")
+MemoryPressure = _maker("MemoryPressure", "profiler")
+PythonOverhead = _maker("PythonOverhead", "profiler")
+Straggler = _maker("Straggler", "profiler")
+
+# The debugging rules (../shared/debugging-rules.md), by the SDK's function names.
+all_zero = _maker("AllZero", "debugging")
+class_imbalance = _maker("ClassImbalance", "debugging")
+dead_relu = _maker("DeadRelu", "debugging")
+exploding_tensor = _maker("ExplodingTensor", "debugging")
+loss_not_decreasing = _maker("LossNotDecreasing", "debugging")
+overfit = _maker("Overfit", "debugging")
+overtraining = _maker("Overtraining", "debugging")
+poor_weight_initialization = _maker("PoorWeightInitialization", "debugging")
+saturated_activation = _maker("SaturatedActivation", "debugging")
+stalled_training_rule = _maker("StalledTrainingRule", "debugging")
+tensor_variance = _maker("TensorVariance", "debugging")
+unchanged_tensor = _maker("UnchangedTensor", "debugging")
+vanishing_gradient = _maker("VanishingGradient", "debugging")
+weight_update_ratio = _maker("WeightUpdateRatio", "debugging")
+
+PROFILER_RULES = {
+    f.__name__: f
+    for f in (
+        ProfilerReport, BatchSize, CPUBottleneck, GPUMemoryIncrease, IOBottleneck,
+        LoadBalancing, LowGPUUtilization, OverallSystemUsage, MaxInitializationTime,
+        OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, DataLoaderWorkers,
+        DataLoading, GPUIdleBetweenSteps, HostContention, MemoryPressure, PythonOverhead,
+        Straggler,
+    )
+}  # fmt: skip
+DEBUGGING_RULES = {
+    "all_zero": all_zero,
+    "class_imbalance": class_imbalance,
+    "dead_relu": dead_relu,
+    "exploding_tensor": exploding_tensor,
+    "loss_not_decreasing": loss_not_decreasing,
+    "overfit": overfit,
+    "overtraining": overtraining,
+    "poor_weight_initialization": poor_weight_initialization,
+    "saturated_activation": saturated_activation,
+    "stalled_training_rule": stalled_training_rule,
+    "tensor_variance": tensor_variance,
+    "unchanged_tensor": unchanged_tensor,
+    "vanishing_gradient": vanishing_gradient,
+    "weight_update_ratio": weight_update_ratio,
+}
+
+
+# --- actions: what happens when a rule fires ----------------------------------------
+
+
+@dataclass(frozen=True)
+class StopTraining:
+    """Stop the job when the rule fires (stepscope's ``stop`` action: the job ends
+    ``Stopped``). ``training_job_prefix`` is accepted: here a rule stops its own job."""
+
+    training_job_prefix: str | None = None
+    action: str = field(default="stop", init=False)
+
+
+def _no_notifications(kind: str) -> ConfigError:
+    return ConfigError(
+        f"rule_configs.{kind} is not available locally: stepscope sends no notifications. "
+        "A firing rule shows in `stepscope rules JOB`, the dashboard and the report; "
+        "rule_configs.StopTraining() is the action stepscope takes. Fix: remove the "
+        f"{kind} action."
+    )
+
+
+def Email(emails: object = None) -> StopTraining:
+    """Refused: stepscope sends no e-mail (the error says what to use instead)."""
+    raise _no_notifications("Email")
+
+
+def SMS(phone_numbers: object = None) -> StopTraining:
+    """Refused: stepscope sends no text message (the error says what to use instead)."""
+    raise _no_notifications("SMS")
+
+
+class ActionList:
+    """The actions of a rule: ``ActionList(StopTraining())``."""
+
+    def __init__(self, *actions: StopTraining) -> None:
+        for action in actions:
+            if not isinstance(action, StopTraining):
+                raise ConfigError(
+                    f"Unknown rule action {action!r}. Valid actions: rule_configs.StopTraining()."
+                )
+        self.actions = tuple(actions)
+
+    def names(self) -> list[str]:
+        """The actions as stepscope names them in a rules entry (``["stop"]``)."""
+        return list(dict.fromkeys(a.action for a in self.actions))
+
+
+__all__ = [
+    "DEBUGGING_RULES",
+    "PROFILER_RULES",
+    "SMS",
+    "ActionList",
+    "BatchSize",
+    "BuiltInRule",
+    "CPUBottleneck",
+    "CPUBoundThreads",
+    "DataLoaderWorkers",
+    "DataLoading",
+    "Email",
+    "GPUIdleBetweenSteps",
+    "GPUMemoryIncrease",
+    "HostContention",
+    "IOBottleneck",
+    "LoadBalancing",
+    "LowGPUUtilization",
+    "MaxInitializationTime",
+    "MemoryPressure",
+    "OverallFrameworkMetrics",
+    "OverallSystemUsage",
+    "ProfilerReport",
+    "PythonOverhead",
+    "StepOutlier",
+    "StopTraining",
+    "Straggler",
+    "all_zero",
+    "class_imbalance",
+    "dead_relu",
+    "exploding_tensor",
+    "loss_not_decreasing",
+    "overfit",
+    "overtraining",
+    "poor_weight_initialization",
+    "saturated_activation",
+    "stalled_training_rule",
+    "tensor_variance",
+    "unchanged_tensor",
+    "vanishing_gradient",
+    "weight_update_ratio",
+]
