@@ -42,6 +42,7 @@ class JobJson(TypedDict, total=False):
     distributed: JsonObject
     nodes_status: dict[str, str]
     failed_ranks: list[JsonObject]
+    faults: list[FaultJson]
     alive: bool
 
 
@@ -132,6 +133,9 @@ class FaultJson(TypedDict, total=False):
     traceback; the sampler's and a store stream's also count the rows they had to
     drop (``dropped_rows`` and the gap ``dropped_first_time``-``dropped_last_time``);
     a store stream's record names its ``stream`` and when it ``recovered_time``.
+    The launcher's record of a helper that died adds its ``exit_code`` or
+    ``signal``, the last lines of its ``stderr`` and the ``restarts`` so far; a
+    ``sampling-gap`` record lists its ``gaps`` (``start``, ``end``, ``cause``).
     """
 
     component: str
@@ -150,6 +154,12 @@ class FaultJson(TypedDict, total=False):
     dropped_rows: int
     dropped_first_time: float
     dropped_last_time: float
+    gaps: list[JsonObject]
+    gap_seconds: float
+    exit_code: int | None
+    signal: str | None
+    stderr: list[str]
+    restarts: int
 
 
 class WindowJson(TypedDict, total=False):
