@@ -70,3 +70,25 @@ def test_end_without_launcher_from_the_ranks_records(
 def test_describe_exit() -> None:
     assert describe_exit(-9) == ("killed by SIGKILL", None, "SIGKILL")
     assert describe_exit(2) == ("exited with code 2", 2, None)
+
+
+def test_a_reserved_record_is_rewritten_in_place_on_a_full_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from stepscope.store import _store
+
+    store = open_store(tmp_path)
+    write_meta(store, JobMeta.new("j", ["python", "t.py"], {}, ["n1"]))
+    store.write_json("small.json", {"a": 1})
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_store, "write_atomic", full)
+    end_without_launcher(store, 5.0)  # job.json: room kept, rewritten in place
+    assert read_meta(store)["end_time"] == 5.0 and (tmp_path / "job.json").stat().st_size == 16384
+    with pytest.raises(OSError, match="No space"):  # no room kept: the error stays
+        store.write_json("small.json", {"a": 1, "b": "longer than the file is"})
+    assert store.read_json("small.json") == {"a": 1}

@@ -81,6 +81,7 @@ class RankExit:
         ident = self.agent.ident
         body = {**ident.as_dict(), "status": status, "time": self.agent.clock.now(), **detail}
         try:
-            self.agent.store.write_json(self.key, body)
+            # room kept: its end is written in place on a disk full by then
+            self.agent.store.write_json(self.key, body, reserve=1024)
         except Exception as exc:  # the record must never break training or its exit
             self.agent.faults.record("rank-exit", exc)

@@ -18,6 +18,12 @@ from stepscope.jobfolder import _paths as paths
 from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
 from stepscope.jobfolder._schemas import FORMAT_VERSION, HEARTBEAT_STALE_S
 
+# Bytes kept in job.json and small records (heartbeats, ranks) for a rewrite in
+# place when the disk is full (Store.write_json's ``reserve``): job.json's end,
+# with the launcher's unsaved fault records, fits in 16 KB.
+JOB_JSON_RESERVE = 16384
+RECORD_RESERVE = 512
+
 
 class FolderIO(Protocol):
     """What the job folder's code needs of a store (``stepscope.store.Store`` has it)."""
@@ -27,7 +33,7 @@ class FolderIO(Protocol):
 
     def read_json(self, key: str) -> object: ...
 
-    def write_json(self, key: str, obj: object) -> None: ...
+    def write_json(self, key: str, obj: object, reserve: int = 0) -> None: ...
 
     def exists(self, key: str) -> bool: ...
 
@@ -120,15 +126,17 @@ def read_meta(io: FolderIO) -> JobJson:
 
 
 def write_meta(io: FolderIO, meta: JobMeta | JobJson) -> None:
-    """Write ``job.json`` whole (a rename locally, one PUT on object storage)."""
-    io.write_json(paths.JOB_JSON, meta.to_dict() if isinstance(meta, JobMeta) else meta)
+    """Write ``job.json`` whole (a rename locally, one PUT on object storage), with room
+    kept for its end on a disk that will be full (:data:`JOB_JSON_RESERVE`)."""
+    body = meta.to_dict() if isinstance(meta, JobMeta) else meta
+    io.write_json(paths.JOB_JSON, body, reserve=JOB_JSON_RESERVE)
 
 
 def update_meta(io: FolderIO, **changes: Unpack[JobJson]) -> JobJson:
     """Read ``job.json``, apply ``changes`` and write it back; returns the new body."""
     meta = as_job_json(io.read_json(paths.JOB_JSON), f"job.json of {io.url!r}")
     meta.update(changes)
-    io.write_json(paths.JOB_JSON, meta)
+    io.write_json(paths.JOB_JSON, meta, reserve=JOB_JSON_RESERVE)
     return meta
 
 
@@ -146,7 +154,7 @@ class Heartbeat:
 
 
 def write_heartbeat(io: FolderIO, node: str, beat: Heartbeat) -> None:
-    io.write_json(paths.heartbeat_key(node), asdict(beat))
+    io.write_json(paths.heartbeat_key(node), asdict(beat), reserve=RECORD_RESERVE)
 
 
 def heartbeats(io: FolderIO) -> dict[str, float]:

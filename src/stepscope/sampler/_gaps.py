@@ -106,8 +106,8 @@ class Orphan:
             with contextlib.suppress(Exception):
                 write_heartbeat(self.store, self.node, Heartbeat.now(HEARTBEAT_S))
 
-    def end(self) -> None:
-        """The training ended: record the job's end (unless someone did)."""
+    def end(self, when: float) -> None:
+        """The training ended at ``when``: record the job's end (unless someone did)."""
         if self.active:
             with contextlib.suppress(Exception):
-                end_without_launcher(self.store, time.time())
+                end_without_launcher(self.store, when)

@@ -121,10 +121,11 @@ class Sampler:
             self._guard(self.sample)
             if time.monotonic() - self._flushed >= self.flush_s:
                 self.flush()
+        ended = time.time()  # when the watched process ended (its pidfd woke us)
         if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
             self._guard(self.sample)  # the state at the end, unless the last one is it
         self.flush(final=True)
-        self.orphan.end()
+        self.orphan.end(ended)
         self.close()
         return reason
 
