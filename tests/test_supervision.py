@@ -33,7 +33,7 @@ def test_gaps_from_a_blocked_sampler_and_a_restart(tmp_path: Path) -> None:
     for t in (100.0, 100.5, 101.0):
         watch.sampled(t, 0.5)
     assert not store.exists(f"faults/{GAP_COMPONENT}-n1-7.json")  # silent twin: no gap
-    watch.flushed(9.5, 0.5, "OSError: connection refused")
+    watch.waited("a store write", 9.5, 0.5, "OSError: connection refused")
     watch.sampled(110.5, 0.5)
     watch.restarted(111.0, "sampler killed by SIGKILL")
     watch.sampled(114.0, 0.5)

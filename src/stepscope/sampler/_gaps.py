@@ -33,6 +33,7 @@ GAP_COMPONENT = "sampling-gap"
 GAP_INTERVALS = 3.0
 GAP_MIN_S = 1.0
 HEARTBEAT_S = 2.0
+ERROR_CHARS = 160  # of the store's error, in a gap's cause
 
 
 def stored_until(store: Store, node: str, fallback: float) -> float:
@@ -76,11 +77,12 @@ class GapWatch:
                 self.log.gap(GAP_COMPONENT, self.last_wall, wall, cause)
         self.last_wall, self.last_interval_s, self.blocked_by = wall, interval_s, ""
 
-    def flushed(self, took_s: float, interval_s: float, error: str | None) -> None:
-        """A flush took ``took_s``: when longer than an interval, it may cause a gap."""
+    def waited(self, what: str, took_s: float, interval_s: float, error: str | None) -> None:
+        """``what`` (a flush, a look for requests) took ``took_s``: when longer than an
+        interval, it is the cause of the gap that follows."""
         if took_s > interval_s:
-            why = f" (last store error: {error})" if error else ""
-            self.blocked_by = f"a store write blocked the sampler for {took_s:.1f} s{why}"
+            why = f" (last store error: {error[:ERROR_CHARS]})" if error else ""
+            self.blocked_by = f"{what} blocked the sampler for {took_s:.1f} s{why}"
 
 
 class Orphan:

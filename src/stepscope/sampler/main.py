@@ -143,7 +143,7 @@ class Sampler:
         self.log.flush()
         self.orphan.beat()
         error = self.faults.doc.get("error")
-        self.gaps.flushed(time.monotonic() - began, self.interval_ms / 1e3, error)
+        self.gaps.waited("a store write", time.monotonic() - began, self.interval_ms / 1e3, error)
 
     def close(self) -> None:
         """Release NVML and the wake-up pipe (:meth:`run` does it on its way out)."""
@@ -180,7 +180,10 @@ class Sampler:
         due = self._due()
         while (reason := self._end_reason()) is None:
             if self.requests.due():
+                began = time.monotonic()
                 self._guard(lambda: self.requests.take(self))
+                took, error = time.monotonic() - began, self.faults.doc.get("error")
+                self.gaps.waited("reading control requests", took, self.interval_ms / 1e3, error)
             left = due - time.monotonic()
             if left <= 0:
                 self._tick = due
