@@ -92,3 +92,17 @@ def test_a_reserved_record_is_rewritten_in_place_on_a_full_disk(
     with pytest.raises(OSError, match="No space"):  # no room kept: the error stays
         store.write_json("small.json", {"a": 1, "b": "longer than the file is"})
     assert store.read_json("small.json") == {"a": 1}
+
+
+def test_show_says_which_of_the_three_states_a_job_is_in() -> None:
+    from typing import Any, cast
+
+    from stepscope.cli._text import job_state
+
+    def state(**kw: object) -> str:
+        return job_state(cast(Any, {"end_time": None, **kw}))
+
+    assert state(status="Running") == "still running"
+    assert state(status="Completed", end_time=5.0) == "ended"
+    assert state(status="Unknown") == "launcher lost, training state unknown"
+    assert state(status="Unknown", end_time=5.0) == "ended"  # ended, without a record
