@@ -173,6 +173,9 @@ def test_a_killed_launcher_leaves_a_job_that_ends_right(tmp_path: Path, bare: st
     assert sorted(job.steps(phase="train")["step"]) == list(range(STEPS))
     assert not unexplained_gaps(job)
     wait_for(lambda: not any(helper_gone(tmp_path)), "the helpers to end")
+    # the rule runner outlived the launcher too and judged the whole job at its end
+    verdicts = [json.loads(p.read_text()) for p in (tmp_path / "j" / "rules").glob("*.json")]
+    assert verdicts and all(v["status"] != "InProgress" for v in verdicts)
 
 
 def helper_gone(tmp_path: Path) -> list[int]:
