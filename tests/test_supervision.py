@@ -3,6 +3,7 @@ died, sampling gaps, and a rule runner that survives a failing scan."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,41 @@ def test_show_says_which_of_the_three_states_a_job_is_in() -> None:
     assert state(status="Completed", end_time=5.0) == "ended"
     assert state(status="Unknown") == "launcher lost, training state unknown"
     assert state(status="Unknown", end_time=5.0) == "ended"  # ended, without a record
+
+
+def test_a_helper_that_keeps_dying_is_restarted_with_backoff_up_to_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typing import Any, cast
+
+    from stepscope.launch import _supervise
+    from stepscope.launch._helpers import MAX_RESTARTS, Helper
+
+    class Dead:
+        pid, returncode = 99, -9
+
+        def poll(self) -> int:
+            return self.returncode
+
+    starts: list[float] = []
+
+    def start(self: Helper) -> None:  # no process: a helper that dies at once
+        starts.append(clock[0])
+        self.proc, self.started, self.restart_at = cast(Any, Dead()), clock[0], None
+
+    monkeypatch.setattr(Helper, "start", start)
+    clock = [0.0]
+    helpers = _supervise.Helpers.__new__(_supervise.Helpers)
+    helpers.faults = FaultLog(open_store(tmp_path), "n1", 1, wall=lambda: clock[0])
+    helpers.helpers, helpers._forwarded = [Helper("sampler", lambda extra: [])], 0.0
+    helpers.start()
+    while clock[0] < 1000:
+        helpers.check(clock[0])
+        clock[0] += 0.25
+    assert len(starts) == MAX_RESTARTS + 1  # the first start and every restart
+    delays = [b - a for a, b in itertools.pairwise(starts)]
+    # the first death is seen at once, the others at the next check (0.25 s later)
+    assert delays[0] == 0.5 and delays[-1] == 30.0 + 0.25
+    assert all(b >= a for a, b in itertools.pairwise(delays))  # never shorter than before
+    doc = helpers.faults.records["helper-sampler"]
+    assert doc["count"] == MAX_RESTARTS + 1 and "not restarted" in str(doc["error"])
