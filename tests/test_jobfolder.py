@@ -125,12 +125,18 @@ def test_liveness_from_the_newest_heartbeat(tmp_path: Path) -> None:
     running = {"status": "Running"}
     assert liveness(running, heartbeats(store), now=120.0)["alive"] is True
     lost = liveness(running, heartbeats(store), now=110.0 + HEARTBEAT_STALE_S + 1)
-    assert lost["status"] == "Failed" and "no heartbeat for 31 s" in lost["reason"]
+    assert lost["status"] == "Unknown" and "no heartbeat for 31 s" in lost["reason"]
+    assert "launcher lost, training state unknown" in lost["reason"]
     assert (
-        liveness(running, {}, now=1.0)["reason"] == "lost: no heartbeat recorded (launcher killed?)"
+        liveness(running, {}, now=1.0)["reason"]
+        == "launcher lost, training state unknown (no heartbeat recorded)"
     )
     done = liveness({"status": "Completed"}, {}, now=1.0)
     assert done == {"status": "Completed", "alive": False}
+    # killed before its first heartbeat: starting, not lost, until a heartbeat is due
+    young = {"status": "Running", "start_time": 100.0}
+    assert liveness(young, {}, now=100.0 + HEARTBEAT_STALE_S - 1)["status"] == "Running"
+    assert liveness(young, {}, now=100.0 + HEARTBEAT_STALE_S + 1)["status"] == "Unknown"
 
 
 def test_keys_and_damaged_records(tmp_path: Path) -> None:

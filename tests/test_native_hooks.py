@@ -99,8 +99,8 @@ def test_a_failure_inside_the_c_path_is_a_recorded_fault_not_an_exception() -> N
         assert pre(object(), (), {}) is None
         assert post(object(), (), {}) is None  # the row could not be stored: no raise
     assert rec.train_steps == 3 and rec._opt_depth == 0  # the steps still count
-    fault = faults.faults["step-hooks"]
-    assert fault.count == 3 and "OSError: rows unwritable" in fault.error
+    fault = faults.log.records["step-hooks"]
+    assert fault["count"] == 3 and "OSError: rows unwritable" in str(fault["error"])
     assert store.exists("faults/step-hooks-node-0.json")  # recorded in the job
 
 
@@ -241,4 +241,4 @@ def test_a_root_whose_mode_cannot_be_read_gets_a_fault_not_a_row(native: bool) -
     call = hooks._native_call(inherited) if native else hooks._python_call(inherited)
     assert call(module, 1) == 2  # the forward's result, untouched
     assert not rec.rows and rec.eval_steps == 0 and not rec._in_forward
-    assert "mode unreadable" in faults.faults["step-hooks"].error
+    assert "mode unreadable" in str(faults.log.records["step-hooks"]["error"])

@@ -134,3 +134,34 @@ def test_runner_once_and_fault_file(tmp_path: Path) -> None:
     assert subprocess.run(cmd, timeout=120).returncode == 1
     (fault,) = store.list("faults", suffix=".json")
     assert "Unknown rule 'Nope'" in store.read_json(fault)["error"]
+
+
+def test_a_failing_scan_is_recorded_and_the_next_reads_its_rows_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from stepscope.rules import _live
+
+    t0 = 1_760_000_000.0
+    store = live_job(tmp_path / "j", [], t0)
+    rules = build_rules([{"name": "StepOutlier"}])
+    runner = Runner(stepscope.open(str(tmp_path / "j")), rules, clock=lambda: t0 + 500)
+    reader = runner.readers["steps"]
+    append_steps(store, 0, 100, t0 + 1)
+    runner.try_scan()
+    append_steps(store, 100, 100, t0 + 30)  # two new segments, then a read that fails
+    append_steps(store, 200, 100, t0 + 60)
+    real = _live.read_segments
+
+    def rewritten(*args: Any, **kw: Any) -> Any:
+        raise duckdb.Error("TProtocolException: Invalid data")
+
+    monkeypatch.setattr(_live, "read_segments", rewritten)
+    runner.try_scan()  # recorded, not raised
+    (fault,) = store.list("faults", suffix=".json")
+    doc = store.read_json(fault)
+    assert doc["component"] == "rules-scan" and "Invalid data" in doc["error"]
+    monkeypatch.setattr(_live, "read_segments", real)
+    runner.try_scan()
+    assert reader.rows_read == 300  # the rows of the failed scan were read again

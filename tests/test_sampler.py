@@ -323,7 +323,7 @@ def test_ends_by_itself_when_the_watched_process_exits(tmp_path: Path, procs: Pr
 
 
 @pytest.mark.process
-def test_ends_by_itself_when_its_parent_is_killed(tmp_path: Path, procs: Procs) -> None:
+def test_outlives_a_killed_parent_while_the_training_runs(tmp_path: Path, procs: Procs) -> None:
     job = tmp_path / "job"
     sleeper = procs.sleeper()
     # A stand-in for the launcher: starts the sampler (default --parent-pid: its parent).
@@ -342,6 +342,12 @@ def test_ends_by_itself_when_its_parent_is_killed(tmp_path: Path, procs: Procs) 
         wait_for(lambda: started(job), "the sampler to start")
         parent.kill()
         parent.wait()
+        # monitoring goes on while the training runs: it keeps the heartbeat, says why
+        wait_for(lambda: (job / "heartbeat" / f"{NODE}.json").exists(), "its heartbeat")
+        assert _running(orphan)
+        (fault,) = (job / "faults").glob("launcher-*.json")
+        assert "ended before the training" in json.loads(fault.read_text())["error"]
+        sleeper.kill()
         wait_for(lambda: not _running(orphan), "the orphaned sampler to end")
     finally:
         if _running(orphan):

@@ -10,22 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from stepscope.jobfolder import paths
+from stepscope.jobfolder import FaultLog
 from stepscope.store import Store
-
-
-@dataclass
-class _Fault:
-    first_time: float
-    error: str
-    count: int = 0
-    detail: str = ""
 
 
 @dataclass
@@ -34,8 +24,12 @@ class FaultBoundary:
 
     store: Store | None
     identity: Mapping[str, int | str]  # Identity.as_dict(): rank, local_rank, node, pid
-    faults: dict[str, _Fault] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    log: FaultLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        # the job folder's one writer of fault records (faults/<component>-<node>-<pid>)
+        node, pid = str(self.identity.get("node", "node")), int(self.identity.get("pid", 0))
+        self.log = FaultLog(self.store, node, pid, dict(self.identity))
 
     def record(self, component: str, exc: BaseException) -> None:
         """Note a fault of ``component``; never raises."""
@@ -51,36 +45,14 @@ class FaultBoundary:
 
     def _record(self, component: str, exc: BaseException) -> None:
         error = f"{type(exc).__name__}: {exc}"
-        with self._lock:
-            fault = self.faults.get(component)
-            first = fault is None
-            if fault is None:
-                fault = self.faults[component] = _Fault(time.time(), error)
-                fault.detail = "".join(traceback.format_exception(exc, limit=6))
-            fault.count += 1
-            fault.error = error
-        if first:
-            print(
-                f"stepscope: {component} failed: {error} (training continues; "
-                "recorded in the job's faults/)",
-                file=sys.stderr,
-                flush=True,
-            )
-        self._write(component, fault)
-
-    def _write(self, component: str, fault: _Fault) -> None:
-        if self.store is None:
+        if component in self.log.records:
+            self.log.record(component, error)
             return
-        pid = self.identity.get("pid", 0)
-        key = paths.fault_key(component, str(self.identity.get("node", "node")), int(pid))
-        body = {
-            "component": component,
-            "time": time.time(),
-            "first_time": fault.first_time,
-            "error": fault.error,
-            "count": fault.count,
-            "traceback": fault.detail,
-            **self.identity,
-        }
-        with contextlib.suppress(Exception):
-            self.store.write_json(key, body)
+        detail = "".join(traceback.format_exception(exc, limit=6))  # the first one only
+        self.log.record(component, error, traceback=detail)
+        print(
+            f"stepscope: {component} failed: {error} (training continues; "
+            "recorded in the job's faults/)",
+            file=sys.stderr,
+            flush=True,
+        )

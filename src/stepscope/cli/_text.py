@@ -85,12 +85,21 @@ def render_diagnosis(entries: list[EntryJson], summary: str, path: str) -> list[
     return [*lines, ""]
 
 
+def job_state(s: JobSummary) -> str:
+    """Which of the three a job is: still running, ended, or lost with its launcher."""
+    if s["status"] == "Running":
+        return "still running"
+    if s["status"] == "Unknown" and s.get("end_time") is None:
+        return "launcher lost, training state unknown"
+    return "ended"
+
+
 def render_show(s: JobSummary) -> str:
     checks = s["diagnosis_checks"]
     lines = render_diagnosis(s["diagnosis"], checks["summary"], s["path"])
     lines += [
         f"job        {s['name']}   ({s['path']})",
-        f"status     {s['status']}"
+        f"status     {s['status']} ({job_state(s)})"
         + (f"   exit code {s['exit_code']}" if s["exit_code"] is not None else "")
         + (f"   reason: {s['reason']}" if s.get("reason") else ""),
         f"command    {' '.join(s['command'] or [])}",

@@ -14,6 +14,7 @@ settings). I/O goes through :class:`FolderIO`, the few methods of a store it nee
 """
 
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._faults import FaultLog
 from stepscope.jobfolder._json import (
     ClockReference,
     FaultJson,
@@ -37,6 +38,7 @@ from stepscope.jobfolder._records import (
     Heartbeat,
     JobMeta,
     check_version,
+    end_without_launcher,
     heartbeats,
     is_job,
     liveness,
@@ -90,6 +92,7 @@ __all__ = [
     "VALUE_KEY",
     "ClockReference",
     "FaultJson",
+    "FaultLog",
     "FindingJson",
     "FolderIO",
     "GpuFacts",
@@ -111,6 +114,7 @@ __all__ = [
     "blob_name",
     "check_version",
     "describe",
+    "end_without_launcher",
     "heartbeats",
     "is_job",
     "json_number",

@@ -42,6 +42,7 @@ class JobJson(TypedDict, total=False):
     distributed: JsonObject
     nodes_status: dict[str, str]
     failed_ranks: list[JsonObject]
+    faults: list[FaultJson]
     alive: bool
 
 
@@ -133,6 +134,9 @@ class FaultJson(TypedDict, total=False):
     drop (``dropped_rows`` and the gap ``dropped_first_time``-``dropped_last_time``);
     a store stream's record names its ``stream`` and when it ``recovered_time``;
     the control channel's lists the last ``requests`` it refused.
+    The launcher's record of a helper that died adds its ``exit_code`` or
+    ``signal``, the last lines of its ``stderr`` and the ``restarts`` so far; a
+    ``sampling-gap`` record lists its ``gaps`` (``start``, ``end``, ``cause``).
     """
 
     component: str
@@ -152,6 +156,12 @@ class FaultJson(TypedDict, total=False):
     dropped_first_time: float
     dropped_last_time: float
     requests: list[JsonObject]
+    gaps: list[JsonObject]
+    gap_seconds: float
+    exit_code: int | None
+    signal: str | None
+    stderr: list[str]
+    restarts: int
 
 
 class WindowJson(TypedDict, total=False):

@@ -18,6 +18,12 @@ from stepscope.jobfolder import _paths as paths
 from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
 from stepscope.jobfolder._schemas import FORMAT_VERSION, HEARTBEAT_STALE_S
 
+# Bytes kept in job.json and small records (heartbeats, ranks) for a rewrite in
+# place when the disk is full (Store.write_json's ``reserve``): job.json's end,
+# with the launcher's unsaved fault records, fits in 16 KB.
+JOB_JSON_RESERVE = 16384
+RECORD_RESERVE = 512
+
 
 class FolderIO(Protocol):
     """What the job folder's code needs of a store (``stepscope.store.Store`` has it)."""
@@ -29,7 +35,7 @@ class FolderIO(Protocol):
 
     def read_bytes(self, key: str) -> bytes: ...
 
-    def write_json(self, key: str, obj: object) -> None: ...
+    def write_json(self, key: str, obj: object, reserve: int = 0) -> None: ...
 
     def exists(self, key: str) -> bool: ...
 
@@ -122,15 +128,17 @@ def read_meta(io: FolderIO) -> JobJson:
 
 
 def write_meta(io: FolderIO, meta: JobMeta | JobJson) -> None:
-    """Write ``job.json`` whole (a rename locally, one PUT on object storage)."""
-    io.write_json(paths.JOB_JSON, meta.to_dict() if isinstance(meta, JobMeta) else meta)
+    """Write ``job.json`` whole (a rename locally, one PUT on object storage), with room
+    kept for its end on a disk that will be full (:data:`JOB_JSON_RESERVE`)."""
+    body = meta.to_dict() if isinstance(meta, JobMeta) else meta
+    io.write_json(paths.JOB_JSON, body, reserve=JOB_JSON_RESERVE)
 
 
 def update_meta(io: FolderIO, **changes: Unpack[JobJson]) -> JobJson:
     """Read ``job.json``, apply ``changes`` and write it back; returns the new body."""
     meta = as_job_json(io.read_json(paths.JOB_JSON), f"job.json of {io.url!r}")
     meta.update(changes)
-    io.write_json(paths.JOB_JSON, meta)
+    io.write_json(paths.JOB_JSON, meta, reserve=JOB_JSON_RESERVE)
     return meta
 
 
@@ -148,7 +156,7 @@ class Heartbeat:
 
 
 def write_heartbeat(io: FolderIO, node: str, beat: Heartbeat) -> None:
-    io.write_json(paths.heartbeat_key(node), asdict(beat))
+    io.write_json(paths.heartbeat_key(node), asdict(beat), reserve=RECORD_RESERVE)
 
 
 def heartbeats(io: FolderIO) -> dict[str, float]:
@@ -165,20 +173,48 @@ def heartbeats(io: FolderIO) -> dict[str, float]:
 
 
 def liveness(meta: JobJson, beats: dict[str, float], now: float) -> JobJson:
-    """``meta`` with ``alive``, and a ``Running`` job without a recent heartbeat as
-    ``Failed`` (its launcher was killed and could not record the end)."""
+    """``meta`` with ``alive``; a ``Running`` job without a recent heartbeat becomes
+    ``Unknown``: its launcher was lost and nothing recorded how the training ended.
+
+    A job younger than :data:`HEARTBEAT_STALE_S` without a heartbeat yet is
+    starting, alive: its first heartbeat may not be written yet.
+    """
     meta = {**meta, "alive": False}
     if meta.get("status") != "Running":
         return meta
     newest = max(beats.values()) if beats else None
+    if newest is None and isinstance(start := meta.get("start_time"), int | float):
+        newest = float(start)  # not stale before a heartbeat is due
     age = now - newest if newest is not None else None
     if age is not None and age <= HEARTBEAT_STALE_S:
         meta["alive"] = True
     else:
-        seen = f"for {age:.0f} s" if age is not None else "recorded"
-        meta["status"] = "Failed"
-        meta["reason"] = f"lost: no heartbeat {seen} (launcher killed?)"
+        seen = f"for {age:.0f} s" if beats and age is not None else "recorded"
+        meta["status"] = "Unknown"
+        meta["reason"] = f"launcher lost, training state unknown (no heartbeat {seen})"
     return meta
+
+
+def end_without_launcher(io: FolderIO, now: float) -> JobJson | None:
+    """Record the end of a job whose launcher died, from its ranks' own records
+    (``ranks/rank-<r>.json``, written by each agent at exit); None if already ended."""
+    meta = read_meta(io)
+    if meta.get("status") != "Running":
+        return None
+    ranks = read_all(io, paths.RANKS)
+    ended = [r for r in ranks if r.get("status") in ("Exited", "Failed", "Terminated")]
+    codes = [c for r in ended if isinstance(c := r.get("exit_code"), int)]
+    lost = "launcher lost; "
+    if not ranks or len(ended) < len(ranks):
+        status, code = "Unknown", None
+        reason = lost + "the training ended without recording how (killed?)"
+    else:
+        code = max(codes, key=abs) if codes else None
+        failed = [r for r in ended if r.get("status") != "Exited"]
+        status = "Completed" if code == 0 and not failed else "Failed"
+        error = str(failed[0].get("error")) if failed else None
+        reason = lost + ("the training recorded its end" if error is None else error)
+    return update_meta(io, status=status, reason=reason, exit_code=code, end_time=now)
 
 
 def read_all(io: FolderIO, prefix: str, suffix: str = paths.JSON) -> list[JsonObject]:

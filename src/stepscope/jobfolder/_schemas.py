@@ -90,5 +90,6 @@ OTHERS_SCHEMA = pa.schema(
     ]
 )
 
-JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped")
+# Unknown: the launcher was lost and how the training ended was not recorded
+JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped", "Unknown")
 HEARTBEAT_STALE_S = 30.0

@@ -1,19 +1,27 @@
-"""Starting and stopping the launcher's helper processes.
+"""Starting, watching, restarting and stopping the launcher's helper processes.
 
 ``stepscope run`` runs the node's system sampler and the live rule runner
 beside the training, each in its own process, at a lower CPU priority (see
 ``_background``). This module builds their command lines, starts them, and
-at the end of the job waits for them to flush what they hold.
+supervises them while the training runs: a helper that dies is recorded as a
+fault (``faults/helper-<name>-<node>-<launcher pid>.json``: exit code or signal,
+the last lines of its stderr) and started again after a backoff (0.5 s, doubling
+to 30 s, back to 0.5 s once it has lived a minute), at most ``MAX_RESTARTS`` times
+per helper and job. A restarted sampler records the sampling gap it leaves. At
+the end of the job it waits for them to flush what they hold.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING
 
 from stepscope.process import HELPER_NICE, helper_env
 
@@ -22,16 +30,14 @@ if TYPE_CHECKING:  # the launcher imports this module: no import cycle at run ti
     from stepscope.store import Store
 
 HELPER_WAIT_S = 120
+MAX_RESTARTS = 10  # per helper and job: a helper that keeps dying is left dead, recorded
+FIRST_BACKOFF_S, MAX_BACKOFF_S, STABLE_S = 0.5, 30.0, 60.0
+STDERR_LINES = 20  # of a dead helper's stderr, kept in its fault record
+STDERR_TAIL_BYTES = 8192
 
 
 def _python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
-
-
-def _spawn(cmd: list[str]) -> subprocess.Popen[bytes]:
-    # a new session: a Ctrl-C at the terminal must not kill a helper before its
-    # flush (the sampler) or its final scan (the rule runner)
-    return subprocess.Popen(cmd, env=helper_env(os.environ), start_new_session=True)
 
 
 def _sampler_cmd(spec: RunSpec, store: Store, child_pid: int, me: str) -> list[str]:
@@ -51,21 +57,71 @@ def _rules_cmd(store: Store, me: str) -> list[str]:
     )
 
 
-def start_helpers(spec: RunSpec, store: Store, child_pid: int) -> list[subprocess.Popen[bytes]]:
-    """The node's sampler and the live rule runner, each in its own process."""
-    me = str(os.getpid())
-    procs = [_spawn(_sampler_cmd(spec, store, child_pid, me))]
-    if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
-        procs.append(_spawn(_rules_cmd(store, me)))
-    return procs
-
-
-def stop_helpers(procs: list[subprocess.Popen[bytes]]) -> None:
-    """Ask the sampler to stop and wait for every helper to finish its last write."""
-    sampler, *others = procs
-    sampler.send_signal(signal.SIGTERM)
-    for proc in [sampler, *others]:  # the rule runner finishes its final scan by itself
+def describe_exit(code: int) -> tuple[str, int | None, str | None]:
+    """How a process ended (``Popen.returncode``): text, exit code, signal name."""
+    if code < 0:
         try:
-            proc.wait(timeout=HELPER_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}", None, name
+    return f"exited with code {code}", code, None
+
+
+@dataclass
+class Helper:
+    """One supervised helper process; its stderr goes to an unlinked file we forward."""
+
+    name: str
+    command: Callable[[list[str]], list[str]]  # extra arguments -> command line
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    started: float = 0.0
+    restart_at: float | None = None
+    last_alive: float = 0.0
+    backoff_s: float = FIRST_BACKOFF_S
+    log: IO[bytes] | None = None
+    forwarded: int = 0
+    extra: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        # kept open across calls (closed by close()): no context manager
+        self.log = tempfile.TemporaryFile(prefix=f"stepscope-{self.name}-")  # noqa: SIM115
+        self.forwarded = 0
+        # a new session: a Ctrl-C at the terminal must not kill a helper before its
+        # flush (the sampler) or its final scan (the rule runner)
+        self.proc = subprocess.Popen(
+            self.command(self.extra),
+            env=helper_env(os.environ),
+            start_new_session=True,
+            stderr=self.log,
+        )
+        self.started = self.last_alive = time.time()
+        self.restart_at, self.extra = None, []
+
+    def forward(self) -> bytes:
+        """Copy what the helper wrote to stderr since the last call to ours."""
+        if self.log is None:
+            return b""
+        size = os.fstat(self.log.fileno()).st_size
+        new = os.pread(self.log.fileno(), size - self.forwarded, self.forwarded)
+        self.forwarded += len(new)
+        if new:
+            sys.stderr.buffer.write(new)
+            sys.stderr.flush()
+        return new
+
+    def tail(self) -> list[str]:
+        """The last lines of the helper's stderr."""
+        if self.log is None:
+            return []
+        size = os.fstat(self.log.fileno()).st_size
+        start = max(0, size - STDERR_TAIL_BYTES)
+        text = os.pread(self.log.fileno(), size - start, start).decode(errors="replace")
+        return text.splitlines()[-STDERR_LINES:]
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.forward()
+            self.log.close()
+            self.log = None

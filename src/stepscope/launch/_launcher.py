@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import (
+    FaultLog,
     Heartbeat,
     JobJson,
     JobMeta,
@@ -34,7 +36,7 @@ from stepscope.jobfolder import (
     write_heartbeat,
     write_meta,
 )
-from stepscope.launch._helpers import start_helpers, stop_helpers
+from stepscope.launch._supervise import Helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 BOOTSTRAP_DIR = str(Path(__file__).parents[1] / "agent" / "_bootstrap")
 HEARTBEAT_S = 2.0
 STOP_GRACE_S = 10.0
+DISK_FULL_BYTES = 1 << 20  # less free space than this under a local job folder: recorded
 
 
 @dataclass
@@ -89,8 +92,10 @@ def _exit_code(returncode: int) -> int:
 class _Supervisor:
     """Waits for the command; heartbeats, signals and stop requests meanwhile."""
 
-    def __init__(self, store: Store, spec: RunSpec, child: subprocess.Popen[bytes]) -> None:
-        self.store, self.spec, self.child = store, spec, child
+    def __init__(
+        self, store: Store, spec: RunSpec, child: subprocess.Popen[bytes], helpers: Helpers
+    ) -> None:
+        self.store, self.spec, self.child, self.helpers = store, spec, child, helpers
         self.stop_reason: str | None = None
         self._stop_sent = 0.0
         self._requests = control.Requests(self.store, "stop")
@@ -108,10 +113,12 @@ class _Supervisor:
         try:
             while (code := wait_child(self.child, fd, 0.25)) is None:
                 now = time.time()
+                self.helpers.check(now)
                 if now - last_beat >= self.beat_s:
                     last_beat = now
                     self._guarded(self._beat)
                     self._guarded(self._take_stop_requests)
+                    disk_full(self.store, self.helpers.faults)
                 self._escalate(now)
         finally:
             if fd is not None:
@@ -175,10 +182,29 @@ def rank_error(store: Store) -> str | None:
     return str(failed[0]["error"]) if failed else None
 
 
-def _finish(store: Store, spec: RunSpec, code: int, stop_reason: str | None) -> JobJson:
+def disk_full(store: Store, faults: FaultLog) -> None:
+    """Record a full disk under a local job folder (its writes fail, the job goes on)."""
+    path = store.local_path()
+    try:
+        free = shutil.disk_usage(path).free if path is not None else None
+    except OSError:
+        return
+    if free is not None and free < DISK_FULL_BYTES:
+        faults.record("disk", f"No space left on device: {free} bytes free under {path}")
+
+
+def _finish(
+    store: Store, spec: RunSpec, code: int, stop_reason: str | None, faults: FaultLog
+) -> JobJson:
     error = rank_error(store) if code and stop_reason is None else None
     status, reason = node_status(code, stop_reason, error=error)
-    return update_meta(store, status=status, reason=reason, exit_code=code, end_time=time.time())
+    disk_full(store, faults)
+    faults.flush()
+    changes: JobJson = {"status": status, "reason": reason, "exit_code": code}
+    changes["end_time"] = time.time()
+    if unsaved := faults.pending():  # job.json has room kept for them (a full disk)
+        changes["faults"] = unsaved
+    return update_meta(store, **changes)
 
 
 def run(spec: RunSpec) -> int:
@@ -191,9 +217,10 @@ def run(spec: RunSpec) -> int:
     say(f"job {spec.job!r} -> {store.url}")
     started = time.time()
     child = subprocess.Popen(spec.command, env=_child_env(spec, store))
-    sup = _Supervisor(store, spec, child)
+    helpers = Helpers(spec, store, child.pid, FaultLog(store, spec.node, os.getpid()))
+    sup = _Supervisor(store, spec, child, helpers)
     old = {s: signal.signal(s, sup.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    helpers = start_helpers(spec, store, child.pid)
+    helpers.start()
     try:
         code = _exit_code(sup.wait())
     finally:
@@ -202,7 +229,7 @@ def run(spec: RunSpec) -> int:
     meta: JobJson
     try:
         if spec.dist is None:
-            meta = _finish(store, spec, code, sup.stop_reason)
+            meta = _finish(store, spec, code, sup.stop_reason, helpers.faults)
         else:
             meta = spec.dist.finish(code, sup.stop_reason)
     except OSError as exc:  # the store is failing: the exit code is still the command's
@@ -211,7 +238,7 @@ def run(spec: RunSpec) -> int:
     finally:
         if spec.dist is not None:
             spec.dist.close()
-    stop_helpers(helpers)
+    helpers.stop()
     end = meta.get("end_time")
     took = (time.time() if end is None else end) - meta.get("start_time", started)
     say(

@@ -74,6 +74,14 @@ class ExitWatch:
                 return name
         return None
 
+    def forget(self, name: str) -> None:
+        """Stop watching ``name`` (its end was handled)."""
+        fd = self._fds.pop(name, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._polled.pop(name, None)
+
     def close(self) -> None:
         for fd in self._fds.values():
             with contextlib.suppress(OSError):

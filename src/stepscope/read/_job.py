@@ -91,8 +91,14 @@ class Job:
         return Tensors(self.store)
 
     def faults(self) -> list[JsonObject]:
-        """Faults recorded at the fault boundaries of the agent and the sampler."""
-        return read_all(self.store, paths.FAULTS)
+        """Faults recorded at the fault boundaries of the agent, the sampler, the rule
+        runner and the launcher, with those the launcher could only put in ``job.json``
+        (a full disk)."""
+        kept: object = read_meta(self.store).get("faults")
+        extra: list[JsonObject] = []
+        if isinstance(kept, list):  # job.json is typed, not validated: narrow each
+            extra = [dict(f) for f in kept if isinstance(f, dict)]
+        return [*read_all(self.store, paths.FAULTS), *extra]
 
     def profiling_artifacts(self) -> list[JsonObject]:
         """Every finished profiling window of every rank, oldest first (docs/profiling.md).

@@ -55,12 +55,15 @@ class StreamReader:
 
     def read_new(self) -> pd.DataFrame | None:
         """New rows of every stream of this kind, read in one query."""
-        keys, owner, versions = self._new_keys()
+        keys, owner, versions, tails = self._new_keys()
         if not keys:
+            self.last_key.update(tails)
             return None
         col = TIME_COLUMNS[self.kind]
         low = min(self.watermark.get(p, -math.inf) for p in set(owner.values()))
         frame = self._read(keys, f'"{col}" > ?', [low])
+        # Only now: a scan whose read failed leaves them, and the next reads these again.
+        self.last_key.update(tails)
         self.files_read += len(keys)
         self.versions.update(versions)  # read: unchanged from now on until rewritten
         if frame is None or not len(frame):
@@ -98,10 +101,12 @@ class StreamReader:
         self.streams.update(p for p in found if p not in self.streams and self.store.isdir(p))
         return [p for p in found if p in self.streams]
 
-    def _new_keys(self) -> tuple[list[str], dict[str, str], dict[str, dict[str, Version]]]:
+    def _new_keys(
+        self,
+    ) -> tuple[list[str], dict[str, str], dict[str, dict[str, Version]], dict[str, str]]:
         """Segments at or after the newest seen that changed since read, per stream;
-        full path -> stream; each stream's tail with its versions."""
-        keys, owner, versions = [], {}, {}
+        full path -> stream; each stream's tail with its versions; its newest segment."""
+        keys, owner, versions, tails = [], {}, {}, {}
         for prefix in self.prefixes():
             last = self.last_key.get(prefix, "").rpartition("/")[2]
             # One flat listing of names (no stat per file): segments are direct children,
@@ -110,14 +115,14 @@ class StreamReader:
             tail = names[bisect.bisect_left(names, last) :]
             new = [f"{prefix}/{n}" for n in tail if n.endswith(".parquet")]
             if new:
-                self.last_key[prefix] = new[-1]
+                tails[prefix] = new[-1]
             if self.store.is_local:
                 seen = self.versions.get(prefix, {})
                 versions[prefix] = {k: _version(self.store.path(k)) for k in new}
                 new = [k for k in new if seen.get(k) != versions[prefix][k]]
             owner.update({self.store.path(k): prefix for k in new})
             keys += new
-        return keys, owner, versions
+        return keys, owner, versions, tails
 
 
 def _version(path: str) -> Version:

@@ -7,6 +7,12 @@ job folder, writes each rule's running verdict to ``rules/<Rule>.json`` (status
 complete evaluation and writes the final statuses. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
 
+No error of one scan ends it (a segment being rewritten, a store that does not
+answer): the scan's error is recorded as ``faults/rules-scan-<node>-<pid>.json``
+and the next scan reads again what this one could not. If the launcher dies, the
+runner goes on while the job is alive (its heartbeats: the sampler keeps them,
+docs/design.md "Fault matrix"); the launcher restarts a runner that dies.
+
 Cadence (``_schedule``): a scan every ``period`` seconds, the shortest
 ``scan_interval_us`` of the rules (2 s by default, at least the store's
 ``min_interval_s``), from the start on: a finding shows a period or less after
@@ -24,7 +30,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from stepscope.jobfolder import JsonObject, control, paths, read_meta
+from stepscope.jobfolder import FaultLog, JsonObject, control, paths, read_meta
 from stepscope.process import ExitWatch, add_nice_option, lower_priority
 from stepscope.read import Job
 from stepscope.rules._base import Rule
@@ -38,6 +44,7 @@ from stepscope.store import Store, open_store
 
 POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
+SCAN_COMPONENT = "rules-scan"
 DEFAULT_S = 2.0  # the period of a rule set without rules (none to judge)
 MIN_PERIOD_S = 0.1
 
@@ -67,6 +74,7 @@ class Runner:
         self.cpu: Callable[[], float] = time.process_time
         self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
         self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
+        self.faults = FaultLog(job.store, socket.gethostname(), os.getpid(), {"rank": None})
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -113,15 +121,24 @@ class Runner:
         return results
 
     def job_over(self, parent: ExitWatch | None) -> bool:
-        if parent is not None and parent.ended():
-            return True
         if self.clock() < self._meta_due:
             return False
         self._meta_due = self.clock() + self.job.store.min_interval_s
-        if parent is None:  # a dead launcher is seen by its stale heartbeats
-            return str(self.job.meta.get("status")) != "Running"
-        # job.json as written: Job.meta would also read every heartbeat, twice a second.
-        return str(read_meta(self.job.store).get("status")) != "Running"
+        try:
+            if parent is None:  # a dead launcher is seen by its stale heartbeats
+                return str(self.job.meta.get("status")) != "Running"
+            # job.json as written: Job.meta would also read every heartbeat, twice a second.
+            return str(read_meta(self.job.store).get("status")) != "Running"
+        except Exception as exc:  # an unreadable job.json (store down): try again later
+            self.faults.record(SCAN_COMPONENT, f"reading job.json: {_line(exc)}")
+            return False
+
+    def try_scan(self) -> None:
+        """One scan; its error is recorded and the next scan reads the same rows again."""
+        try:
+            self.scan()
+        except Exception as exc:
+            self.faults.record(SCAN_COMPONENT, _line(exc), traceback=traceback.format_exc())
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely."""
@@ -129,14 +146,22 @@ class Runner:
         next_scan = self.clock() + period
         parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
         while not self.job_over(parent):
+            if parent is not None and parent.ended():  # the launcher died: the job may not
+                parent.close()
+                parent, self._meta_due = None, 0.0
+                continue
             if self.clock() >= next_scan:
                 began, cpu = self.clock(), self.cpu()
-                self.scan()
+                self.try_scan()
                 next_scan = began + next_delay(period, self.cpu() - cpu, self.cores)
             self.sleep(max(0.0, min(POLL_S, next_scan - self.clock())))
         if parent is not None:
             parent.close()
         return self.final()
+
+
+def _line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
 
 
 def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
@@ -148,26 +173,10 @@ def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
 
 def write_fault(store: Store, exc: BaseException) -> None:
     """Record the runner's own failure in ``faults/`` (docs/format.md)."""
-    node, now = socket.gethostname(), time.time()
-    key = paths.fault_key(COMPONENT, node, os.getpid())
     error = f"{type(exc).__name__}: {exc}"
-    try:
-        store.write_json(
-            key,
-            {
-                "component": COMPONENT,
-                "node": node,
-                "rank": None,
-                "pid": os.getpid(),
-                "time": now,
-                "error": error,
-                "count": 1,
-                "first_time": now,
-                "traceback": traceback.format_exc(),
-            },
-        )
-    except Exception:  # the store itself is failing: stderr is all that is left
-        print(f"stepscope rules runner: {error}", file=sys.stderr)
+    log = FaultLog(store, socket.gethostname(), os.getpid(), {"rank": None})
+    log.record(COMPONENT, error, traceback=traceback.format_exc())
+    print(f"stepscope rules runner: {error}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

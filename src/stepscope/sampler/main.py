@@ -7,8 +7,10 @@
 It samples on a fixed schedule (tick ``k`` at ``start + k * interval``; missed
 ticks are skipped, never caught up in a burst), stores rows in ``system/<node>/``
 and ``nodes/<node>.json`` (docs/format.md), and ends with a last sample and flush
-on SIGTERM or SIGINT, when the watched process has exited, or when the parent
-(the launcher) has gone, so that a killed launcher leaves no sampler behind.
+on SIGTERM or SIGINT, or when the watched process has exited. When the parent
+(the launcher) has gone first, it goes on while the training runs, keeps the
+node's heartbeat, and records the job's end (:mod:`._gaps`); with no watched
+process, it ends then. Spans without samples are recorded as gaps (:mod:`._gaps`).
 It never imports torch, pandas or duckdb: start-up is pyarrow's import.
 
 Fault boundary: every exception of sampling or storing goes to :meth:`Sampler._guard`,
@@ -33,9 +35,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from stepscope.jobfolder import paths
+from stepscope.jobfolder import FaultLog, paths
 from stepscope.process import ExitWatch, add_nice_option, lower_priority
 from stepscope.sampler._control import IntervalRequests
+from stepscope.sampler._gaps import GapWatch, Orphan, stored_until
 from stepscope.sampler._nvml import Gpus, Row
 from stepscope.sampler._others import OthersStream
 from stepscope.sampler._output import MAX_BUFFER_ROWS, Faults, buffer_row, node_facts, store_rows
@@ -43,6 +46,7 @@ from stepscope.sampler._probe import SystemProbe, validate_interval_ms
 from stepscope.store import SegmentWriter, Store, StoreError, open_store
 
 FLUSH_S = 2.0
+PARENT_EXITED = "parent process exited"
 LIVENESS_CHECK_S = 1.0  # how often the watched and parent processes are checked at least
 MIN_FINAL_GAP_S = 0.05  # CPU time is counted in 10 ms ticks: no rates over less than this
 
@@ -69,19 +73,23 @@ class Sampler:
         probe: SystemProbe | None = None,
         clock_offset_s: float | None = 0.0,
         clock_skew_s: float = 0.0,
+        gap: tuple[float, str] | None = None,
     ) -> None:
         self.store, self.node = store, node
         self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
         self.interval_ms = validate_interval_ms(interval_ms)
         self.probe = probe or SystemProbe(watch_pid, Gpus.open())
         # The watched process and the launcher: their pidfds wake the sampler's sleep.
-        self._exits = ExitWatch(
-            {"watched process exited": watch_pid, "parent process exited": parent_pid}
-        )
+        self._exits = ExitWatch({"watched process exited": watch_pid, PARENT_EXITED: parent_pid})
         self._writer = SegmentWriter(store, paths.system_stream(node))
         self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
         self.others = OthersStream(store, node, watch_pid)  # others/<node>/, every few s
         self.faults = Faults(store, node)
+        self.log = FaultLog(store, node, os.getpid())
+        self.gaps, self.orphan = GapWatch(self.log), Orphan(store, node, self.log)
+        self._watching = watch_pid is not None
+        if gap is not None:  # restarted: the gap from what the dead sampler stored
+            self.gaps.restarted(stored_until(store, node, gap[0]), gap[1])
         self.requests = IntervalRequests(store, node)  # live interval changes (control/)
         # offset: None when it could not be measured (times stay on this node's clock);
         # skew: tests only, a known error of this node's clock (as in the agent's Clock).
@@ -113,9 +121,11 @@ class Sampler:
             self._guard(self.sample)
             if time.monotonic() - self._flushed >= self.flush_s:
                 self.flush()
+        ended = time.time()  # when the watched process ended (its pidfd woke us)
         if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
             self._guard(self.sample)  # the state at the end, unless the last one is it
         self.flush(final=True)
+        self.orphan.end(ended)
         self.close()
         return reason
 
@@ -124,12 +134,16 @@ class Sampler:
 
         ``final``: the last flush tries the store even while a retry is not due.
         """
-        self._flushed = time.monotonic()
+        self._flushed = began = time.monotonic()
         if not self._node_written:
             self._guard(self._write_node)
         self._guard(lambda: store_rows(self._writer, self._pending, final))
         self._guard(lambda: self.others.flush(final))
         self.faults.save()
+        self.log.flush()
+        self.orphan.beat()
+        error = self.faults.doc.get("error")
+        self.gaps.waited("a store write", time.monotonic() - began, self.interval_ms / 1e3, error)
 
     def close(self) -> None:
         """Release NVML and the wake-up pipe (:meth:`run` does it on its way out)."""
@@ -154,6 +168,7 @@ class Sampler:
         row.update(self.probe.read(mono))
         buffer_row(self._pending, row, self.faults)
         self.samples += 1
+        self.gaps.sampled(wall, self.interval_ms / 1e3)
         self.others.sample(mono, wall, self.interval_ms / 1e3)
 
     def _write_node(self) -> None:
@@ -165,7 +180,10 @@ class Sampler:
         due = self._due()
         while (reason := self._end_reason()) is None:
             if self.requests.due():
+                began = time.monotonic()
                 self._guard(lambda: self.requests.take(self))
+                took, error = time.monotonic() - began, self.faults.doc.get("error")
+                self.gaps.waited("reading control requests", took, self.interval_ms / 1e3, error)
             left = due - time.monotonic()
             if left <= 0:
                 self._tick = due
@@ -181,7 +199,12 @@ class Sampler:
     def _end_reason(self) -> str | None:
         if self._stopped:
             return "stopped"
-        return self._exits.ended()
+        ended = self._exits.ended()
+        if ended == PARENT_EXITED and self._watching:  # the training may still run
+            self._exits.forget(ended)
+            self.orphan.begin()
+            return self._exits.ended()
+        return ended
 
     def _wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` (less if a watched process ends); True if woken by
@@ -216,6 +239,9 @@ def _parser() -> argparse.ArgumentParser:
         "('none': not measured)",
     )
     p.add_argument("--clock-skew-s", type=float, default=0.0, help=argparse.SUPPRESS)  # tests
+    # a restarted sampler: when its predecessor was last seen alive, and why it died
+    p.add_argument("--gap-start", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--gap-cause", default="the sampler died", help=argparse.SUPPRESS)
     add_nice_option(p)
     return p
 
@@ -242,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         flush_s=args.flush_seconds,
         clock_offset_s=args.clock_offset_s,
         clock_skew_s=args.clock_skew_s,
+        gap=(args.gap_start, args.gap_cause) if args.gap_start is not None else None,
     )
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: sampler.stop())

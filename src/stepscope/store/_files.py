@@ -33,3 +33,27 @@ def write_atomic(full: str, tmp: str, data: bytes) -> None:
             os.unlink(tmp)  # no partial file left behind on a full disk
         raise
     os.replace(tmp, full)
+
+
+def overwrite_in_place(full: str, data: bytes) -> bool:
+    """Write ``data`` over the start of the existing file ``full``, padded with spaces
+    to its size; False (nothing written) if it is missing or smaller than ``data``.
+
+    The fallback of a JSON record on a full disk: the file's blocks are already
+    allocated, so no new ones are needed (not atomic: used only when the atomic
+    write cannot be). The padding is whitespace after the JSON text: still valid.
+    """
+    try:
+        fd = os.open(full, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        if size < len(data):
+            return False
+        view, offset = memoryview(data.ljust(size)), 0
+        while offset < size:
+            offset += os.pwrite(fd, view[offset:], offset)
+        return True
+    finally:
+        os.close(fd)

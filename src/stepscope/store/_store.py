@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import json
 import os
 import posixpath
@@ -20,7 +21,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from stepscope.errors import StoreError
-from stepscope.store._files import write_atomic
+from stepscope.store._files import overwrite_in_place, write_atomic
 
 TMP_MARKER = ".tmp-"
 # Object stores are written and polled at most this often by each periodic loop
@@ -170,9 +171,20 @@ class Store:
             found: dict[str, bytes] = self.fs.cat(paths, on_error="raise")
         return [found[p] for p in paths]
 
-    def write_json(self, key: str, obj: object) -> None:
-        """Write ``obj`` (JSON-serialisable) as ``key``, atomically."""
-        self.write_bytes(key, json.dumps(obj, indent=1, sort_keys=True).encode())
+    def write_json(self, key: str, obj: object, reserve: int = 0) -> None:
+        """Write ``obj`` (JSON-serialisable) as ``key``, atomically.
+
+        ``reserve``: pad the file with spaces to this many bytes, so that a local
+        disk that is full later can still take a rewrite of it in place (the
+        record of the job's end on a disk that stays full; local folders only).
+        """
+        text = json.dumps(obj, indent=1, sort_keys=True).encode()
+        try:
+            self.write_bytes(key, text.ljust(reserve) if self.is_local else text)
+        except OSError as exc:
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            if not (full and self.is_local and overwrite_in_place(self.path(key), text)):
+                raise
 
     def read_json(self, key: str) -> object:
         """The JSON document ``key``, not yet validated: narrow it before use."""

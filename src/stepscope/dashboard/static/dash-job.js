@@ -135,6 +135,15 @@
     for (const el of document.querySelectorAll(".running-only")) el.hidden = !running();
     $("not-running").hidden = running();
     renderArtifacts(d);
+    renderFaults(d);
+  }
+
+  /* What stepscope's own collection hit (helper deaths, gaps, full disk, store outages). */
+  function renderFaults(d) {
+    const faults = (d.faults || []).slice().sort((a, b) => (a.time || 0) - (b.time || 0));
+    $("faults").replaceChildren(...faults.map((f) => h("li", {textContent:
+      `${f.component || "?"}${f.node ? " · " + f.node : ""}: ${f.error || ""} (x${f.count || 1})`})));
+    $("faults-empty").hidden = faults.length > 0;
   }
 
   function renderArtifacts(d) {
