@@ -71,7 +71,9 @@ BUSY = " ~CPUBoundThreads" + CONVERGED
 # which PythonOverhead rightly names (its fix: no per-step checkpoints).
 IN_LOOP = " ~PythonOverhead" + CONVERGED
 DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 1.5"  # two workers busy decoding
-IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 32"  # 32 MB fsync-ed a step
+# 96 MB to the disk a step (O_DIRECT) and little CPU: the steps wait for storage even
+# when a busy machine stretches their CPU part.
+IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 96 --compute 0"
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).
