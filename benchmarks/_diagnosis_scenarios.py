@@ -71,9 +71,11 @@ BUSY = " ~CPUBoundThreads" + CONVERGED
 # which PythonOverhead rightly names (its fix: no per-step checkpoints).
 IN_LOOP = " ~PythonOverhead" + CONVERGED
 DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 1.5"  # two workers busy decoding
-# 96 MB to the disk a step (O_DIRECT) and little CPU: the steps wait for storage even
-# when a busy machine stretches their CPU part.
-IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 96 --compute 0"
+# 128 MB to the disk a step (O_DIRECT) and little CPU (one torch thread: two spin at
+# their barriers when a loaded machine preempts one, which multiplied the forward and
+# backward times by ~10 under load): the steps wait for storage even when a busy
+# machine stretches their CPU part.
+IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 128 --compute 0 --threads 1"
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).
