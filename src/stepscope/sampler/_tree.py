@@ -40,22 +40,24 @@ class _Counters:
         return self.own + self.reaped, self.io[0], self.io[1]
 
 
-def _counters(proc: psutil.Process) -> tuple[_Counters, float] | None:
-    """(counters, RSS bytes) of ``proc``; None once it has exited."""
+def _counters(proc: psutil.Process, last: _Counters | None) -> tuple[_Counters, float] | None:
+    """(counters, RSS bytes) of ``proc``; None once it has exited. I/O it cannot read
+    (a zombie's, a platform without it) stays at ``last``: what a reaped child adds
+    to its parent's is then not counted twice."""
     try:
         with proc.oneshot():
             t, rss, ppid = proc.cpu_times(), proc.memory_info().rss, proc.ppid()
-            io = _io(proc)
     except psutil.Error:
         return None
+    io = _io(proc) or (last.io if last is not None else (0.0, 0.0))
     return _Counters(t.user + t.system, t.children_user + t.children_system, io, ppid), rss
 
 
-def _io(proc: psutil.Process) -> tuple[float, float]:
+def _io(proc: psutil.Process) -> tuple[float, float] | None:
     try:
         io = proc.io_counters()  # storage bytes (read_bytes/write_bytes of /proc/<pid>/io)
-    except (psutil.AccessDenied, AttributeError, NotImplementedError):
-        return 0.0, 0.0  # not ours to read, or a platform without it
+    except (psutil.Error, AttributeError, NotImplementedError):
+        return None  # exited, not ours to read, or a platform without it
     return float(io.read_bytes), float(io.write_bytes)
 
 
@@ -83,7 +85,7 @@ class ProcessTree:
         seen: dict[psutil.Process, _Counters] = {}
         job, main, rss = [0.0, 0.0, 0.0], 0.0, 0.0
         for proc in members:
-            got = _counters(proc)
+            got = _counters(proc, self._last.get(proc))
             if got is None:
                 continue  # it has exited
             seen[proc], size = got
@@ -91,7 +93,7 @@ class ProcessTree:
             before = self._before(proc, got[0], listed_at)
             main += max(got[0].own - before.own, 0.0) if self.roles.is_main(proc) else 0.0
             for i, (now, then) in enumerate(zip(got[0].total(), before.total(), strict=True)):
-                job[i] += max(now - then, 0.0)  # a zombie reads zero I/O
+                job[i] += max(now - then, 0.0)  # a counter that went back: no negative
         gone = [c for p, c in self._last.items() if p not in seen]
         job = self._less_reaped(job, gone, seen)
         self._last = seen
