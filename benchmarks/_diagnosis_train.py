@@ -13,8 +13,8 @@ however slow the steps. Knobs, all off by default:
 --decode-ms MS       CPU work of MS ms (idle) per sample in ``__getitem__`` (decoding)
 --workers W          DataLoader workers
 --stall-every N --stall-s S    a pause of S s after every N-th training step
---write-mb MB        write and fsync MB per step, two shards in two threads (a sharded
-                     checkpoint: one writer can leave at most one core in I/O wait)
+--write-mb MB        write (O_DIRECT, 32 MB at a time) and fsync MB per step in a thread
+                     the loop waits for (a checkpoint to storage slower than the step)
 --python-ms MS       pure-Python work of MS ms (idle) per step outside the model (logging)
 --compute N          N matmuls of 256x256 in the model's forward per step (default 2: a
                      model that outweighs the DataLoader's own overhead; 0: data wait is
@@ -31,6 +31,7 @@ however slow the steps. Knobs, all off by default:
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import tempfile
 import threading
@@ -42,7 +43,12 @@ from torch.utils.data import DataLoader, Dataset
 
 DIM = 32
 ITERATIONS_PER_MS = 39_000  # empty Python loop iterations a millisecond, best of 50, idle
-BLOCK = os.urandom(2**20)  # written, not generated, per step: the disk is the bottleneck
+# Written, not generated, per step: the disk is the bottleneck. Page-aligned (an
+# anonymous mmap), as O_DIRECT needs: the writes wait for the device, not for a copy
+# into the page cache (CPU work that would hide the wait).
+BLOCK_MB = 32
+BLOCK = mmap.mmap(-1, BLOCK_MB * 2**20)
+BLOCK.write(os.urandom(BLOCK_MB * 2**20))
 
 
 class Points(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -132,19 +138,31 @@ def step_extras(a: argparse.Namespace, step: int, folder: str) -> None:
     if a.python_ms:
         busy(a.python_ms)
     if a.write_mb:
-        shards = [threading.Thread(target=write, args=(folder, i, a.write_mb / 2)) for i in (0, 1)]
-        for t in shards:
-            t.start()
-        for t in shards:
-            t.join()
+        # A checkpoint written by a thread of its own, as torch.distributed.checkpoint's
+        # async save does; the loop waits for it (its storage is slower than a step).
+        writer = threading.Thread(target=write, args=(folder, 0, a.write_mb))
+        writer.start()
+        writer.join()
     if a.stall_every and step % a.stall_every == 0:
         time.sleep(a.stall_s)
 
 
 def write(folder: str, shard: int, mb: float) -> None:
-    with open(os.path.join(folder, f"shard-{shard}.bin"), "wb") as f:
-        f.write(BLOCK * int(mb))
-        os.fsync(f.fileno())
+    """``mb`` MB to the disk: O_DIRECT where the file system takes it (else through the
+    page cache), then fsync: the thread waits for the device (disk sleep)."""
+    path, flags = os.path.join(folder, f"shard-{shard}.bin"), os.O_WRONLY | os.O_CREAT
+    try:
+        fd = os.open(path, flags | os.O_TRUNC | getattr(os, "O_DIRECT", 0))
+    except OSError:  # tmpfs and some others refuse O_DIRECT
+        fd = os.open(path, flags | os.O_TRUNC)
+    try:
+        # Large writes, as checkpoint writers make: the thread waits for the device
+        # (disk sleep) for most of each, and seldom runs (or waits for a core).
+        for _ in range(max(int(mb) // BLOCK_MB, 1)):
+            os.write(fd, BLOCK)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def evaluate(model: nn.Module, val: DataLoader[tuple[torch.Tensor, torch.Tensor]]) -> None:

@@ -110,8 +110,10 @@ def system_frame(
     gpu_util: list[np.ndarray] | None = None,
     gpu_mem: list[np.ndarray] | None = None,
     proc_cpu: float = 150.0,
+    proc_io_wait: float | None = None,
 ) -> pd.DataFrame:
-    """Wide samples of one node (docs/format.md); no GPU columns when ``gpu_util`` is None."""
+    """Wide samples of one node (docs/format.md); no GPU columns when ``gpu_util`` is None,
+    no ``proc_io_wait`` (an older sampler) when it is None."""
     t = start + interval * np.arange(n)
     cpu_arr = np.broadcast_to(np.asarray(cpu, dtype=np.float32), (n,))
     cols: dict[str, Any] = {
@@ -130,6 +132,8 @@ def system_frame(
         "proc_cpu": np.full(n, proc_cpu, np.float32),
         "proc_rss": np.full(n, 4e9),
     }
+    if proc_io_wait is not None:
+        cols["proc_io_wait"] = np.full(n, proc_io_wait, np.float32)
     for i, util in enumerate(gpu_util or []):
         mem = gpu_mem[i] if gpu_mem else flat_mem(n, i)
         cols[f"gpu{i}_util"] = util.astype(np.float32)

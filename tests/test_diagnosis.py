@@ -313,3 +313,27 @@ def test_show_says_how_much_cpu_other_processes_used(
         summary = json.loads(capsys.readouterr().out)
         p50 = summary["system"]["nodes"][rd.NODE]["metrics"]["others_cpu"]["p50"]
         assert p50 == pytest.approx(others, abs=0.01)
+
+
+def test_the_same_data_wait_is_counted_once() -> None:
+    """DataLoaderWorkers prices the typical steps' data wait, DataLoading the whole data
+    wait, which contains it: the diagnosis counts DataLoading only beyond it, and the
+    costs never add up to more than the job (a third rule's estimate is capped)."""
+    facts = JobFacts(wall_seconds=100.0, step_seconds=95.0)
+    results = [found("DataLoading", 60.0), found("DataLoaderWorkers", 45.0), found("Other", 50.0)]
+    d = diagnose(results, facts)
+    cost = {e.rule: e.cost_seconds for e in d.entries}
+    assert [e.rule for e in d.entries] == ["Other", "DataLoaderWorkers", "DataLoading"]
+    assert cost["Other"] == pytest.approx(50.0)
+    assert cost["DataLoaderWorkers"] == pytest.approx(45.0)
+    # 60 less the 45 counted already is 15, of which the job's 100 s leave 5
+    assert cost["DataLoading"] == pytest.approx(5.0)
+    assert sum(c or 0.0 for c in cost.values()) <= facts.wall_seconds
+    (dl,) = [e for e in d.entries if e.rule == "DataLoading"]
+    assert "beyond 45 s counted under DataLoaderWorkers (less 10 s" in dl.message
+    two = diagnose([found("DataLoading", 60.0), found("DataLoaderWorkers", 45.0)], facts)
+    assert [e.cost_seconds for e in two.entries] == [45.0, 15.0]
+    # Alone, each keeps its own estimate (the twin: nothing overlaps, nothing capped).
+    alone = diagnose([found("DataLoading", 60.0), found("Other", 30.0)], facts)
+    assert {e.rule: e.cost_seconds for e in alone.entries} == {"DataLoading": 60.0, "Other": 30.0}
+    assert all("beyond" not in e.message for e in alone.entries)

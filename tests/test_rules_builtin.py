@@ -70,6 +70,20 @@ def test_gpu_rule_fires_and_stays_silent(
     silent(judge(tmp_path / "good", rule, **params))
 
 
+def test_io_bottleneck_judges_the_jobs_threads_not_the_nodes_iowait(tmp_path: Path) -> None:
+    """On a shared node other processes' work hides the node's I/O wait (2%) while the
+    job's threads wait on storage (80% of its active threads in disk sleep): fires.
+    The twin: the node's I/O wait is high (70%, another process's I/O) but none of
+    the job's threads waits on the disk: silent. Same GPUs, same parameters."""
+    low = {"gpu_util": [rd.busy_gpu(N, level=20)] * 4}
+    rd.gpu_job(tmp_path / "job-waits", N, cpu=97.0, iowait=2.0, proc_io_wait=80.0, **low)
+    rd.gpu_job(tmp_path / "others-wait", N, cpu=40.0, iowait=70.0, proc_io_wait=0.0, **low)
+    res = judge(tmp_path / "job-waits", "IOBottleneck", **GPU)
+    fires(res)
+    assert "I/O bottleneck" in res.findings[0].message
+    silent(judge(tmp_path / "others-wait", "IOBottleneck", **GPU))
+
+
 def test_batch_size_judges_the_jobs_cpu_not_the_busy_nodes(tmp_path: Path) -> None:
     """Node CPU 95% on 4 cores. With the job at 150% of one core (37.5% of the node,
     others the rest) its CPU is low: BatchSize fires as on a dedicated node. With

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
 from stepscope.analysis.diagnosis_text import (
     CheckJson,
     ChecksJson,
@@ -179,11 +180,11 @@ def _evidence(rule: str, findings: list[FindingJson]) -> Evidence:
                     int(rank) if isinstance(rank, int | float) else None)  # fmt: skip
 
 
-def _entry(v: RuleVerdict, facts: JobFacts) -> DiagnosisEntry:
+def _entry(v: RuleVerdict, facts: JobFacts, counted: Counted) -> DiagnosisEntry:
     rule = str(v.get("rule") or "")
     findings = [f for f in v.get("findings") or [] if isinstance(f, Mapping)]
     worst = _worst(findings)
-    cost = finite(v.get("cost_seconds"))
+    cost = counted.cost
     wall = facts.wall_seconds
     share = min(1.0, max(0.0, cost / wall)) if cost is not None and wall else None
     what = str(worst.get("message") if worst else v.get("message") or "")
@@ -194,7 +195,8 @@ def _entry(v: RuleVerdict, facts: JobFacts) -> DiagnosisEntry:
     else:
         of = f" of {'this ' + duration_text(wall) + ' job' if wall else 'the job'}"
         pct = f" ({percent_text(share)})" if share is not None else ""
-        message = f"{label(rule)}: about {duration_text(cost)}{of}{pct}; {what}"
+        message = f"{label(rule)}: about {duration_text(cost)}{of}{pct}{left_out_text(counted)}"
+        message += f"; {what}"
     fix = str(v.get("recommendation") or (worst.get("recommendation") if worst else "") or "")
     severity = max((finite(f.get("severity")) or 0.0 for f in findings), default=0.0)
     return DiagnosisEntry(rule, str(v.get("status")), cost, share, severity, message, fix,
@@ -215,17 +217,21 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
     """The diagnosis of a job from its rule verdicts (``rules/*.json`` dicts) and facts.
 
     Problems are ranked by ``cost_seconds`` (most first; ties by severity, then
-    rule name), those without a cost after, by severity.
+    rule name), those without a cost after, by severity. Costs are counted once
+    (:mod:`.diagnosis_overlap`): they never add up to more than the job.
     """
-    entries: list[DiagnosisEntry] = []
+    issues: list[RuleVerdict] = []
     checked: list[Check] = []
     not_checked: list[Check] = []
     for v in verdicts:
         if ISSUE in (v.get("status"), v.get("verdict")):
-            entries.append(_entry(v, facts))
+            issues.append(v)
         else:
             c = _check(v)
             (checked if c.reason is None else not_checked).append(c)
+    own = {str(v.get("rule") or ""): finite(v.get("cost_seconds")) for v in issues}
+    counted = counted_costs(own, facts.wall_seconds)
+    entries = [_entry(v, facts, counted[str(v.get("rule") or "")]) for v in issues]
 
     def key(e: DiagnosisEntry) -> tuple[bool, float, float, str]:
         return e.cost_seconds is None, -(e.cost_seconds or 0.0), -e.severity, e.rule

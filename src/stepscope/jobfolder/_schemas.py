@@ -61,6 +61,9 @@ SYSTEM_BASE_SCHEMA = pa.schema(
         pa.field("proc_cpu", pa.float32()),
         pa.field("proc_cpu_main", pa.float32()),
         pa.field("proc_run_wait", pa.float32()),
+        pa.field("proc_io_wait", pa.float32()),
+        pa.field("proc_read_bps", pa.float64()),
+        pa.field("proc_write_bps", pa.float64()),
         pa.field("proc_rss", pa.float64()),
     ]
 )

@@ -31,7 +31,7 @@ EVIDENCE: dict[str, tuple[str, list[str]]] = {
     "GPUMemoryIncrease": ("system", ["gpu:mem_util"]),
     "LoadBalancing": ("system", ["gpu:util"]),
     "CPUBottleneck": ("system", ["cpu", "gpu:util"]),
-    "IOBottleneck": ("system", ["cpu_iowait", "gpu:util"]),
+    "IOBottleneck": ("system", ["proc_io_wait", "cpu_iowait", "gpu:util"]),
     "OverallSystemUsage": ("system", ["cpu", "mem_percent", "gpu:util"]),
     "BatchSize": ("system", ["cpu", "mem_percent", "gpu:util", "gpu:mem_util"]),
     "DataLoading": ("steps", ["data_wait", "duration"]),

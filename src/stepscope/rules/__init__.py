@@ -9,7 +9,8 @@ from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import NodeRule, Part, Rule
 from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
-from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
+from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._input import RuleInput
 from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading

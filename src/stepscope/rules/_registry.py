@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
-from stepscope.rules._gpu_rules import GPUIdleBetweenSteps, GPUMemoryIncrease
+from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
+from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
 from stepscope.rules._overhead_rules import PythonOverhead

@@ -2,7 +2,7 @@
 
 A system rule judges one node at a time, window by aligned window (see
 ``_windows``), after the ``patience`` samples at the start of the job. The rules
-themselves live in ``_system_rules``, ``_gpu_rules`` and ``_balance``.
+themselves live in ``_system_rules``, ``_gpu_rules``, ``_gpu_idle`` and ``_balance``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from stepscope.analysis.host import others_cpu
 from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import patience, window
+from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct
 from stepscope.rules._text import versus
 from stepscope.rules._types import Finding
@@ -39,9 +40,12 @@ class _ShareRule(SystemRule):
         n = (~np.isnan(util)).sum(axis=1)
         total = np.nansum(util, axis=1)
         gpu_mean = np.divide(total, n, out=np.full_like(total, np.nan), where=n > 0)
-        host = w.columns(framed, [self.host_column])[:, 0]
-        share = w.share(self.bottlenecked(host, gpu_mean))
+        share = w.share(self.bottlenecked(self.host(framed, w), gpu_mean))
         return w.hits("", share, share > self.p_float("threshold"))
+
+    def host(self, framed: pd.DataFrame, w: Windows) -> FloatArray:
+        """Per sample, in window order: the host value :meth:`bottlenecked` judges."""
+        return w.columns(framed, [self.host_column])[:, 0]
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value = worst_of(run)
@@ -79,8 +83,13 @@ class CPUBottleneck(_ShareRule):
 
 
 class IOBottleneck(_ShareRule):
+    """I/O wait is the job's where the sampler recorded it (``proc_io_wait``: the share
+    of its active threads in disk sleep), the node's CPU I/O wait elsewhere (older
+    jobs): on a shared node other processes' work turns the node's I/O wait (idle
+    time) into busy time, and their I/O is not the job's."""
+
     name = "IOBottleneck"
-    description = "GPUs wait while the CPU waits for I/O (an I/O bottleneck)."
+    description = "GPUs wait while the job waits for storage (an I/O bottleneck)."
     recommendation = (
         "Read data faster: local or faster storage, larger sequential files (shards, "
         "WebDataset, TFRecord), caching, or more DataLoader workers to overlap the reads."
@@ -88,12 +97,22 @@ class IOBottleneck(_ShareRule):
     params = (
         pct("threshold", 50, "share of bottlenecked samples in a window that fires the rule"),
         pct("gpu_threshold", 70, "mean GPU utilization below which the GPUs are underused"),
-        pct("io_threshold", 50, "CPU I/O wait above which I/O is the bottleneck"),
+        pct("io_threshold", 50, "the job's I/O wait above which I/O is the bottleneck"),
         patience(1000),
         window(500),
     )
     what = "I/O bottleneck"
     host_column = "cpu_iowait"
+
+    def columns(self, gpus: list[int]) -> list[str]:
+        return [*super().columns(gpus), "proc_io_wait"]
+
+    def host(self, framed: pd.DataFrame, w: Windows) -> FloatArray:
+        node = super().host(framed, w)
+        if "proc_io_wait" not in framed:
+            return node
+        job = w.columns(framed, ["proc_io_wait"])[:, 0]
+        return np.where(np.isnan(job), node, job)
 
     def bottlenecked(self, host: FloatArray, gpu_mean: FloatArray) -> npt.NDArray[np.bool_]:
         return (host > self.p_float("io_threshold")) & (gpu_mean < self.p_float("gpu_threshold"))

@@ -29,6 +29,7 @@ from stepscope.rules._base import Rule
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import peer_medians
+from stepscope.rules._straggler_advice import advice, has_gpu
 from stepscope.rules._text import num, waiting_reason
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules._windows import Hit, runs, severity
@@ -38,42 +39,6 @@ DEFAULT_METRICS = "data_wait,forward,optimizer,other,busy"
 CATCH_ALL = ("busy", "duration")  # named only for ranks no specific column names
 LABEL = {"busy": "busy time (step time outside collectives)"}
 MIN_STEPS = 3  # a rank's window with fewer steps is not judged
-ADVICE_COMPUTE = (
-    "its compute is slower: look at its GPU (clocks, temperature, another process on it), "
-    "CPU contention on its node, or work done only on that rank (logging, evaluation)"
-)
-# A CPU-only job has no GPU to look at: its compute is the node's CPU.
-ADVICE_COMPUTE_CPU = (
-    "its compute is slower: look at CPU contention on its node (other processes, its "
-    "thread count and affinity), or work done only on that rank (logging, evaluation)"
-)
-ADVICE = {
-    "data_wait": "its data loading is slower: look at its data shard (size, storage it "
-    "is read from) and its DataLoader workers",
-    "duration": "its steps are slower: look at its device and node",
-    "busy": f"its peers wait for it at every collective; {ADVICE_COMPUTE}",
-}
-ADVICE_CPU = {
-    **ADVICE,
-    "duration": "its steps are slower: look at its node",
-    "busy": f"its peers wait for it at every collective; {ADVICE_COMPUTE_CPU}",
-}
-
-
-def _advice(metric: str, gpu: bool) -> str:
-    """What to look at for a straggler in ``metric``; no GPU advice without a GPU."""
-    if gpu:
-        return ADVICE.get(metric, ADVICE_COMPUTE)
-    return ADVICE_CPU.get(metric, ADVICE_COMPUTE_CPU)
-
-
-def has_gpu(data: RuleInput) -> bool:
-    """Whether any node of the job lists a GPU, or any step has GPU timings."""
-    if any(info.get("gpus") for info in data.nodes.values()):
-        return True
-    steps = data.steps
-    gpu = [c for c in ("gpu_forward", "gpu_backward") if c in steps]
-    return bool(len(steps) and gpu and steps[gpu].notna().to_numpy().any())
 
 
 class Straggler(Rule):
@@ -233,7 +198,7 @@ class Straggler(Rule):
             f"median {mine[metric].median():.3f} s against {peers:.3f} s for its peers (at "
             f"least {num(ratio, threshold)}x, > {threshold:g}x) in "
             f"{len(run)} consecutive windows of {self.p_int('window')} steps{waits}; "
-            f"{_advice(metric, gpu)}",
+            f"{advice(metric, gpu)}",
             self.recommendation,
             severity(ratio, threshold, 4 * threshold),
             node=node,

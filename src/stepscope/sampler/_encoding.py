@@ -23,7 +23,7 @@ ACCEPTED_INTERVALS_MS = (100, 200, 500, 1000, 5000, 60000)
 _BASE_TYPES = {field.name: field.type for field in SYSTEM_SCHEMA}
 _CODES = {pa.float32(): "f", pa.float64(): "d", pa.int32(): "i"}  # array module type codes
 _BYTE_RATES = {"disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps"}
-_BYTE_RATES |= {"swap_in_bps", "swap_out_bps"}
+_BYTE_RATES |= {"swap_in_bps", "swap_out_bps", "proc_read_bps", "proc_write_bps"}
 
 
 def validate_interval_ms(value: object) -> int:

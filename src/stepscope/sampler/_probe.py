@@ -14,7 +14,9 @@ What is counted, so that nothing is counted twice:
 * ``mem_used`` is ``total - available``, consistent with ``mem_percent``.
 * ``proc_cpu``/``proc_rss`` sum the watched process and all its descendants; RSS
   counts shared pages (forked data-loader workers) once per process. ``proc_cpu_main``
-  leaves out the pool children (data-loader workers; see ``_roles``).
+  leaves out the pool children (data-loader workers; see ``_roles``). The tree, its
+  I/O (``proc_read_bps``/``proc_write_bps``) and its threads in disk sleep
+  (``proc_io_wait``) are read by :class:`ProcessTree` (``_tree``).
 
 Batches round percentages to 0.1 and byte rates to whole bytes/s: finer digits are
 noise (CPU time is counted in 10 ms ticks), and Parquet's dictionary encoding then
@@ -23,10 +25,7 @@ stores most values in 1-2 bytes.
 
 from __future__ import annotations
 
-import contextlib
-import math
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,16 +33,15 @@ from typing import Protocol
 
 import psutil
 
-from stepscope.process import process
-
 # Re-exported, the sampler's API: "as" marks them so for strict type checks.
 from stepscope.sampler._encoding import ACCEPTED_INTERVALS_MS as ACCEPTED_INTERVALS_MS
 from stepscope.sampler._encoding import rows_to_batches as rows_to_batches
 from stepscope.sampler._encoding import schema_for as schema_for
 from stepscope.sampler._encoding import validate_interval_ms as validate_interval_ms
 from stepscope.sampler._nvml import Gpus, Row
-from stepscope.sampler._pressure import PressureProbe, run_delay
-from stepscope.sampler._roles import Roles
+from stepscope.sampler._pressure import PressureProbe
+from stepscope.sampler._tasks import descendant_pids as descendant_pids
+from stepscope.sampler._tree import ProcessTree as ProcessTree
 
 _LOOPBACK = ("lo", "lo0")
 
@@ -90,6 +88,8 @@ class SystemProbe:
         row["proc_cpu"], row["proc_rss"] = self.processes.read(dt if prev else None)
         row["proc_cpu_main"] = self.processes.main_cpu
         row["proc_run_wait"] = self.processes.run_wait
+        row["proc_io_wait"] = self.processes.io_wait
+        row["proc_read_bps"], row["proc_write_bps"] = self.processes.io_bps
         # memory (mem_*), steal, run queue and swap: docs/format.md
         row |= self.pressure.read(prev.cpus if prev and dt > 0 else None, cur.cpus, dt)
         if self.gpus is not None:
@@ -169,99 +169,3 @@ def _rates(
     first = sum(max(c[0] - p[0], 0) for c, p in pairs)  # a reset counter is no negative rate
     second = sum(max(c[1] - p[1], 0) for c, p in pairs)
     return first / dt, second / dt
-
-
-class ProcessTree:
-    """CPU and RSS of a process and all its descendants, which come and go.
-
-    Descendants are listed from ``/proc/<pid>/task/<tid>/children`` (a few small
-    files per member); where Linux lacks them, psutil reads every process of the
-    host (``/proc/*/stat``: about 3 ms for 80 processes). The list is refreshed once
-    per ``refresh_s``; the members' own counters are read at every sample. A process
-    counts from the first reading that finds it: up to ``refresh_s`` of a new
-    process's CPU, or all of one that lives less long, can be missed, but a late
-    find never shows as a spike.
-    """
-
-    def __init__(self, pid: int | None, refresh_s: float = 1.0) -> None:
-        self.root = process(pid) if pid is not None else None
-        self.refresh_s, self._listed = refresh_s, -math.inf
-        self._members: list[psutil.Process] = []
-        self._last: dict[psutil.Process, float] = {}  # CPU seconds at the last reading
-        self.roles = Roles()
-        self.main_cpu: float | None = None  # of the main processes at the last read()
-        self.run_wait: float | None = None  # their main threads' run-queue wait, %
-        self._delays: dict[psutil.Process, float] = {}  # run_delay at the last reading
-
-    def read(self, dt: float | None) -> tuple[float | None, float | None]:
-        """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
-        cpu_seconds, main_seconds, rss, seen = 0.0, 0.0, 0.0, {}
-        for proc in self._list():
-            try:
-                with proc.oneshot():
-                    times, mem = proc.cpu_times(), proc.memory_info()
-            except psutil.Error:
-                continue  # it has exited
-            if mem.rss == 0:
-                continue  # a zombie: exited, not yet reaped by its parent
-            seen[proc] = used = times.user + times.system  # Process: same pid and start
-            delta = max(used - self._last.get(proc, used), 0.0)
-            cpu_seconds += delta
-            main_seconds += delta if self.roles.is_main(proc) else 0.0
-            rss += mem.rss
-        self._last = seen
-        self.main_cpu = 100.0 * main_seconds / dt if dt and seen else None
-        self.run_wait = self._run_wait([p for p in seen if self.roles.is_main(p)], dt)
-        if not seen:
-            return None, None
-        return (100.0 * cpu_seconds / dt if dt else None), rss
-
-    def _run_wait(self, mains: list[psutil.Process], dt: float | None) -> float | None:
-        """% of ``dt`` the main processes' main threads waited runnable for a core,
-        summed: the training loop delayed by other work on its cores."""
-        delays = {p: d for p in mains if (d := run_delay(p.pid)) is not None}
-        waited = sum(max(d - self._delays[p], 0.0) for p, d in delays.items() if p in self._delays)
-        known = any(p in self._delays for p in delays)
-        self._delays = delays
-        return 100.0 * waited / dt if dt and known else None
-
-    def _list(self) -> list[psutil.Process]:
-        if self.root is not None and time.monotonic() - self._listed >= self.refresh_s:
-            self._listed = time.monotonic()
-            with contextlib.suppress(psutil.Error):
-                self._members = [self.root, *self._descendants(self.root)]
-                self.roles.update(self.root, self._members)
-        return self._members
-
-    def _descendants(self, root: psutil.Process) -> list[psutil.Process]:
-        pids = descendant_pids(root.pid)
-        if pids is None:
-            return list(root.children(recursive=True))
-        known = {p.pid: p for p in self._members}
-        found = [known.get(pid) or process(pid) for pid in pids]
-        return [p for p in found if p is not None]
-
-
-def descendant_pids(pid: int) -> list[int] | None:
-    """Pids of every descendant of ``pid``, from procfs; None where procfs lacks them."""
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue  # it has exited
-        for tid in tids:
-            try:
-                with open(f"/proc/{parent}/task/{tid}/children", "rb") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except FileNotFoundError:
-                if not os.path.exists(f"/proc/{parent}/task/{tid}"):
-                    continue  # the thread has ended
-                return None  # a kernel without CONFIG_PROC_CHILDREN
-            except OSError:
-                continue
-            out += kids
-            todo += kids
-    return out

@@ -1,0 +1,116 @@
+"""The sampler's view of the job's processes (sampler/_tree.py, _tasks.py): real jobs.
+
+Short-lived DataLoader workers are counted (found at the next sample, counted from
+their start, and through their parent once reaped); the job's threads in disk sleep
+and its storage bytes are recorded. Nothing asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from stepscope.sampler._tree import ProcessTree
+
+pytestmark = pytest.mark.process
+
+# Workers that live about 0.3 s each (an epoch of 4 batches, not persistent), each
+# burning CPU in __getitem__; at the end the script prints what its reaped children
+# used (RUSAGE_CHILDREN) and waits, so that the last reading follows the last reap.
+SHORT_WORKERS = textwrap.dedent(
+    """
+    import json, resource, time, torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Busy(Dataset):
+        def __len__(self):
+            return 16
+        def __getitem__(self, i):
+            end = time.thread_time() + 0.02
+            while time.thread_time() < end:
+                pass
+            return torch.zeros(4)
+
+    torch.set_num_threads(1)
+    loader = DataLoader(Busy(), batch_size=4, num_workers=2)
+    for epoch in range(12):
+        for batch in loader:
+            pass
+        time.sleep(0.3)  # between epochs: no worker alive
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({"children_cpu": used.ru_utime + used.ru_stime}), flush=True)
+    time.sleep(0.6)
+    """
+)
+
+WRITER = textwrap.dedent(
+    """
+    import os, sys, threading, time
+    block, end = b"x" * 2**20, time.monotonic() + 4
+    def write(i):
+        with open(os.path.join(sys.argv[1], f"shard-{i}.bin"), "wb") as f:
+            f.write(block * 8)
+            os.fsync(f.fileno())
+    while time.monotonic() < end:
+        if sys.argv[2] == "write":
+            shards = [threading.Thread(target=write, args=(i,)) for i in (0, 1)]
+            for t in shards:
+                t.start()
+            for t in shards:
+                t.join()
+        else:
+            sum(i * i for i in range(20000))
+    """
+)
+
+
+def watch(args: list[str]) -> tuple[list[dict[str, float | None]], str]:
+    """Read the job's ProcessTree every 0.1 s until it exits: its readings and stdout."""
+    job = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True)
+    tree, rows, last = ProcessTree(job.pid), [], time.monotonic()
+    tree.read(None)
+    while job.poll() is None:
+        time.sleep(0.1)
+        now = time.monotonic()
+        cpu, _ = tree.read(now - last)
+        if cpu is not None:
+            dt = now - last
+            rows.append({"dt": dt, "cpu": cpu, "main": tree.main_cpu, "io_wait": tree.io_wait,
+                         "write_bps": tree.io_bps[1]})  # fmt: skip
+        last = now
+    out, _ = job.communicate(timeout=60)
+    return rows, out
+
+
+def test_short_lived_dataloader_workers_are_counted() -> None:
+    rows, out = watch(["-c", SHORT_WORKERS])
+    children = json.loads(out.strip().splitlines()[-1])["children_cpu"]
+    assert children > 0.5  # the workers truly worked: 12 epochs of 16 x 20 ms
+    pool_seconds = sum(((r["cpu"] or 0.0) - (r["main"] or 0.0)) * (r["dt"] or 0.0) for r in rows)
+    # Before: a worker counted from the (1 s) listing that found it, most never.
+    assert pool_seconds / 100.0 >= 0.8 * children
+    assert pool_seconds / 100.0 <= 1.2 * children + 0.1  # never counted twice
+
+
+def test_threads_in_disk_sleep_and_written_bytes(tmp_path: Path) -> None:
+    rows, _ = watch(["-c", WRITER, str(tmp_path), "write"])
+    waits = [r["io_wait"] for r in rows if r["io_wait"] is not None]
+    assert len(waits) >= 10 and max(waits) > 0
+    written = sum((r["write_bps"] or 0.0) * (r["dt"] or 0.0) for r in rows)
+    assert written > 32 * 2**20  # 16 MB a round, many rounds
+
+
+def test_a_computing_job_has_no_disk_sleep(tmp_path: Path) -> None:
+    """The silent twin: the same script computing instead of writing."""
+    rows, _ = watch(["-c", WRITER, str(tmp_path), "compute"])
+    waits = [r["io_wait"] for r in rows if r["io_wait"] is not None]
+    assert len(waits) >= 10 and statistics.median(waits) == 0
+    written = sum((r["write_bps"] or 0.0) * (r["dt"] or 0.0) for r in rows)
+    assert written < 2**20
