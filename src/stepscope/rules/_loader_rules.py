@@ -139,6 +139,9 @@ class DataLoading(NodeRule):
     def check(self, data: RuleInput) -> Part:
         train = data.steps[data.steps["phase"] == "train"] if len(data.steps) else data.steps
         steps = train[train["step"] >= self.p_int("skip_steps")] if len(train) else train
+        if len(steps) and steps["data_wait"].isna().all():  # never measured (an import)
+            return Part(na_reason="the data wait of the steps was not recorded (unknown, not 0)")
+        steps = steps[steps["data_wait"].notna()] if len(steps) else steps
         if not len(steps):
             newest = int(train["step"].max()) if len(train) else None
             return Part(

@@ -1,0 +1,147 @@
+"""``stepscope import sagemaker``: a predecessor job folder in, a stepscope job out.
+
+The fixtures (tests/sagemaker_source.py) follow the predecessor's published layout,
+with its awkward cases: long lines (one per metric, each its own time), a minute
+file split across two hour folders, rank and pid node ids, events of several
+workers, a trace with no data-loader events, a debugger tensor folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sagemaker_source as sm
+
+import stepscope
+from stepscope.errors import UsageError
+from stepscope.importers.sagemaker import import_job
+from stepscope.rules import evaluate_job
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sm") / "old-job"
+    # 2330..2450 s after START: the minute 2390-2450 crosses the hour at START + 2400.
+    sm.write_system(root, "algo-1", sm.START + 2330, 120, cores=4, gpus=1)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=30, workers=2))
+    sm.write_timeline(root, sm.TraceSpec("1-algo-1", steps=30, fetch_s=0.0))  # no loader events
+    sm.write_python_profile(root, "0-algo-1")
+    sm.write_detailed(root, "1-algo-1")
+    tensors = {
+        k: {"loss": np.array(1.0 / (k + 1), np.float32), "fc.weight": np.full((3, 2), k, np.float32)}
+        for k in range(5)
+    }
+    sm.write_tensors(root, "worker_0", tensors, collections={"losses": ["loss"]})
+    (root / "profiler-output/training_job_end.ts").write_text("1")
+    return root
+
+
+@pytest.fixture(scope="module")
+def job(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("jobs") / "old-job"
+    import_job(str(source), str(out))
+    return out
+
+
+def test_system_lines_are_grouped_into_rows_on_the_inferred_interval(job: Path) -> None:
+    j = stepscope.open(job)
+    system = j.system(["algo-1"])
+    assert len(system) == 240  # 120 s of 500 ms samples: one row per sample, none split
+    assert system["time"].is_monotonic_increasing and system["time"].is_unique
+    assert set(system["interval_ms"]) == {500}
+    assert j.node_info("algo-1")["cpu_count"] == 4
+    cores = system[[f"cpu{i}" for i in range(4)]].mean(axis=1)
+    assert np.allclose(system["cpu"], cores, atol=1e-3)
+    assert (system["net_rx_bps"] == 150.0).all()  # Algorithm + Platform traffic
+    assert system["mem_used"].isna().all() and system["proc_cpu"].isna().all()  # never measured
+
+
+def test_job_json_says_imported_with_origin_and_what_had_no_place(job: Path) -> None:
+    meta = json.loads((job / "job.json").read_text())
+    assert meta["status"] == "Imported"
+    origin = meta["origin"]
+    assert origin["kind"] == "sagemaker" and origin["interval_ms"] == {"algo-1": 500}
+    assert origin["ranks"] == {"0-algo-1": 0, "1-algo-1": 1}
+    unplaced = origin["unplaced"]
+    assert unplaced["system metric i/o/IOPS/"]["count"] == 240
+    assert any("training_job_end.ts" in e for e in unplaced["files of no known part"]["examples"])
+
+
+def test_steps_converted_and_source_span_kept(job: Path) -> None:
+    steps = stepscope.open(job).steps()
+    r0 = steps[steps["rank"] == 0].sort_values("step")
+    assert len(r0) == 30 and list(r0["step"]) == list(range(30))
+    # Ours tile the loop: each step ends where the next begins (fetch, work, optimizer).
+    assert np.allclose(r0["end"].to_numpy()[:-1], r0["start"].to_numpy()[1:])
+    assert np.allclose(r0["duration"].iloc[:-1], 0.27, atol=1e-4)
+    assert np.allclose(r0["source_end"] - r0["source_start"], 0.2)
+    assert np.allclose(r0["data_wait"], 0.05, atol=1e-5)
+    assert r0["optimizer"].isna().all()  # never measured: null, not zero
+    assert np.allclose(r0["forward"], 0.08, atol=1e-5)  # nested module events counted once
+    r1 = steps[steps["rank"] == 1]
+    assert len(r1) == 30 and r1["data_wait"].isna().all()  # no data-loader events
+
+
+def test_loader_settings_and_worker_events_have_a_place(job: Path) -> None:
+    events = stepscope.open(job).events()
+    loader = events[events["kind"] == "dataloader"]
+    assert len(loader) == 1 and json.loads(loader["detail"].iloc[0])["num_workers"] == 2
+    assert json.loads(loader["detail"].iloc[0])["pin_memory"] is False
+    workers = events[events["kind"] == "dataloader_worker"]
+    assert sorted(json.loads(d)["worker_id"] for d in workers["detail"]) == [0, 1]
+
+
+def test_profiles_and_traces_are_kept_and_linked(job: Path) -> None:
+    j = stepscope.open(job)
+    arts = j.profiling_artifacts()
+    python = [a for a in arts if a["kind"] == "python"]
+    assert len(python) == 1 and (python[0]["start_step"], python[0]["end_step"]) == (5, 9)
+    assert python[0]["rank"] == 0
+    import pstats
+
+    pstats.Stats(str(job / python[0]["path"]))  # a real pstats file
+    traces = [a for a in arts if a["kind"] == "detailed"]
+    assert {a["rank"] for a in traces} == {0, 1} and len(traces) == 3
+    import gzip
+
+    for a in traces:
+        body = json.loads(gzip.decompress((job / a["path"]).read_bytes()))
+        assert body  # a Chrome trace Perfetto opens: a list, or {"traceEvents": [...]}
+
+
+def test_tensors_read_into_the_tensor_store(job: Path) -> None:
+    tensors = stepscope.open(job).tensors
+    assert set(tensors.names()) == {"loss", "fc.weight"}
+    assert tensors["loss"].value(3) == pytest.approx(0.25)
+    assert np.array_equal(tensors["fc.weight"].value(4), np.full((3, 2), 4, np.float32))
+    assert tensors.collections() == {"losses": ["loss"]}
+
+
+def test_import_is_idempotent(source: Path, job: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    import_job(str(source), str(again))
+    import_job(str(source), str(again))  # re-import into the same folder replaces it
+    first = {p.relative_to(job): p.read_bytes() for p in job.rglob("*") if p.is_file()}
+    second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
+    assert first.keys() == second.keys()
+    assert [k for k in first if first[k] != second[k]] == []
+
+
+def test_refuses_to_overwrite_a_recorded_job_and_says_why(source: Path, tmp_path: Path) -> None:
+    from stepscope.testing import write_synthetic_job
+
+    write_synthetic_job(str(tmp_path / "mine"))
+    with pytest.raises(UsageError, match="not imported"):
+        import_job(str(source), str(tmp_path / "mine"))
+    with pytest.raises(UsageError, match="No SageMaker"):
+        import_job(str(tmp_path / "mine"), str(tmp_path / "x"))
+
+
+def test_unknown_values_stay_unknown_in_rules(job: Path) -> None:
+    results = {r.rule: r for r in evaluate_job(stepscope.open(job))}
+    # rank 1's data wait was never measured: judged on rank 0 only, never as 0 %
+    assert results["DataLoading"].datapoints == 29
+    assert results["MaxInitializationTime"].status == "NotApplicable"
