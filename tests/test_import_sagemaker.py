@@ -145,3 +145,49 @@ def test_unknown_values_stay_unknown_in_rules(job: Path) -> None:
     # rank 1's data wait was never measured: judged on rank 0 only, never as 0 %
     assert results["DataLoading"].datapoints == 29
     assert results["MaxInitializationTime"].status == "NotApplicable"
+
+
+@pytest.mark.parametrize(("workers", "fires"), [(2, True), (8, False)])
+def test_dataloader_workers_judged_against_cores_on_imported_data(
+    tmp_path: Path, workers: int, fires: bool
+) -> None:
+    """The predecessor's Dataloader finding: 2 workers on 8 mostly idle cores while
+    the loop waits for data; its twin, 8 workers, is silent on the same data."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START, 60, cores=8, gpus=0)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=40, fetch_s=0.1, workers=workers))
+    import_job(str(root), str(tmp_path / "job"))
+    (result,) = evaluate_job(stepscope.open(tmp_path / "job"), [{"name": "DataLoaderWorkers"}])
+    assert result.datapoints > 0
+    assert (result.status == "IssuesFound") is fires
+    if fires:
+        assert "2 worker(s) on 8 cores" in result.findings[0].message
+
+
+def test_show_rules_and_report_work_with_unknowns_shown_as_unknown(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stepscope.cli._main import main
+
+    assert main(["show", str(job)]) == 0
+    shown = capsys.readouterr().out
+    assert "Imported" in shown and "optimizer unknown" in shown and "optimizer 0" not in shown
+    assert main(["rules", str(job)]) == 0
+    rules = capsys.readouterr().out
+    assert "optimizer unknown" in rules and "DataLoading" in rules
+    html = tmp_path / "report.html"
+    assert main(["report", str(job), "-o", str(html)]) == 0
+    text = html.read_text()
+    assert "Imported" in text and "unknown" in text
+
+
+def test_cli_import_prints_the_summary(
+    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stepscope.cli._main import main
+
+    assert main(["import", "sagemaker", str(source), str(tmp_path / "j")]) == 0
+    out = capsys.readouterr().out
+    assert "system rows: 240" in out and "system metric i/o/IOPS/: 240" in out
+    assert main(["import", "sagemaker", str(tmp_path / "nothing"), str(tmp_path / "k")]) == 2
+    assert "No SageMaker Debugger/Profiler output" in capsys.readouterr().err

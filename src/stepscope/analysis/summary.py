@@ -106,7 +106,10 @@ def _phase_summary(steps: pd.DataFrame) -> PhaseSummary:
     return {
         "count": len(steps),
         "duration": _quantiles(steps["duration"]),
-        "split": {p: _num(steps[p].sum() / total) for p in SPLIT},
+        # A part never measured (an imported job's optimizer) is None, not 0 %.
+        "split": {
+            p: _num(steps[p].sum() / total) if steps[p].notna().any() else None for p in SPLIT
+        },
         "split_p50": {p: _quantiles(steps[p])["p50"] for p in SPLIT},
     }
 

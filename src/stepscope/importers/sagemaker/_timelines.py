@@ -31,7 +31,8 @@ def import_timelines(
         stream.files.append(key)
         tally.read("timeline files")
     ranks, how = assign(sorted(streams))
-    tally.read(f"ranks from {how}", len(ranks))
+    if ranks:
+        tally.read(f"ranks from {how}", len(ranks))
     for nid, stream in sorted(streams.items()):
         where = ranks[nid]
         pid = where.pid or (min(stream.pids) if stream.pids else 0)
