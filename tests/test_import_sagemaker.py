@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sagemaker_source as sm
 
+import sagemaker_source as sm
 import stepscope
 from stepscope.errors import UsageError
 from stepscope.importers.sagemaker import import_job
@@ -31,7 +31,10 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sm.write_python_profile(root, "0-algo-1")
     sm.write_detailed(root, "1-algo-1")
     tensors = {
-        k: {"loss": np.array(1.0 / (k + 1), np.float32), "fc.weight": np.full((3, 2), k, np.float32)}
+        k: {
+            "loss": np.array(1.0 / (k + 1), np.float32),
+            "fc.weight": np.full((3, 2), k, np.float32),
+        }
         for k in range(5)
     }
     sm.write_tensors(root, "worker_0", tensors, collections={"losses": ["loss"]})

@@ -36,6 +36,12 @@ STEPS_SCHEMA = pa.schema(
 # by other tools, so no reader may require them (docs/format.md).
 AGENT_STEPS_SCHEMA = pa.schema([*STEPS_SCHEMA, pa.field("collective", pa.float32())])
 
+# Optional step columns of imported jobs (docs/sagemaker.md): the step as the source tool
+# recorded it, where its definition differs from ours (docs/format.md).
+IMPORTED_STEPS_SCHEMA = pa.schema(
+    [*STEPS_SCHEMA, pa.field("source_start", pa.float64()), pa.field("source_end", pa.float64())]
+)
+
 EVENTS_SCHEMA = pa.schema(
     [
         pa.field("time", pa.float64()),
@@ -90,5 +96,5 @@ OTHERS_SCHEMA = pa.schema(
     ]
 )
 
-JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped")
+JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped", "Imported")
 HEARTBEAT_STALE_S = 30.0

@@ -19,11 +19,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from stepscope.importers.sagemaker._trace import Span, Stream
-from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA
+from stepscope.jobfolder import EVENTS_SCHEMA, IMPORTED_STEPS_SCHEMA
 
-IMPORTED_STEPS_SCHEMA = pa.schema(
-    [*STEPS_SCHEMA, pa.field("source_start", pa.float64()), pa.field("source_end", pa.float64())]
-)
 Floats = npt.NDArray[np.float64]
 
 
