@@ -131,7 +131,7 @@ class TraceSpec:
     optimizer_s: float = 0.02
     workers: int = 2
     pid: int = 4242
-    start: float = START + 5.0
+    start: float = START + 2340.0  # inside the tests' system samples (2330-2450 s)
 
 
 def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
@@ -299,7 +299,7 @@ def write_tensors(
     out = root / "debug-output"
     for step, tensors in steps.items():
         rel = f"events/{step:012d}/{step:012d}_{worker}.tfevents"
-        record = event_record(START + step, step, tensors)
+        record = event_record(START + 2340 + step, step, tensors)
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(record)
         index = {"meta": {"mode": mode, "mode_step": step, "event_file_name": rel},

@@ -148,6 +148,8 @@ def test_unknown_values_stay_unknown_in_rules(job: Path) -> None:
     # rank 1's data wait was never measured: judged on rank 0 only, never as 0 %
     assert results["DataLoading"].datapoints == 29
     assert results["MaxInitializationTime"].status == "NotApplicable"
+    assert results["PythonOverhead"].status == "NotApplicable"  # 'other' holds the optimizer
+    assert "optimizer unknown" in results["OverallFrameworkMetrics"].message
 
 
 @pytest.mark.parametrize(("workers", "fires"), [(2, True), (8, False)])
@@ -157,7 +159,7 @@ def test_dataloader_workers_judged_against_cores_on_imported_data(
     """The predecessor's Dataloader finding: 2 workers on 8 mostly idle cores while
     the loop waits for data; its twin, 8 workers, is silent on the same data."""
     root = tmp_path / "src"
-    sm.write_system(root, "algo-1", sm.START, 60, cores=8, gpus=0)
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=8, gpus=0)
     sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=40, fetch_s=0.1, workers=workers))
     import_job(str(root), str(tmp_path / "job"))
     (result,) = evaluate_job(stepscope.open(tmp_path / "job"), [{"name": "DataLoaderWorkers"}])
