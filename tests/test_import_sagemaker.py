@@ -288,3 +288,16 @@ sys.exit(main(["import", "sagemaker", url + "/", dest]))
     differ = [str(k) for k in local if local[k] != remote[k]]
     assert differ == ["job.json"]  # only the origin's source URL
     assert json.loads(remote[Path("job.json")])["origin"]["source"] == "s3://old/jobs/old-job/"
+
+
+@pytest.mark.parametrize(("slope", "fires"), [(0.0, True), (-0.01, False)])
+def test_debugging_rules_judge_imported_tensors(tmp_path: Path, slope: float, fires: bool) -> None:
+    """LossNotDecreasing on the debugger's saved losses: a flat loss fires, its twin (a
+    falling loss, same steps and parameters) is silent."""
+    root = tmp_path / "src"
+    steps = {k: {"loss": np.array(2.0 + slope * k, np.float32)} for k in range(0, 400, 5)}
+    sm.write_tensors(root, "worker_0", steps, collections={"losses": ["loss"]})
+    import_job(str(root), str(tmp_path / "job"))
+    (result,) = evaluate_job(stepscope.open(tmp_path / "job"), [{"name": "LossNotDecreasing"}])
+    assert result.datapoints > 0
+    assert (result.status == "IssuesFound") is fires, result
