@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from stepscope.errors import UsageError
 from stepscope.importers.sagemaker._artifacts import import_artifacts
 from stepscope.importers.sagemaker._segments import Segments
-from stepscope.importers.sagemaker._source import Listing, open_source
+from stepscope.importers.sagemaker._source import Listing, SystemFile, open_source
 from stepscope.importers.sagemaker._system import Grid, interval_ms, node_rows
 from stepscope.importers.sagemaker._tally import Tally
 from stepscope.importers.sagemaker._tensors import import_tensors
@@ -114,7 +114,7 @@ def _system(
     src: Store, listing: Listing, out: Store, tally: Tally, extent: Extent
 ) -> dict[str, Grid]:
     grids: dict[str, Grid] = {}
-    by_node: dict[str, list] = {}
+    by_node: dict[str, list[SystemFile]] = {}
     for f in listing.system:
         by_node.setdefault(f.node, []).append(f)
     for node, files in sorted(by_node.items()):

@@ -89,6 +89,8 @@ def read_timeline(events: list[dict[str, object]], stream: Stream, tally: Tally)
                 names[ev.get("pid")] = str(args["name"])
     for ev in events:
         if ev.get("ph") != "X":
+            if ev.get("ph") != "M":  # B/E pairs, counters, ...: in the kept trace only
+                tally.read("timeline events kept in the trace only")
             continue
         try:
             start = (float(ev["ts"]) + base) / 1e6  # type: ignore[arg-type]
