@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 START = 1_763_850_000.0  # 2025-11-22 22:20 UTC; the tests' hour boundary is START + 2400
+WRITE_LAG_S = 0.8  # a line is written this long after its sample
 
 
 def hour_folder(t: float) -> str:
@@ -102,8 +103,9 @@ def write_system(
     interval: float = 0.5,
     seed: int = 0,
 ) -> int:
-    """Minute files of a node; a minute that crosses an hour goes to both hour folders
-    (the predecessor rotates by the hour of each line). Returns the samples written."""
+    """Minute files of a node. A line goes to the hour folder of when it is written
+    (about WRITE_LAG_S after its sample), its file is named by its sample's minute: the
+    last minute of an hour is split across two hour folders. Returns the samples written."""
     rng = np.random.default_rng(seed)
     files: dict[Path, list[str]] = {}
     n = int(seconds / interval)
@@ -111,7 +113,7 @@ def write_system(
         t = start + i * interval
         minute = int(t // 60 * 60)
         for line in metric_lines(t, cores, gpus, rng):
-            hour = hour_folder(float(line["Timestamp"]))  # type: ignore[arg-type]
+            hour = hour_folder(float(line["Timestamp"]) + WRITE_LAG_S)  # type: ignore[arg-type]
             path = root / "profiler-output/system/incremental" / hour / f"{minute}.{node}.json"
             files.setdefault(path, []).append(json.dumps(line))
     for path, lines in files.items():

@@ -301,3 +301,24 @@ def test_debugging_rules_judge_imported_tensors(tmp_path: Path, slope: float, fi
     (result,) = evaluate_job(stepscope.open(tmp_path / "job"), [{"name": "LossNotDecreasing"}])
     assert result.datapoints > 0
     assert (result.status == "IssuesFound") is fires, result
+
+
+def test_samples_split_across_chunks_stay_one_row_and_late_lines_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stepscope.importers.sagemaker import _system
+
+    monkeypatch.setattr(_system, "CHUNK_BYTES", 1)  # every minute file a chunk of its own
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 120, cores=2, gpus=0)
+    files = sorted((root / "profiler-output/system/incremental").rglob("*.json"))
+    assert len(files) == 4  # 3 minutes, one of them split across two hour folders
+    import_job(str(root), str(tmp_path / "job"))
+    system = stepscope.open(tmp_path / "job").system()
+    assert len(system) == 240 and system["time"].is_unique
+    late = json.dumps({"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization",
+                       "Value": 5.0, "Timestamp": sm.START + 2331.009})  # fmt: skip
+    files[-1].write_text(files[-1].read_text() + late + "\n")
+    summary = import_job(str(root), str(tmp_path / "job2"))
+    assert summary.unplaced["system lines after their sample was written (extra rows)"] == 1
+    assert summary.counts["system rows"] == 241  # kept, not dropped

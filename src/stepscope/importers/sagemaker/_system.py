@@ -59,6 +59,10 @@ def node_rows(
         table = _parse(data, tally)
         if table.num_rows:
             bins, keys, values = _placed(table, grid, tally)
+            late = int((bins <= grid.emitted).sum())
+            if late:  # out of order by more than two samples: an extra row at their time
+                tally.no_place("system lines after their sample was written (extra rows)",
+                               "out of order", late)  # fmt: skip
             yield from _emit(grid, node, bins, keys, values, last)
         elif last and grid.held is not None:
             yield from _emit(grid, node, *_empty(), last=True)
