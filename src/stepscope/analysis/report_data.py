@@ -173,8 +173,11 @@ def histogram(values: npt.NDArray[np.float64], bins: int = 40) -> Histogram:
 
 
 def split_totals(steps: pd.DataFrame) -> dict[str, float]:
-    """Seconds spent in each part of the split, summed over all steps and ranks."""
-    return {p: float(steps[p].fillna(0).sum()) for p in SPLIT if p in steps}
+    """Seconds spent in each part of the split, summed over all steps and ranks; a part
+    never measured (null in every step, e.g. an imported job's optimizer) is left out."""
+    return {
+        p: float(steps[p].fillna(0).sum()) for p in SPLIT if p in steps and steps[p].notna().any()
+    }
 
 
 def _max_severity(result: RuleVerdict) -> float:

@@ -106,7 +106,10 @@ def _phase_summary(steps: pd.DataFrame) -> PhaseSummary:
     return {
         "count": len(steps),
         "duration": _quantiles(steps["duration"]),
-        "split": {p: _num(steps[p].sum() / total) for p in SPLIT},
+        # A part never measured (an imported job's optimizer) is None, not 0 %.
+        "split": {
+            p: _num(steps[p].sum() / total) if steps[p].notna().any() else None for p in SPLIT
+        },
         "split_p50": {p: _quantiles(steps[p])["p50"] for p in SPLIT},
     }
 
@@ -150,9 +153,13 @@ def _lifecycle(job: Job, meta: JobJson, steps: pd.DataFrame) -> tuple[float | No
     train = steps[steps["phase"] == "train"]
     rank0 = train[train["rank"] == train["rank"].min()] if len(train) else train
     starts = job.events(kinds=["process_start"])
-    t0 = float(starts["time"].min()) if len(starts) else meta.get("start_time")
+    # An imported job's start and end are those of its data, not of its processes: unknown.
+    imported = meta.get("status") == "Imported"
+    t0 = (
+        float(starts["time"].min()) if len(starts) else None if imported else meta.get("start_time")
+    )
     init = float(rank0["start"].min()) - t0 if len(rank0) and t0 else None
-    end = meta.get("end_time")
+    end = None if imported else meta.get("end_time")
     last = float(steps["end"].max()) if len(steps) else None
     final = end - last if end is not None and last is not None else None
     return _num(init), _num(final)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
+from stepscope.cli._import import add_parser as add_import_parser
 from stepscope.cli._profile import add_parsers as add_profiling_parsers
 from stepscope.cli._run import add_parser as add_run_parser
 from stepscope.cli._ui import add_parser as add_ui_parser
@@ -144,6 +145,7 @@ def parser() -> argparse.ArgumentParser:
     _add_export(sub)
     add_profiling_parsers(sub)
     add_ui_parser(sub)
+    add_import_parser(sub)
     return p
 
 

@@ -130,7 +130,9 @@ def _render_steps(st: StepsSummary) -> list[str]:
             f"  {phase:<6} {ph['count']:>7} steps   p50 {fmt_seconds(d['p50'])}"
             f"   p95 {fmt_seconds(d['p95'])}"
         )
-        split = "  ".join(f"{k} {100 * (v or 0):.1f}%" for k, v in ph["split"].items())
+        split = "  ".join(
+            f"{k} {'unknown' if v is None else f'{100 * v:.1f}%'}" for k, v in ph["split"].items()
+        )
         lines.append(f"         split: {split}")
     return [*lines, ""]
 

@@ -36,6 +36,12 @@ STEPS_SCHEMA = pa.schema(
 # by other tools, so no reader may require them (docs/format.md).
 AGENT_STEPS_SCHEMA = pa.schema([*STEPS_SCHEMA, pa.field("collective", pa.float32())])
 
+# Optional step columns of imported jobs (docs/sagemaker.md): the step as the source tool
+# recorded it, where its definition differs from ours (docs/format.md).
+IMPORTED_STEPS_SCHEMA = pa.schema(
+    [*STEPS_SCHEMA, pa.field("source_start", pa.float64()), pa.field("source_end", pa.float64())]
+)
+
 EVENTS_SCHEMA = pa.schema(
     [
         pa.field("time", pa.float64()),
@@ -93,6 +99,7 @@ OTHERS_SCHEMA = pa.schema(
     ]
 )
 
-# Unknown: the launcher was lost and how the training ended was not recorded
-JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped", "Unknown")
+# Unknown: the launcher was lost and how the training ended was not recorded;
+# Imported: written by `stepscope import` from another tool's output
+JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped", "Unknown", "Imported")
 HEARTBEAT_STALE_S = 30.0

@@ -71,6 +71,7 @@ def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: st
     )
     total = sum(totals.values()) or 1.0
     trows = [(p, fmt_duration(v), f"{100 * v / total:.1f}%") for p, v in totals.items()]
+    trows += [(p, "unknown", "unknown") for p in SPLIT if p not in totals]  # never measured
     return (
         "<h4>Split of a step</h4>"
         + chart(stacked, "Mean over ranks per step (mean per time bucket on long jobs).")

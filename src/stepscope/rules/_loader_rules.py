@@ -56,6 +56,7 @@ class DataLoaderWorkers(NodeRule):
             return Part(na_reason="no dataloader event: the DataLoader's settings are unknown")
         steps = train_steps(data.steps, self.p_int("skip_steps"))
         steps = steps[steps["rank"].isin(list(known))] if len(steps) else steps
+        steps = steps[steps["data_wait"].notna()] if len(steps) else steps  # unknown: not 0
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         workers = sum(f.workers or 0 for f in known.values())  # every rank's, on this node
@@ -82,7 +83,9 @@ class DataLoaderWorkers(NodeRule):
             return self._finding(rows, rank, share, what, "set num_workers")
         busy = sample_median(data.system, "proc_cpu", start, end)
         main = sample_median(data.system, "proc_cpu_main", start, end)
-        if busy is None or main is None:
+        if busy is None:  # no process CPU at all (an imported job): judge against the cores
+            return self._few_workers(data, rank, rows, facts, share, (start, end))
+        if main is None:
             return None  # the workers' CPU is unknown: DataLoading reports the wait
         per_worker = max(busy - main, 0.0) / workers
         if per_worker < float(self.p_float("worker_cpu_threshold")):
@@ -100,6 +103,30 @@ class DataLoaderWorkers(NodeRule):
             else "make the transforms cheaper: no core is idle"
         )
         return self._finding(rows, rank, share, what, fix)
+
+    def _few_workers(
+        self,
+        data: RuleInput,
+        rank: int,
+        rows: pd.DataFrame,
+        facts: RankFacts,
+        share: float,
+        span: tuple[float, float],
+    ) -> Finding | None:
+        """Without the workers' CPU: too few workers for the idle cores (the predecessor's
+        Dataloader finding); silent when the cores are busy or their use unknown."""
+        cpu = sample_median(data.system, "cpu", *span)
+        cores = node_cores(data, {rank: facts})
+        if not cores or cpu is None or not facts.workers or facts.workers >= cores:
+            return None
+        idle = cores * (1.0 - cpu / 100.0)
+        if idle < 1.0:
+            return None
+        what = (
+            f"with {facts.workers} worker(s) on {cores} cores, about {idle:.1f} idle (the "
+            "workers' own CPU was not recorded)"
+        )
+        return self._finding(rows, rank, share, what, "add workers, up to the idle cores")
 
     def _finding(self, rows: pd.DataFrame, rank: int, share: float, what: str, fix: str) -> Finding:
         threshold = float(self.p_float("threshold"))
@@ -139,6 +166,9 @@ class DataLoading(NodeRule):
     def check(self, data: RuleInput) -> Part:
         train = data.steps[data.steps["phase"] == "train"] if len(data.steps) else data.steps
         steps = train[train["step"] >= self.p_int("skip_steps")] if len(train) else train
+        if len(steps) and steps["data_wait"].isna().all():  # never measured (an import)
+            return Part(na_reason="the data wait of the steps was not recorded (unknown, not 0)")
+        steps = steps[steps["data_wait"].notna()] if len(steps) else steps
         if not len(steps):
             newest = int(train["step"].max()) if len(train) else None
             return Part(

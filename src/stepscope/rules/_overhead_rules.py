@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stepscope.jobfolder import STEP_PARTS
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
 from stepscope.rules._input import RuleInput
@@ -44,6 +45,11 @@ class PythonOverhead(NodeRule):
 
     def check(self, data: RuleInput) -> Part:
         steps = train_steps(data.steps, self.p_int("skip_steps"))
+        if len(steps):  # a part not measured (an imported job's optimizer) hides in 'other'
+            measured = steps[list(STEP_PARTS)].notna().all(axis=1)
+            if not measured.any():
+                return Part(na_reason="a part of the steps was not measured: 'other' holds it")
+            steps = steps[measured]
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         steps = steps.assign(win=steps["step"] // self.p_int("window"))

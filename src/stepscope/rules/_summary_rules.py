@@ -76,7 +76,11 @@ class OverallFrameworkMetrics(NodeRule):
             return Part(na_reason="no steps recorded yet")
         details: JsonObject = {}
         for phase, group in steps.groupby("phase"):
-            sums = {p: float(group[p].sum()) for p in (*STEP_PARTS, "other") if p in group}
+            sums = {  # a part never measured (an imported job's optimizer) is left out: unknown
+                p: float(group[p].sum())
+                for p in (*STEP_PARTS, "other")
+                if p in group and group[p].notna().any()
+            }
             details[str(phase)] = {
                 "steps": len(group),
                 "duration": float(group["duration"].sum()),
@@ -105,7 +109,9 @@ class OverallFrameworkMetrics(NodeRule):
         for phase, acc in sorted(totals.items(), reverse=True):
             total = acc.get("duration") or 0.0
             shares = ", ".join(
-                f"{k} {acc.get(k, 0.0) / total:.0%}" for k in (*STEP_PARTS, "other") if total
+                f"{k} {acc[k] / total:.0%}" if k in acc else f"{k} unknown"
+                for k in (*STEP_PARTS, "other")
+                if total
             )
             parts.append(f"{phase}: {int(acc['steps'])} steps, {total:.1f} s ({shares})")
         return "; ".join(parts) or "No steps."

@@ -1,0 +1,151 @@
+"""The predecessor's steps converted to stepscope's (docs/sagemaker.md, "Steps").
+
+Its step runs from the first forward to the last backward hook: no optimizer, no
+fetch of the next batch. Ours is a whole optimizer step: from where the previous
+step ended to the end of ``optimizer.step()``. Converted, step k starts at the
+fetch of its batch (the first ``GetNext`` after step k-1's end; the step's own start
+without one) and ends where step k+1 starts (the last step: at its own end), so the
+steps tile the loop as ours do. The predecessor's own span is kept in ``source_start``
+and ``source_end``. Parts never measured are null: ``data_wait`` without fetch events,
+``forward``/``backward`` without their events, ``optimizer`` always.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from stepscope.importers.sagemaker._trace import Span, Stream
+from stepscope.jobfolder import EVENTS_SCHEMA, IMPORTED_STEPS_SCHEMA
+
+Floats = npt.NDArray[np.float64]
+
+
+def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
+    """The rank's steps in stepscope's definition, sorted by start."""
+    pred = sorted(stream.steps, key=lambda s: (s.start, s.end))
+    n = len(pred)
+    starts = np.array([s.start for s in pred], np.float64)
+    ends = np.array([s.end for s in pred], np.float64)
+    begin = _begins(starts, ends, sorted(stream.fetches))
+    end = np.append(begin[1:], ends[-1:]) if n else ends
+    end = np.maximum(end, ends)  # overlapping source steps: never shorter than recorded
+    duration = end - begin
+    parts = {
+        "data_wait": _inside(stream.fetches, begin, end),
+        "forward": _inside(stream.forward, begin, end),
+        "backward": _inside(stream.backward, begin, end),
+        "optimizer": None,
+    }
+    known = sum((p for p in parts.values() if p is not None), np.zeros(n))
+    cols: dict[str, object] = {
+        "rank": np.full(n, rank, np.int32),
+        "local_rank": np.full(n, local_rank, np.int32),
+        "node": [node] * n,
+        "pid": np.full(n, pid, np.int32),
+        "phase": [s.phase for s in pred],
+        "step": np.array([s.step for s in pred], np.int64),
+        "start": begin,
+        "end": end,
+        "duration": duration.astype(np.float32),
+    }
+    for name, values in parts.items():
+        cols[name] = pa.nulls(n, pa.float32()) if values is None else values.astype(np.float32)
+    cols["other"] = np.maximum(duration - known, 0.0).astype(np.float32)
+    cols["profiled"] = np.zeros(n, bool)
+    for name in ("gpu_forward", "gpu_backward", "gpu_optimizer"):
+        cols[name] = pa.nulls(n, pa.float32())
+    cols["source_start"], cols["source_end"] = starts, ends
+    return pa.table(cols, schema=IMPORTED_STEPS_SCHEMA)
+
+
+def _begins(starts: Floats, ends: Floats, fetches: list[Span]) -> Floats:
+    """Each step's start: the first fetch after the previous step's end, if any."""
+    begin = starts.copy()
+    if not fetches:
+        return begin
+    fs = np.array([f[0] for f in fetches], np.float64)
+    prev_end = np.append(-np.inf, ends[:-1])
+    first = np.searchsorted(fs, prev_end, side="right")  # first fetch after the previous end
+    has = (first < len(fs)) & (fs[np.minimum(first, len(fs) - 1)] <= starts)
+    begin[has] = fs[first[has]]
+    return begin
+
+
+def _inside(spans: list[Span], begin: Floats, end: Floats) -> Floats | None:
+    """Per step, the time covered by ``spans`` inside it (nested spans counted once);
+    None when the stream has no such span at all (never measured, not zero)."""
+    if not spans:
+        return None
+    merged: list[list[float]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    arr = np.array(merged, np.float64)
+    out = np.zeros(len(begin))
+    lo = np.searchsorted(arr[:, 1], begin, side="right")
+    hi = np.searchsorted(arr[:, 0], end, side="left")
+    for i in range(len(begin)):  # a step holds few spans: the loop is over steps only
+        seg = arr[lo[i] : hi[i]]
+        if len(seg):
+            out[i] = float(
+                (np.minimum(seg[:, 1], end[i]) - np.maximum(seg[:, 0], begin[i])).clip(0).sum()
+            )
+    return out
+
+
+def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
+    """The rank's data loader settings (``dataloader``) and worker events
+    (``dataloader_worker``), with the loader's settings under our names."""
+    rows: list[tuple[float, str, str]] = []
+    for time, args in stream.loaders:
+        rows.append((time, "dataloader", json.dumps(loader_detail(args), sort_keys=True)))
+    for time, dur, args in stream.workers:
+        detail = {"worker_id": _int(args.get("worker_id")), "duration": dur,
+                  "pid": _int(args.get("pid")), "source": "sagemaker"}  # fmt: skip
+        rows.append((time, "dataloader_worker", json.dumps(detail, sort_keys=True)))
+    rows.sort()
+    n = len(rows)
+    return pa.table(
+        {
+            "time": [r[0] for r in rows],
+            "rank": [rank] * n,
+            "local_rank": [local_rank] * n,
+            "node": [node] * n,
+            "pid": [pid] * n,
+            "kind": [r[1] for r in rows],
+            "detail": [r[2] for r in rows],
+        },
+        schema=EVENTS_SCHEMA,
+    )
+
+
+def loader_detail(args: dict[str, object]) -> dict[str, object]:
+    """A ``dataloader`` event's detail from the predecessor's iterator arguments."""
+    keys = ("num_workers", "batch_size", "prefetch_factor", "persistent_workers", "pin_memory")
+    detail: dict[str, object] = {k: _plain(args.get(k)) for k in keys}
+    detail["iterator"] = args.get("iterator")
+    detail["source"] = "sagemaker"
+    return detail
+
+
+def _plain(value: object) -> object:
+    """The predecessor writes settings as strings ("4", "True"): back to numbers/bools."""
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("true", "false"):
+            return low == "true"
+        return _int(value)
+    return value
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None
