@@ -8,11 +8,15 @@ filters (time window, IN-lists) the reader pushes down into it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from stepscope.store import Store, read_tables
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow.parquet as pq
 
 #: A value bound to a ``?`` of a reader query (a time bound, a rank, a node, a phase).
 Param = float | int | str
@@ -64,3 +68,24 @@ def register_segments(
         # An empty job still gets a view, so queries return typed empty frames.
         table = schema.empty_table()
     con.register(view, table)
+
+
+def read_stream(store: Store, prefix: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """The segments under ``prefix`` as one table (union by name), only ``columns`` if
+    given: read by pyarrow alone, file by file (no DuckDB, no pandas)."""
+    import pyarrow.parquet as pq
+
+    keys = store.list(prefix, suffix=".parquet")
+    if store.is_local:
+        tables = [_columns_of(pq.ParquetFile(store.path(k)), columns) for k in keys]
+    else:
+        tables = [_columns_of(pq.ParquetFile(pa.BufferReader(b)), columns)
+                  for b in store.read_many(keys)]  # fmt: skip
+    if not tables:
+        return pa.table({c: pa.array([], pa.null()) for c in columns or ()})
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _columns_of(file: pq.ParquetFile, columns: Sequence[str] | None) -> pa.Table:
+    names = file.schema_arrow.names
+    return file.read(None if columns is None else [c for c in columns if c in names])
