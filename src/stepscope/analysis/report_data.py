@@ -182,5 +182,3 @@ def rank_rules(results: Iterable[RuleVerdict]) -> list[RuleVerdict]:
         return order, -_max_severity(r), -(finite(r.get("triggers")) or 0), str(r.get("rule"))
 
     return [r.copy() for r in sorted(results, key=key)]
-
-
