@@ -95,6 +95,29 @@ def test_show_initialization_is_within_the_job(
     assert summary["init_seconds"] <= summary["duration_seconds"] == 20.0
 
 
+@pytest.mark.parametrize("kind", ["float32", "float64", "int32", "int64", "bool", "null"])
+def test_show_reads_numbers_from_arrow_buffers_as_arrow_does(kind: str) -> None:
+    """`show` reads Arrow buffers itself (pyarrow's to_numpy imports pandas): nulls,
+    slices (an offset into the buffers) and chunks must come out as pyarrow gives them."""
+    import numpy as np
+    import pyarrow as pa
+
+    from stepscope.analysis._arrow import Columns
+
+    values = [1.5, None, 3.0, 4.0, None, 6.0, 7.0, 8.0, 9.0, 10.0] * 3
+    if kind == "null":
+        values = [None] * 30
+    elif kind.startswith("int") or kind == "bool":
+        values = [None if v is None else int(v) for v in values]
+        values = [v % 2 == 1 if kind == "bool" and v is not None else v for v in values]
+    array = pa.array(values, type=getattr(pa, "bool_" if kind == "bool" else kind)())
+    chunked = pa.chunked_array([array.slice(3, 11), array.slice(17, 9)])
+    got = Columns(pa.table({"x": chunked})).floats("x")
+    want = np.array([np.nan if v is None else float(v) for v in chunked.to_pylist()])
+    np.testing.assert_array_equal(got, want)
+    assert Columns(pa.table({"x": chunked})).floats("absent").shape == (20,)
+
+
 # -- report ----------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, SupportsFloat, TypedDict
 
 import numpy as np
 
+from stepscope.analysis._arrow import Columns
 from stepscope.analysis._plain import read_rules
 from stepscope.analysis.diagnosis import JobFacts, diagnose_verdicts, wall_seconds
 from stepscope.analysis.diagnosis_text import ChecksJson, EntryJson
@@ -22,7 +23,6 @@ from stepscope.jobfolder import STEP_PARTS, JobJson, JsonObject
 
 if TYPE_CHECKING:
     import numpy.typing as npt
-    import pyarrow as pa
 
     from stepscope.read import Job
 
@@ -100,49 +100,6 @@ class JobSummary(TypedDict):
     profiling: list[JsonObject]
     diagnosis: list[EntryJson]
     diagnosis_checks: ChecksJson
-
-
-# Arrow's own to_numpy() imports pandas (~0.25 s): numbers are read from the buffers.
-_NUMERIC = {"float": np.float32, "double": np.float64, "int32": np.int32, "int64": np.int64}
-
-
-def _floats(array: pa.Array) -> FloatArray:
-    """A numeric Arrow array as float64, NaN for nulls (other types through Python)."""
-    kind = _NUMERIC.get(str(array.type))
-    if kind is None or not len(array):
-        return np.array(array.to_pylist(), dtype=np.float64).reshape(len(array))
-    validity, data = array.buffers()[:2]
-    values = np.frombuffer(
-        data, dtype=kind, count=len(array), offset=array.offset * np.dtype(kind).itemsize
-    )
-    out = values.astype(np.float64)
-    if array.null_count and validity is not None:
-        bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-        out[bits[array.offset : array.offset + len(array)] == 0] = np.nan
-    return out
-
-
-class Columns:
-    """Columns of one stream as numpy arrays: floats with NaN for nulls (all NaN for a
-    column the job lacks), strings as objects."""
-
-    def __init__(self, table: pa.Table) -> None:
-        self.table = table
-        self.names: list[str] = table.column_names
-        self.rows: int = table.num_rows
-
-    def floats(self, name: str) -> FloatArray:
-        if name not in self.names:
-            return np.full(self.rows, np.nan)
-        chunks = [_floats(c) for c in self.table.column(name).chunks]
-        return np.concatenate(chunks) if chunks else np.zeros(0)
-
-    def strings(self, name: str) -> npt.NDArray[np.object_]:
-        if name not in self.names:
-            return np.full(self.rows, None, dtype=object)
-        out = np.empty(self.rows, dtype=object)
-        out[:] = self.table.column(name).to_pylist()
-        return out
 
 
 def _num(x: SupportsFloat | None) -> float | None:
