@@ -7,7 +7,8 @@ Writes a folder of 13 small synthetic jobs (stepscope.testing), extracts the bas
 commit's ``src`` (``git archive``) next to it, then times each command as a fresh
 process (what a user waits for), the two codes interleaved run by run and in
 alternating order, so that a change of the machine's load hits both alike.
-Prints the median and the 10th-90th percentile of each, in seconds. The agent's
+Prints the median and the 10th-90th percentile of each, in seconds, of wall
+time and of CPU time (user + system: less moved by other processes' load). The agent's
 start-up in a training process (``import stepscope.agent.bootstrap``, what the
 injected sitecustomize imports) is timed the same way: it must not grow.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,11 +58,15 @@ def write_jobs(out: Path, count: int) -> None:
         write_synthetic_job(str(out / spec.name), spec)
 
 
-def timed(src: Path, argv: list[str]) -> float:
+def timed(src: Path, argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of ``argv``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def spread(xs: list[float]) -> str:
@@ -86,16 +92,25 @@ def main() -> None:
             "--help": [*cli, "--help"],
             "agent start-up import": [sys.executable, "-c", "import stepscope.agent.bootstrap"],
         }
-        times: dict[tuple[str, str], list[float]] = {}
+        wall: dict[tuple[str, str], list[float]] = {}
+        cpu: dict[tuple[str, str], list[float]] = {}
+        load = [os.getloadavg()[0]]
         for run in range(args.runs):
             for name, argv in commands.items():
                 order = list(sides) if run % 2 == 0 else list(sides)[::-1]
                 for side in order:
-                    times.setdefault((name, side), []).append(timed(sides[side], argv))
-        print(f"{args.runs} interleaved runs; median (p10-p90) seconds; load {os.getloadavg()}")
-        print(f"| command | new | base ({args.base}) |\n|---|---|---|")
+                    w, c = timed(sides[side], argv)
+                    wall.setdefault((name, side), []).append(w)
+                    cpu.setdefault((name, side), []).append(c)
+            load.append(os.getloadavg()[0])
+        print(f"{args.runs} interleaved runs, median (p10-p90) seconds; load average "
+              f"{min(load):.1f}-{max(load):.1f} on {os.cpu_count()} cores")  # fmt: skip
+        print(f"| command | wall, new | wall, base ({args.base}) | CPU, new | CPU, base |")
+        print("|---|---|---|---|---|")
         for name in commands:
-            print(f"| `{name}` | {spread(times[name, 'new'])} | {spread(times[name, 'base'])} |")
+            new, base = (name, "new"), (name, "base")
+            print(f"| `{name}` | {spread(wall[new])} | {spread(wall[base])} "
+                  f"| {spread(cpu[new])} | {spread(cpu[base])} |")  # fmt: skip
 
 
 if __name__ == "__main__":
