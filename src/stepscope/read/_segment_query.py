@@ -16,7 +16,6 @@ from stepscope.store import Store, read_tables
 
 if TYPE_CHECKING:
     import duckdb
-    import pyarrow.parquet as pq
 
 #: A value bound to a ``?`` of a reader query (a time bound, a rank, a node, a phase).
 Param = float | int | str
@@ -77,15 +76,15 @@ def read_stream(store: Store, prefix: str, columns: Sequence[str] | None = None)
 
     keys = store.list(prefix, suffix=".parquet")
     if store.is_local:
-        tables = [_columns_of(pq.ParquetFile(store.path(k)), columns) for k in keys]
+        sources: list[str | pa.BufferReader] = [store.path(k) for k in keys]
     else:
-        tables = [_columns_of(pq.ParquetFile(pa.BufferReader(b)), columns)
-                  for b in store.read_many(keys)]  # fmt: skip
+        sources = [pa.BufferReader(b) for b in store.read_many(keys)]
+    tables = []
+    for source in sources:
+        with pq.ParquetFile(source) as file:
+            names = file.schema_arrow.names
+            wanted = None if columns is None else [c for c in columns if c in names]
+            tables.append(file.read(wanted))
     if not tables:
         return pa.table({c: pa.array([], pa.null()) for c in columns or ()})
     return pa.concat_tables(tables, promote_options="default")
-
-
-def _columns_of(file: pq.ParquetFile, columns: Sequence[str] | None) -> pa.Table:
-    names = file.schema_arrow.names
-    return file.read(None if columns is None else [c for c in columns if c in names])
