@@ -118,6 +118,21 @@ def test_show_reads_numbers_from_arrow_buffers_as_arrow_does(kind: str) -> None:
     assert Columns(pa.table({"x": chunked})).floats("absent").shape == (20,)
 
 
+@pytest.mark.parametrize("damage", [b"", b"PAR1 not parquet", "truncated"])
+def test_show_and_ls_leave_out_a_segment_they_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: bytes | str
+) -> None:
+    """`show` and `ls` read segments without DuckDB: a damaged one is skipped, not fatal."""
+    job = _job(tmp_path)
+    good = sorted((job / "steps/rank-0").glob("part-*.parquet"))[0]
+    bad = good.with_name("part-9999999999999-1-00000.parquet")
+    bad.write_bytes(good.read_bytes()[:100] if damage == "truncated" else bytes(damage))
+    assert main(["show", "--json", str(job)]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"]["count"] == 30
+    assert main(["ls", "--json", str(tmp_path)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["steps"] == 30
+
+
 # -- report ----------------------------------------------------------------------------
 
 

@@ -21,15 +21,19 @@ _NUMERIC = {"float": np.float32, "double": np.float64, "int32": np.int32, "int64
 
 
 def _floats(array: pa.Array) -> FloatArray:
-    """A numeric Arrow array as float64, NaN for nulls (other types through Python)."""
+    """A numeric Arrow array as float64, NaN for nulls and infinities (other types
+    through Python)."""
     kind = _NUMERIC.get(str(array.type))
     if kind is None or not len(array):
-        return np.array(array.to_pylist(), dtype=np.float64).reshape(len(array))
+        out: FloatArray = np.array(array.to_pylist(), dtype=np.float64).reshape(len(array))
+        out[~np.isfinite(out)] = np.nan
+        return out
     validity, data = array.buffers()[:2]
     values = np.frombuffer(
         data, dtype=kind, count=len(array), offset=array.offset * np.dtype(kind).itemsize
     )
     out = values.astype(np.float64)
+    out[~np.isfinite(out)] = np.nan  # infinities are no measurement either
     if array.null_count and validity is not None:
         bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
         out[bits[array.offset : array.offset + len(array)] == 0] = np.nan

@@ -113,13 +113,19 @@ class Job:
             self._db = duckdb.connect()
         return self._db
 
-    def arrow(self, prefix: str, columns: Sequence[str] | None = None) -> pa.Table:
+    def arrow(
+        self,
+        prefix: str,
+        columns: Sequence[str] | None = None,
+        on_skip: Callable[[str, str], None] | None = None,
+    ) -> pa.Table:
         """The segments under ``prefix`` (``steps/rank-0``, ``system``...) as one Arrow
         table, union by column name; only ``columns`` when given (those a segment lacks
-        are left out). No DuckDB nor pandas: for answers that need a few columns."""
+        are left out). No DuckDB nor pandas: for answers that need a few columns. A
+        segment that cannot be read is left out and given to ``on_skip`` (key, why)."""
         from stepscope.read._segment_query import read_stream
 
-        return read_stream(self.store, prefix, columns)
+        return read_stream(self.store, prefix, columns, on_skip)
 
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Param], order: str
