@@ -9,6 +9,7 @@ import pstats
 import sys
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ MLP = str(SCRIPTS / "mlp.py")
 
 
 @pytest.fixture(scope="module")
-def default_windows(tmp_path_factory: pytest.TempPathFactory) -> stepscope.Job:
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``FrameworkProfile()`` with no argument: the seed's default windows, on a real run."""
     from conftest import stepscope_run
 
@@ -37,7 +38,22 @@ def default_windows(tmp_path_factory: pytest.TempPathFactory) -> stepscope.Job:
     run = stepscope_run(tmp, [MLP, "--steps", "16"], "--no-rules", "--config", str(config))
     assert run.code == 0, run.stderr
     assert run.result()["steps"] == 16
-    return stepscope.open(run.job_path)
+    return run
+
+
+@pytest.fixture(scope="module")
+def default_windows(default_run: Any) -> stepscope.Job:
+    return stepscope.open(default_run.job_path)
+
+
+@pytest.mark.process
+def test_the_profilers_print_nothing_on_the_trainings_stderr(default_run: Any) -> None:
+    """torch's profiler prints USDT lines at each start and stop; not under stepscope."""
+    assert "detailed" in {
+        r["kind"] for r in stepscope.open(default_run.job_path).profiling_artifacts()
+    }
+    assert "USDT" not in default_run.stderr and "profiler_start" not in default_run.stderr
+    assert "Traceback" not in default_run.stderr
 
 
 def _by_kind(job: stepscope.Job) -> dict[str, list[dict]]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from stepscope.analysis._plain import finite
 from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
 from stepscope.analysis.diagnosis_text import (
     CheckJson,
@@ -28,8 +28,10 @@ from stepscope.analysis.diagnosis_text import (
     label,
     percent_text,
 )
-from stepscope.analysis.report_data import finite
 from stepscope.jobfolder import FindingJson, JobJson, RuleVerdict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ISSUE = "IssuesFound"
 
@@ -51,10 +53,15 @@ class JobFacts:
     step_seconds: float | None = None
 
 
+def wall_seconds(meta: JobJson, now: float) -> float | None:
+    """The job's duration so far: its end (or ``now``) minus its start; None without one."""
+    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
+    return None if start is None else (end if end is not None else now) - start
+
+
 def job_facts(meta: JobJson, steps: pd.DataFrame, now: float) -> JobFacts:
     """The facts of a job from its ``job.json`` and its steps frame (any ranks)."""
-    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
-    wall = None if start is None else (end if end is not None else now) - start
+    wall = wall_seconds(meta, now)
     train = steps[steps["phase"] == "train"] if len(steps) else steps
     if not len(train):
         return JobFacts(wall, None)

@@ -7,21 +7,42 @@ use it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def per_core_columns(columns: Iterable[str]) -> int:
+    """How many per-core CPU columns (``cpu0``, ``cpu1``...) a system frame has."""
+    return sum(1 for c in columns if c[3:].isdigit() and c.startswith("cpu"))
+
+
+def others_cpu_values(cpu: FloatArray, proc_cpu: FloatArray, cores: float) -> FloatArray:
+    """The one formula: node CPU (% of all cores) minus the job's (``proc_cpu``, % of
+    one core summed, over ``cores``), never negative; NaN where either is missing."""
+    others: FloatArray = np.clip(cpu - proc_cpu / cores, 0.0, None)
+    return others
 
 
 def others_cpu(rows: pd.DataFrame, cores: float | None = None) -> pd.Series | None:
     """The CPU of the node's other processes, % of all cores: node CPU minus the job's
     (``proc_cpu`` is % of one core, summed). ``cores`` defaults to the per-core columns'
     count; None without the columns or a core count. HostContention uses it too."""
-    cores = cores or sum(1 for c in rows.columns if c[3:].isdigit() and c.startswith("cpu"))
+    import pandas as pd
+
+    cores = cores or per_core_columns(rows.columns)
     if not cores or "cpu" not in rows or "proc_cpu" not in rows:
         return None
-    job = rows["proc_cpu"].astype("float64") / cores
-    others = (rows["cpu"].astype("float64") - job).clip(lower=0.0)
+    values = others_cpu_values(
+        rows["cpu"].to_numpy(np.float64), rows["proc_cpu"].to_numpy(np.float64), cores
+    )
+    others = pd.Series(values, index=rows.index)
     return others if others.notna().any() else None
 
 

@@ -8,19 +8,18 @@ The dashboard shows its rules and splits through the same functions.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, SupportsFloat, TypedDict
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from stepscope.jobfolder import STEP_PARTS, JobJson, RuleVerdict, as_rule_verdict
-
-if TYPE_CHECKING:
-    from stepscope.read import Job
+# finite and read_rules live in ._plain (show needs them without numpy or pandas)
+from stepscope.analysis._plain import finite as finite
+from stepscope.analysis._plain import read_rules as read_rules
+from stepscope.jobfolder import STEP_PARTS, JobJson, RuleVerdict
 
 SPLIT = (*STEP_PARTS, "other")
 ID_COLUMNS = ("time", "node", "interval_ms")
@@ -74,14 +73,6 @@ def metric_unit(name: str) -> str:
         if pattern.search(name):
             return unit
     return "%"
-
-
-def finite(x: SupportsFloat | None) -> float | None:
-    """A float, or None for missing and NaN values."""
-    if x is None:
-        return None
-    f = float(x)
-    return None if math.isnan(f) else f
 
 
 def lifecycle(meta: JobJson, steps: pd.DataFrame, events: pd.DataFrame) -> Lifecycle:
@@ -194,17 +185,3 @@ def rank_rules(results: Iterable[RuleVerdict]) -> list[RuleVerdict]:
         return order, -_max_severity(r), -(finite(r.get("triggers")) or 0), str(r.get("rule"))
 
     return [r.copy() for r in sorted(results, key=key)]
-
-
-def read_rules(job: Job) -> list[RuleVerdict]:
-    """The rule results under ``rules/*.json``; unreadable files are skipped."""
-    results: list[RuleVerdict] = []
-    for key in job.store.list("rules", suffix=".json"):
-        try:
-            data = job.store.read_json(key)
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            data.setdefault("rule", key.rsplit("/", 1)[-1][: -len(".json")])
-            results.append(as_rule_verdict(data, key))
-    return results

@@ -6,9 +6,8 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from stepscope.cli._import import add_parser as add_import_parser
 from stepscope.cli._profile import add_parsers as add_profiling_parsers
@@ -21,37 +20,10 @@ if TYPE_CHECKING:
     from stepscope.read import Job
 
 
-class LsRow(TypedDict):
-    """One job of ``stepscope ls`` (``--json`` prints a list of these)."""
-
-    name: str
-    path: str
-    status: str
-    start_time: float | None
-    duration_seconds: float
-    steps: int
-
-
 def cmd_ls(args: argparse.Namespace) -> int:
-    from stepscope.cli._text import render_ls
-    from stepscope.read import list_jobs
+    from stepscope.cli._ls import ls_text
 
-    rows: list[LsRow] = []
-    for job in list_jobs(args.output):
-        meta = job.meta
-        end = meta.get("end_time") or time.time()
-        n = job.sql("SELECT count(*) AS n FROM steps WHERE phase = 'train' AND rank = 0")
-        rows.append(
-            {
-                "name": meta["name"],
-                "path": job.path,
-                "status": meta["status"],
-                "start_time": meta.get("start_time"),
-                "duration_seconds": end - meta.get("start_time", end),
-                "steps": int(n["n"].iloc[0]),
-            }
-        )
-    print(json.dumps(rows, indent=1) if args.json else render_ls(rows))
+    print(ls_text(args.output, args.json))
     return 0
 
 
@@ -156,19 +128,36 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit:  # --help, --version, a usage error: argparse printed it
+        _flush_quietly()
+        raise
     fn: Callable[[argparse.Namespace], int] = args.fn
     try:
-        return fn(args)
+        code = fn(args)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return code
     except StepscopeError as exc:  # usage, config, job folder, store: one line, exit 2
         print(f"stepscope: error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         return _missing_extra(exc)
     except BrokenPipeError:  # `stepscope show JOB | head`: the reader has what it wanted
-        # Python would report the pipe again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return 141  # the shell's code for a process ended by SIGPIPE
+
+
+def _silence_stdout() -> None:
+    """Python would report the closed pipe again when it flushes stdout at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _flush_quietly() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> int:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 
+from stepscope.cli._preflight import check_command, check_output, check_rules
 from stepscope.config import DEFAULT_OUTPUT, StepscopeConfig
-from stepscope.errors import UsageError
+from stepscope.errors import ConfigError, UsageError
 from stepscope.launch import add_options as add_torchrun_options
 
 
@@ -33,11 +33,21 @@ def job_name(command: list[str]) -> str:
     return f"{script}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+# The options of `run` that resolve_config takes as arguments, by their key there.
+_FLAGS = {"output": "-o/--output", "job": "--job", "interval_ms": "--interval-ms"}
+
+
 def _resolve(args: argparse.Namespace) -> StepscopeConfig:
     from stepscope.config import resolve_config
 
     given = {"output": args.output, "job": args.job, "interval_ms": args.interval_ms}
-    return resolve_config(args.config, env=os.environ, args=given)
+    try:
+        return resolve_config(args.config, env=os.environ, args=given)
+    except ConfigError as exc:
+        for key, flag in _FLAGS.items():  # name the flag the user typed, not the key
+            if exc.where == f"argument {key}={given[key]!r}":
+                raise UsageError(f"{flag} {given[key]}: {exc.message}") from None
+        raise
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -49,11 +59,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise UsageError("no command to run. Usage: stepscope run [OPTIONS] -- python train.py")
     named, (command, plan) = command, prepare(args, command)
-    if shutil.which(command[0]) is None:
-        raise UsageError(f"command not found: {command[0]!r}. Check the name and your PATH.")
+    check_command(command[0])
     cfg = _resolve(args)
     if cfg.rules and not args.no_rules:
-        _check_rules(list(cfg.rules))
+        check_rules(list(cfg.rules))
     if cfg.profiler.disable_profiler:
         print("stepscope: disable_profiler is set: running the command unwatched", file=sys.stderr)
         import subprocess
@@ -61,6 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return subprocess.call(command)
     name = cfg.job.name or job_name(named)
     output = cfg.job.output or DEFAULT_OUTPUT
+    check_output(output, name)
     if plan is None or not plan.multi_node:  # the nodes of a torchrun job share the folder
         _refuse_existing(output, name)
     spec = RunSpec(
@@ -72,20 +82,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         rules=not args.no_rules,
     )
     return run(spec if plan is None else attach(spec, plan))
-
-
-def _check_rules(rules: list[dict[str, object]]) -> None:
-    """The job's own ``[[rules]]`` built once before anything starts (stepscope.rules.check:
-    a process of its own, so the launcher stays free of pandas and DuckDB)."""
-    import json
-    import subprocess
-
-    cmd = [sys.executable, "-m", "stepscope.rules.check", "--base-dir", os.getcwd()]
-    done = subprocess.run(cmd, input=json.dumps(rules, default=str), capture_output=True, text=True)
-    if done.returncode == 2:
-        raise UsageError(f"{done.stderr.strip()} No job was started.")
-    if done.returncode != 0:  # the check itself broke: the live runner will say more
-        print(f"stepscope: the rules could not be checked: {done.stderr.strip()}", file=sys.stderr)
 
 
 def _refuse_existing(output: str, name: str) -> None:

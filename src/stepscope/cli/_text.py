@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from stepscope.analysis.diagnosis_text import EntryJson
     from stepscope.analysis.summary import JobSummary, Quantiles, StepsSummary, SystemSummary
-    from stepscope.cli._main import LsRow
+    from stepscope.cli._ls import LsRow
 
 DIAGNOSIS_SHOWN = 3  # problems on the first screen; show --json and the report have all
 FIX_CHARS = 110

@@ -13,7 +13,15 @@ It imports nothing of stepscope but :mod:`stepscope.errors` and
 settings). I/O goes through :class:`FolderIO`, the few methods of a store it needs.
 """
 
+from typing import TYPE_CHECKING
+
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._constants import (
+    FORMAT_VERSION,
+    HEARTBEAT_STALE_S,
+    JOB_STATUSES,
+    STEP_PARTS,
+)
 from stepscope.jobfolder._faults import FaultLog
 from stepscope.jobfolder._json import (
     ClockReference,
@@ -54,27 +62,53 @@ from stepscope.jobfolder._requests import (
     describe,
     parse_request,
 )
-from stepscope.jobfolder._schemas import (
-    AGENT_STEPS_SCHEMA,
-    EVENTS_SCHEMA,
-    FORMAT_VERSION,
-    HEARTBEAT_STALE_S,
-    IMPORTED_STEPS_SCHEMA,
-    JOB_STATUSES,
-    OTHERS_SCHEMA,
-    STEP_PARTS,
-    STEPS_SCHEMA,
-    SYSTEM_BASE_SCHEMA,
-    SYSTEM_PRESSURE_SCHEMA,
-    SYSTEM_SCHEMA,
-)
-from stepscope.jobfolder._tensors import (
-    INDEX_SCHEMA,
-    SCALARS_SCHEMA,
-    VALUE_KEY,
-    blob_name,
-    rank_prefix,
-)
+
+# The Arrow schemas and the tensors' names are resolved on first use: importing
+# pyarrow costs ~0.1 s, which `stepscope ls`, `--help` and `run` need not pay.
+_LAZY = {
+    "AGENT_STEPS_SCHEMA": "_schemas",
+    "EVENTS_SCHEMA": "_schemas",
+    "IMPORTED_STEPS_SCHEMA": "_schemas",
+    "OTHERS_SCHEMA": "_schemas",
+    "STEPS_SCHEMA": "_schemas",
+    "SYSTEM_BASE_SCHEMA": "_schemas",
+    "SYSTEM_PRESSURE_SCHEMA": "_schemas",
+    "SYSTEM_SCHEMA": "_schemas",
+    "INDEX_SCHEMA": "_tensors",
+    "SCALARS_SCHEMA": "_tensors",
+    "VALUE_KEY": "_tensors",
+    "blob_name": "_tensors",
+    "rank_prefix": "_tensors",
+}
+
+if TYPE_CHECKING:
+    from stepscope.jobfolder._schemas import (
+        AGENT_STEPS_SCHEMA,
+        EVENTS_SCHEMA,
+        IMPORTED_STEPS_SCHEMA,
+        OTHERS_SCHEMA,
+        STEPS_SCHEMA,
+        SYSTEM_BASE_SCHEMA,
+        SYSTEM_PRESSURE_SCHEMA,
+        SYSTEM_SCHEMA,
+    )
+    from stepscope.jobfolder._tensors import (
+        INDEX_SCHEMA,
+        SCALARS_SCHEMA,
+        VALUE_KEY,
+        blob_name,
+        rank_prefix,
+    )
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stepscope.jobfolder' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"stepscope.jobfolder.{module}"), name)
+
 
 __all__ = [
     "AGENT_STEPS_SCHEMA",

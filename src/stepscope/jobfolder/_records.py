@@ -15,8 +15,8 @@ from typing import Protocol, Unpack
 
 from stepscope.errors import FormatVersionError, JobNotFoundError
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._constants import FORMAT_VERSION, HEARTBEAT_STALE_S
 from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
-from stepscope.jobfolder._schemas import FORMAT_VERSION, HEARTBEAT_STALE_S
 
 # Bytes kept in job.json and small records (heartbeats, ranks) for a rewrite in
 # place when the disk is full (Store.write_json's ``reserve``): job.json's end,

@@ -1,10 +1,33 @@
-"""Arrow schemas of the job folder's row streams (docs/format.md is the spec)."""
+"""Arrow schemas of the job folder's row streams (docs/format.md is the spec).
+
+Imported on first use of a schema (``stepscope.jobfolder`` resolves these names
+lazily): the constants that need no pyarrow live in :mod:`._constants`.
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT_VERSION = 1
+from stepscope.jobfolder._constants import (
+    FORMAT_VERSION,
+    HEARTBEAT_STALE_S,
+    JOB_STATUSES,
+    STEP_PARTS,
+)
+
+__all__ = [
+    "AGENT_STEPS_SCHEMA",
+    "EVENTS_SCHEMA",
+    "FORMAT_VERSION",
+    "HEARTBEAT_STALE_S",
+    "JOB_STATUSES",
+    "OTHERS_SCHEMA",
+    "STEPS_SCHEMA",
+    "STEP_PARTS",
+    "SYSTEM_BASE_SCHEMA",
+    "SYSTEM_PRESSURE_SCHEMA",
+    "SYSTEM_SCHEMA",
+]
 
 _IDENTITY = [
     pa.field("rank", pa.int32()),
@@ -12,8 +35,6 @@ _IDENTITY = [
     pa.field("node", pa.string()),
     pa.field("pid", pa.int32()),
 ]
-
-STEP_PARTS = ("data_wait", "forward", "backward", "optimizer")
 
 STEPS_SCHEMA = pa.schema(
     [
@@ -98,8 +119,3 @@ OTHERS_SCHEMA = pa.schema(
         pa.field("cpu", pa.float32()),
     ]
 )
-
-# Unknown: the launcher was lost and how the training ended was not recorded;
-# Imported: written by `stepscope import` from another tool's output
-JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped", "Unknown", "Imported")
-HEARTBEAT_STALE_S = 30.0

@@ -7,9 +7,15 @@ segments), tensors (:class:`Tensors`), faults and profiling artifacts. It never
 imports the code that writes a job.
 """
 
+from typing import TYPE_CHECKING
+
 from stepscope.errors import JobNotFoundError
 from stepscope.read._job import Job, list_jobs, open
-from stepscope.read._tensors import RawTensor, Tensor, Tensors, TensorValue, np_reduce
+
+if TYPE_CHECKING:
+    from stepscope.read._tensors import RawTensor, Tensor, Tensors, TensorValue, np_reduce
+
+_TENSORS = ("RawTensor", "Tensor", "TensorValue", "Tensors", "np_reduce")
 
 __all__ = [
     "Job",
@@ -22,3 +28,12 @@ __all__ = [
     "np_reduce",
     "open",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The tensors' reader (numpy, pandas, pyarrow) only when asked for.
+    if name not in _TENSORS:
+        raise AttributeError(f"module 'stepscope.read' has no attribute {name!r}")
+    from stepscope.read import _tensors
+
+    return getattr(_tensors, name)

@@ -3,7 +3,8 @@
 Reads exactly what docs/format.md describes, from any store (local folder,
 ``memory://``, ``s3://``), while the job runs or after it ended. Queries run
 in DuckDB over the job's Parquet segments, with time-window and rank/node
-selection pushed down.
+selection pushed down. DuckDB, pandas and pyarrow are imported on first query, so
+that listing jobs and reading their metadata costs none of them.
 """
 
 from __future__ import annotations
@@ -13,15 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import duckdb
-import pandas as pd
-import pyarrow as pa
-
 from stepscope.jobfolder import (
-    EVENTS_SCHEMA,
-    OTHERS_SCHEMA,
-    STEPS_SCHEMA,
-    SYSTEM_BASE_SCHEMA,
     JobJson,
     JsonObject,
     NodeInfo,
@@ -33,10 +26,14 @@ from stepscope.jobfolder import (
     read_all,
     read_meta,
 )
-from stepscope.read._segment_query import Param, register_segments, where_clause
 from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+    from stepscope.read._segment_query import Param
     from stepscope.read._tensors import Tensors
 
 
@@ -49,7 +46,7 @@ class Job:
         self.path = store.url
         # job.json as opened (no job.json, or a newer format: a clear error now)
         self._opened = read_meta(store)
-        self._con = duckdb.connect()
+        self._db: duckdb.DuckDBPyConnection | None = None
 
     def __repr__(self) -> str:
         return f"<Job {self.name!r} {self.status} at {self.path}>"
@@ -113,9 +110,34 @@ class Job:
         return sorted(out, key=_window_order)
 
     # -- row streams ------------------------------------------------------------
+    @property
+    def _con(self) -> duckdb.DuckDBPyConnection:
+        """The job's DuckDB connection, opened by the first query."""
+        if self._db is None:
+            import duckdb
+
+            self._db = duckdb.connect()
+        return self._db
+
+    def arrow(
+        self,
+        prefix: str,
+        columns: Sequence[str] | None = None,
+        on_skip: Callable[[str, str], None] | None = None,
+    ) -> pa.Table:
+        """The segments under ``prefix`` (``steps/rank-0``, ``system``...) as one Arrow
+        table, union by column name; only ``columns`` when given (those a segment lacks
+        are left out). No DuckDB nor pandas: for answers that need a few columns. A
+        segment that cannot be read is left out and given to ``on_skip`` (key, why)."""
+        from stepscope.read._segment_query import read_stream
+
+        return read_stream(self.store, prefix, columns, on_skip)
+
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Param], order: str
     ) -> pd.DataFrame:
+        from stepscope.read._segment_query import register_segments
+
         view = prefix.replace("/", "_")
         register_segments(self._con, self.store, view, prefix, schema)
         sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
@@ -123,6 +145,14 @@ class Job:
 
     def sql(self, query: str, params: Sequence[object] = ()) -> pd.DataFrame:
         """Run SQL over the views ``steps``, ``events``, ``system`` and ``others`` of this job."""
+        from stepscope.jobfolder import (
+            EVENTS_SCHEMA,
+            OTHERS_SCHEMA,
+            STEPS_SCHEMA,
+            SYSTEM_BASE_SCHEMA,
+        )
+        from stepscope.read._segment_query import register_segments
+
         register_segments(self._con, self.store, "others", "others", OTHERS_SCHEMA)
         register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
         register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
@@ -141,6 +171,9 @@ class Job:
 
         ``start``/``end`` select steps that began in ``[start, end)`` (unix seconds).
         """
+        from stepscope.jobfolder import STEPS_SCHEMA
+        from stepscope.read._segment_query import where_clause
+
         phases = None if phase is None else [phase]
         where, params = where_clause("start", start, end, rank=ranks, node=nodes, phase=phases)
         return self._query("steps", STEPS_SCHEMA, where, params, "rank, phase, step")
@@ -153,6 +186,9 @@ class Job:
         end: float | None = None,
     ) -> pd.DataFrame:
         """Lifecycle events of every rank, ordered by time."""
+        from stepscope.jobfolder import EVENTS_SCHEMA
+        from stepscope.read._segment_query import where_clause
+
         where, params = where_clause("time", start, end, rank=ranks, kind=kinds)
         return self._query("events", EVENTS_SCHEMA, where, params, "time")
 
@@ -163,6 +199,9 @@ class Job:
         end: float | None = None,
     ) -> pd.DataFrame:
         """System samples, wide (one row per node and sample), ordered by node, time."""
+        from stepscope.jobfolder import SYSTEM_BASE_SCHEMA
+        from stepscope.read._segment_query import where_clause
+
         where, params = where_clause("time", start, end, node=nodes)
         return self._query("system", SYSTEM_BASE_SCHEMA, where, params, "node, time")
 
@@ -175,6 +214,9 @@ class Job:
         """The busiest processes outside the job (``others/<node>/``), ordered by node,
         time, CPU (highest first): ``time``, ``node``, ``pid``, ``name``, ``command``,
         ``cpu`` (% of one core). Empty for jobs older than the stream."""
+        from stepscope.jobfolder import OTHERS_SCHEMA
+        from stepscope.read._segment_query import where_clause
+
         where, params = where_clause("time", start, end, node=nodes)
         return self._query("others", OTHERS_SCHEMA, where, params, "node, time, cpu DESC")
 

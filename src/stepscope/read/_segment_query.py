@@ -7,12 +7,15 @@ filters (time window, IN-lists) the reader pushes down into it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from stepscope.store import Store, read_tables
+
+if TYPE_CHECKING:
+    import duckdb
 
 #: A value bound to a ``?`` of a reader query (a time bound, a rank, a node, a phase).
 Param = float | int | str
@@ -64,3 +67,40 @@ def register_segments(
         # An empty job still gets a view, so queries return typed empty frames.
         table = schema.empty_table()
     con.register(view, table)
+
+
+def read_stream(
+    store: Store,
+    prefix: str,
+    columns: Sequence[str] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+) -> pa.Table:
+    """The segments under ``prefix`` as one table (union by name), only ``columns`` if
+    given: read by pyarrow alone, file by file (no DuckDB, no pandas). A segment that
+    cannot be read, or whose columns do not fit the others', is left out and given
+    to ``on_skip`` (its key, why)."""
+    import pyarrow.parquet as pq
+
+    keys = store.list(prefix, suffix=".parquet")
+    if store.is_local:
+        sources: list[str | pa.BufferReader] = [store.path(k) for k in keys]
+    else:
+        sources = [pa.BufferReader(b) for b in store.read_many(keys)]
+    out: pa.Table | None = None
+    for key, source in zip(keys, sources, strict=True):
+        try:
+            with pq.ParquetFile(source) as file:
+                names = file.schema_arrow.names
+                wanted = None if columns is None else [c for c in columns if c in names]
+                table = file.read(wanted)
+            out = (
+                table
+                if out is None
+                else pa.concat_tables([out, table], promote_options="permissive")
+            )
+        except (OSError, pa.ArrowException) as exc:  # damaged, or its types do not fit
+            if on_skip is not None:
+                on_skip(key, f"{type(exc).__name__}: {exc}")
+    if out is None:
+        return pa.table({c: pa.array([], pa.null()) for c in columns or ()})
+    return out

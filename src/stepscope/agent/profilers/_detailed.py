@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 Operator = dict[str, str | int | float]
 
 TOP_OPERATORS = 50
+# Kineto prints a "USDT: ... profiler_start" and a "profiler_stop" line on the training's
+# stderr at every window; its log level 6 prints none (nor its own error lines, the level
+# above). Read when the profiler first starts; a level the user set is kept (docs/profiling.md).
+KINETO_LOG_LEVEL = ("KINETO_LOG_LEVEL", "6")
 
 
 def _activities() -> list[ProfilerActivity]:
@@ -47,6 +51,7 @@ class DetailedProfiler:
     def start(self) -> None:
         from torch.profiler import profile
 
+        os.environ.setdefault(*KINETO_LOG_LEVEL)
         w = self.window
         prof = profile(
             activities=_activities(),

@@ -1,0 +1,89 @@
+"""``stepscope ls [OUT] [--json]``: the jobs of an output folder, at once.
+
+It reads each job's ``job.json`` and heartbeats, and of its steps only the
+``phase`` column of rank 0's segments (pyarrow alone: no DuckDB, no pandas), so
+that listing a folder of jobs answers in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, TypedDict
+
+from stepscope.errors import UsageError
+
+if TYPE_CHECKING:
+    from stepscope.read import Job
+
+
+class LsRow(TypedDict):
+    """One job of ``stepscope ls`` (``--json`` prints a list of these)."""
+
+    name: str
+    path: str
+    status: str
+    start_time: float | None
+    duration_seconds: float
+    steps: int
+
+
+def train_steps(job: Job) -> int:
+    """Training steps of rank 0 (the count ``show`` prints), from the phase column only."""
+    from stepscope.jobfolder import paths
+
+    phases = job.arrow(paths.steps_stream(0), ["phase"])
+    if "phase" not in phases.column_names:
+        return 0
+    return sum(1 for p in phases.column("phase").to_pylist() if p == "train")
+
+
+def ls_rows(output: str) -> list[LsRow]:
+    """One row per job under ``output``, oldest first; a clear error when ``output``
+    is not an output folder (missing, a file, or a job folder itself)."""
+    from stepscope.jobfolder import is_job
+    from stepscope.read import list_jobs
+    from stepscope.store import open_store
+
+    store = open_store(output)
+    if is_job(store):
+        raise UsageError(
+            f"{output!r} is a job folder, not an output folder: "
+            f"`stepscope show {output}` summarizes it; `stepscope ls` takes the folder "
+            "that holds the jobs (stepscope run -o FOLDER)."
+        )
+    if store.is_local and not store.isdir():
+        raise UsageError(
+            f"no folder {output!r}: give the output folder of your jobs "
+            "(stepscope run -o FOLDER, default ./stepscope-runs), or run one first."
+        )
+    rows: list[LsRow] = []
+    for job in list_jobs(output):
+        meta = job.meta
+        end = meta.get("end_time") or time.time()
+        rows.append(
+            {
+                "name": meta["name"],
+                "path": job.path,
+                "status": meta["status"],
+                "start_time": meta.get("start_time"),
+                "duration_seconds": end - meta.get("start_time", end),
+                "steps": train_steps(job),
+            }
+        )
+    return rows
+
+
+def ls_text(output: str, as_json: bool) -> str:
+    """The output of ``stepscope ls``; a folder without jobs says so on stderr."""
+    from stepscope.cli._text import render_ls
+
+    rows = ls_rows(output)
+    if not rows:
+        print(
+            f"stepscope: no jobs in {output!r}: an output folder holds one folder per job "
+            "(each with a job.json), as written by `stepscope run -o FOLDER`.",
+            file=sys.stderr,
+        )
+    return json.dumps(rows, indent=1) if as_json else render_ls(rows)
