@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from stepscope.jobfolder import STEP_PARTS, JobJson, RuleVerdict, as_rule_verdict
+from stepscope.jobfolder import STEP_PARTS, JobJson, RuleVerdict, as_rule_verdict, verdict_problem
 
 if TYPE_CHECKING:
     from stepscope.read import Job
@@ -194,14 +194,18 @@ def rank_rules(results: Iterable[RuleVerdict]) -> list[RuleVerdict]:
 
 
 def read_rules(job: Job) -> list[RuleVerdict]:
-    """The rule results under ``rules/*.json``; unreadable files are skipped."""
+    """The rule results under ``rules/*.json``; unreadable or damaged files are
+    skipped and named in ``job.warnings``."""
     results: list[RuleVerdict] = []
     for key in job.store.list("rules", suffix=".json"):
         try:
             data = job.store.read_json(key)
         except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
+            continue  # being rewritten, or damaged: the check below names the damage
+        problem = verdict_problem(data)
+        if problem is not None:
+            job.note_skipped(key, problem)
+        elif isinstance(data, dict):
             data.setdefault("rule", key.rsplit("/", 1)[-1][: -len(".json")])
             results.append(as_rule_verdict(data, key))
     return results

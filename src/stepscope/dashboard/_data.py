@@ -29,6 +29,7 @@ from stepscope.dashboard._paths import JOB_NAME, job_store
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
+from stepscope.errors import StepscopeError
 from stepscope.jobfolder import JsonObject, NodeInfo, RuleVerdict, is_job
 from stepscope.read import Job
 from stepscope.store import Store
@@ -118,8 +119,8 @@ class Source:
         for name in self.names():
             try:
                 rows.append(self.job_row(name))
-            except (OSError, ValueError, LookupError):
-                continue
+            except (OSError, ValueError, LookupError, StepscopeError):
+                continue  # a job that cannot be read (its page says why)
         return sorted(rows, key=lambda r: r.get("start_time") or 0.0)
 
     def job_row(self, name: str) -> JobRow:
@@ -166,7 +167,7 @@ class Source:
         for node in job.nodes():
             try:
                 nodes[node] = job.node_info(node)
-            except (OSError, ValueError):
+            except (OSError, ValueError, StepscopeError):
                 nodes[node] = {"node": node}
         return {
             "name": name,
@@ -185,6 +186,7 @@ class Source:
             "steps": self._train_steps(job),
             "artifacts": job.profiling_artifacts(),
             "faults": job.faults(),
+            "warnings": job.warnings,
         }
 
     def rules(self, name: str) -> list[RuleVerdict]:
@@ -214,7 +216,7 @@ class Source:
         info: NodeInfo
         try:
             info = job.node_info(node)
-        except (OSError, ValueError):
+        except (OSError, ValueError, StepscopeError):
             info = {}
         interval = last_value(cuts, "interval_ms")
         return {

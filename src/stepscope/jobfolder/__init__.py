@@ -36,7 +36,6 @@ from stepscope.jobfolder._records import (
     FolderIO,
     Heartbeat,
     JobMeta,
-    check_version,
     heartbeats,
     is_job,
     liveness,
@@ -64,6 +63,7 @@ from stepscope.jobfolder._schemas import (
     SYSTEM_BASE_SCHEMA,
     SYSTEM_PRESSURE_SCHEMA,
     SYSTEM_SCHEMA,
+    TIME_RANGE,
 )
 from stepscope.jobfolder._tensors import (
     INDEX_SCHEMA,
@@ -71,6 +71,13 @@ from stepscope.jobfolder._tensors import (
     VALUE_KEY,
     blob_name,
     rank_prefix,
+)
+from stepscope.jobfolder._validate import (
+    WINDOW_SPEC,
+    check_job_json,
+    check_version,
+    record_problem,
+    verdict_problem,
 )
 
 __all__ = [
@@ -87,7 +94,9 @@ __all__ = [
     "SYSTEM_BASE_SCHEMA",
     "SYSTEM_PRESSURE_SCHEMA",
     "SYSTEM_SCHEMA",
+    "TIME_RANGE",
     "VALUE_KEY",
+    "WINDOW_SPEC",
     "ClockReference",
     "FaultJson",
     "FindingJson",
@@ -109,6 +118,7 @@ __all__ = [
     "as_node_info",
     "as_rule_verdict",
     "blob_name",
+    "check_job_json",
     "check_version",
     "describe",
     "heartbeats",
@@ -120,7 +130,9 @@ __all__ = [
     "rank_prefix",
     "read_all",
     "read_meta",
+    "record_problem",
     "update_meta",
+    "verdict_problem",
     "write_heartbeat",
     "write_meta",
 ]

@@ -90,5 +90,9 @@ OTHERS_SCHEMA = pa.schema(
     ]
 )
 
+#: Times (unix seconds) a reader accepts, 1970 to 2100: a row with a time outside is
+#: skipped, a job.json with one is damaged (docs/format.md, "Damaged job folders").
+TIME_RANGE = (0.0, 4_102_444_800.0)
+
 JOB_STATUSES = ("Running", "Completed", "Failed", "Stopped")
 HEARTBEAT_STALE_S = 30.0

@@ -22,6 +22,7 @@ from stepscope.jobfolder import (
     OTHERS_SCHEMA,
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
+    WINDOW_SPEC,
     JobJson,
     JsonObject,
     NodeInfo,
@@ -32,9 +33,10 @@ from stepscope.jobfolder import (
     paths,
     read_all,
     read_meta,
+    record_problem,
 )
 from stepscope.read._segment_query import Param, register_segments, where_clause
-from stepscope.store import Store, open_store
+from stepscope.store import SegmentCheck, Store, open_store
 
 if TYPE_CHECKING:
     from stepscope.read._tensors import Tensors
@@ -50,6 +52,9 @@ class Job:
         # job.json as opened (no job.json, or a newer format: a clear error now)
         self._opened = read_meta(store)
         self._con = duckdb.connect()
+        #: Each segment is checked once; damaged ones are skipped and named in warnings.
+        self.segment_check = SegmentCheck()
+        self._skipped: dict[str, str] = {}  # damaged JSON records: key -> why
 
     def __repr__(self) -> str:
         return f"<Job {self.name!r} {self.status} at {self.path}>"
@@ -88,11 +93,11 @@ class Job:
         ``job.tensors.rank(r)`` for another rank). See docs/tensors.md."""
         from stepscope.read._tensors import Tensors
 
-        return Tensors(self.store)
+        return Tensors(self.store, check=self.segment_check, skipped=self._skipped)
 
     def faults(self) -> list[JsonObject]:
         """Faults recorded at the fault boundaries of the agent and the sampler."""
-        return read_all(self.store, paths.FAULTS)
+        return read_all(self.store, paths.FAULTS, skipped=self._skipped)
 
     def profiling_artifacts(self) -> list[JsonObject]:
         """Every finished profiling window of every rank, oldest first (docs/profiling.md).
@@ -103,25 +108,60 @@ class Job:
         to the job folder), ``files`` (all of them), ``window`` (the settings),
         ``request`` (the control request, for live windows), and ``truncated``.
         """
-        out = read_all(self.store, paths.PROFILING, paths.WINDOW_JSON)
+        out = read_all(
+            self.store, paths.PROFILING, paths.WINDOW_JSON, self._skipped, _window_problem
+        )
         return sorted(out, key=_window_order)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What readers skip as damaged, one line each naming the file: segments that
+        cannot be read or hold out-of-range values, damaged records (docs/format.md,
+        "Damaged job folders"). Checks every local segment (each once); on object
+        stores, what the reads so far found."""
+        if self.store.is_local:
+            for prefix in ("steps", "events", "system", "others", "tensors"):
+                self.segment_check.readable(self.store, self.store.list(prefix, ".parquet"))
+        records = [f"skipped {k}: {why}" for k, why in sorted(self._skipped.items())]
+        return self.segment_check.warnings() + records
+
+    def note_skipped(self, key: str, why: str) -> None:
+        """Record that the file ``key`` was skipped as damaged (it joins ``warnings``)."""
+        self._skipped[key] = why
 
     # -- row streams ------------------------------------------------------------
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Param], order: str
     ) -> pd.DataFrame:
         view = prefix.replace("/", "_")
-        register_segments(self._con, self.store, view, prefix, schema)
         sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
-        return self._con.execute(sql, params).df()
+        return self._run(sql, params, [(view, prefix, schema)])
 
     def sql(self, query: str, params: Sequence[object] = ()) -> pd.DataFrame:
         """Run SQL over the views ``steps``, ``events``, ``system`` and ``others`` of this job."""
-        register_segments(self._con, self.store, "others", "others", OTHERS_SCHEMA)
-        register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
-        register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
-        register_segments(self._con, self.store, "system", "system", SYSTEM_BASE_SCHEMA)
-        return self._con.execute(query, list(params)).df()
+        return self._run(query, list(params), _VIEWS)
+
+    def _run(
+        self, sql: str, params: Sequence[object], views: Sequence[tuple[str, str, pa.Schema]]
+    ) -> pd.DataFrame:
+        """Run ``sql`` over ``views``; a segment whose data fails the query is read
+        whole on its own, left out if that fails too, and the query run once more."""
+        for attempt in (1, 2):
+            keys = [k for v in views for k in self._register(*v)]
+            try:
+                return self._con.execute(sql, list(params)).df()
+            except _NOT_THE_DATA:
+                raise
+            except duckdb.Error:
+                if attempt == 2 or not self.segment_check.deep(self.store, keys, self._read_whole):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _register(self, view: str, prefix: str, schema: pa.Schema) -> list[str]:
+        return register_segments(self._con, self.store, view, prefix, schema, self.segment_check)
+
+    def _read_whole(self, path: str) -> None:
+        self._con.read_parquet(path).to_arrow_table()
 
     def steps(
         self,
@@ -183,6 +223,20 @@ class Job:
         value_cols = [c for c in wide.columns if c not in ("time", "node", "interval_ms")]
         long = wide.melt(id_vars=["time", "node"], value_vars=value_cols, var_name="metric")
         return long.dropna(subset=["value"]).reset_index(drop=True)
+
+
+_VIEWS = (
+    ("others", "others", OTHERS_SCHEMA),
+    ("steps", "steps", STEPS_SCHEMA),
+    ("events", "events", EVENTS_SCHEMA),
+    ("system", "system", SYSTEM_BASE_SCHEMA),
+)
+# Errors of the query itself, not of the files it read: never worth a second look.
+_NOT_THE_DATA = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+
+
+def _window_problem(record: JsonObject) -> str | None:
+    return record_problem(record, WINDOW_SPEC, ("kind", "path"))
 
 
 def _window_order(record: JsonObject) -> tuple[float, int]:
