@@ -194,7 +194,7 @@ def test_damaged_records_are_skipped_and_named(job: Path) -> None:
     (job / "tensors" / "rank-0" / "collections.json").write_text("[1, 2]")
     window = job / "profiling" / "rank-0" / "python-1-2.window.json"
     window.parent.mkdir(parents=True)
-    window.write_text(json.dumps({"kind": None, "path": "x"}))
+    window.write_text(json.dumps({"kind": None, "path": "x", "rank": 0}))
     j = stepscope.open(job)
     assert [f["component"] for f in j.faults()] == ["sampler"]
     assert [r["rule"] for r in read_rules(j)] == ["DataLoading"]
@@ -205,6 +205,17 @@ def test_damaged_records_are_skipped_and_named(job: Path) -> None:
         assert key in warnings
     code, out, _ = run(["show", str(job)])
     assert code == 0 and "skipped rules/StepOutlier.json: status is 5" in out
+
+
+def test_node_facts_of_the_wrong_type_are_left_out_and_named(job: Path) -> None:
+    facts = json.loads((job / "nodes" / "vm.json").read_text())
+    (job / "nodes" / "vm.json").write_text(json.dumps({**facts, "mem_total": [], "gpus": "x"}))
+    j = stepscope.open(job)
+    info = j.node_info("vm")
+    assert "mem_total" not in info and "gpus" not in info
+    assert info["cpu_count"] == facts["cpu_count"]
+    assert any("nodes/vm.json: mem_total is []" in w for w in j.warnings)
+    assert "Damaged files (1)" in render_report(stepscope.open(job))
 
 
 def test_a_damaged_tensor_segment_is_skipped(job: Path) -> None:

@@ -202,7 +202,7 @@ def bad_interval(job: Path, rng: random.Random) -> str:
     seg = _segments(job / "system")[0]
     table = pq.read_table(seg)
     i = table.schema.get_field_index("interval_ms")
-    values = pc.multiply(table.column(i), rng.choice([0, -1, 10**9]))
+    values = pc.multiply(table.column(i), rng.choice([0, -1, 10**6]))
     table = table.set_column(i, table.schema.field(i), values.cast(table.schema.field(i).type))
     pq.write_table(table, seg)
     return "interval_ms out of range"
@@ -317,9 +317,10 @@ def check_commands(job: Path, tmp: Path) -> list[str]:
         elif code not in (0, 2):
             problems.append(f"{argv[:2]}: exit {code}: {err[:300]!r}")
         if argv[:2] == ["show", "--json"] and code == 0:
-            json.loads(out)  # valid JSON, NaN-free
-            if "NaN" in out or "Infinity" in out:
-                problems.append(f"show --json printed a non-JSON number: {out[:200]}")
+            bad: list[str] = []
+            json.loads(out, parse_constant=bad.append)  # valid JSON, and NaN-free:
+            if bad:
+                problems.append(f"show --json printed non-JSON numbers: {bad}")
     for name, read in (
         ("stepscope.open", lambda: use_api(job)),
         ("ui", lambda: run_api(job.parent)),
@@ -346,7 +347,15 @@ def make_case(tmp: Path, kinds: list[str], seed: int) -> tuple[Path, list[str]]:
     job = tmp / "root" / "job"
     shutil.copytree(GOLDEN, job)
     rng = random.Random(seed)
-    return job, [MUTATIONS[k](job, rng) for k in kinds]
+    return job, [_mutate(k, job, rng) for k in kinds]
+
+
+def _mutate(kind: str, job: Path, rng: random.Random) -> str:
+    """One mutation; one that an earlier mutation left nothing to work on is a no-op."""
+    try:
+        return MUTATIONS[kind](job, rng)
+    except (OSError, ValueError, TypeError, IndexError, pa.ArrowException) as exc:
+        return f"{kind}: not applicable ({type(exc).__name__})"
 
 
 def fuzz_case(tmp: Path, kinds: list[str], seed: int) -> None:

@@ -89,11 +89,11 @@ class JobSummary(TypedDict):
 
 
 def _num(x: SupportsFloat | None) -> float | None:
-    """A JSON-safe float (NaN and missing become None)."""
+    """A JSON-safe float (NaN, infinities and missing become None)."""
     if x is None:
         return None
     f = float(x)
-    return None if math.isnan(f) else round(f, 6)
+    return round(f, 6) if math.isfinite(f) else None
 
 
 def _quantiles(s: pd.Series) -> Quantiles:

@@ -73,11 +73,13 @@ from stepscope.jobfolder._tensors import (
     rank_prefix,
 )
 from stepscope.jobfolder._validate import (
+    NODE_SPEC,
     WINDOW_SPEC,
     check_job_json,
     check_version,
     record_problem,
     verdict_problem,
+    without_bad_keys,
 )
 
 __all__ = [
@@ -87,6 +89,7 @@ __all__ = [
     "HEARTBEAT_STALE_S",
     "INDEX_SCHEMA",
     "JOB_STATUSES",
+    "NODE_SPEC",
     "OTHERS_SCHEMA",
     "SCALARS_SCHEMA",
     "STEPS_SCHEMA",
@@ -133,6 +136,7 @@ __all__ = [
     "record_problem",
     "update_meta",
     "verdict_problem",
+    "without_bad_keys",
     "write_heartbeat",
     "write_meta",
 ]

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from stepscope.errors import FormatVersionError, JobFolderError
-from stepscope.jobfolder._json import JobJson, as_job_json
+from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
 from stepscope.jobfolder._schemas import FORMAT_VERSION, TIME_RANGE
 
 
@@ -159,3 +159,33 @@ def verdict_problem(body: object) -> str | None:
             if bad is not None:
                 return f"finding {i}: {bad}"
     return problem
+
+
+_GPU = {"index": _int, "name": _text, "mem_total": _num}
+
+
+def _gpus(v: object) -> bool:
+    return isinstance(v, list) and all(record_problem(g, _GPU) is None for g in v)
+
+
+NODE_SPEC: Spec = {
+    "node": _text,
+    "hostname": _text,
+    "cpu_count": _int,
+    "mem_total": _num,
+    "gpus": (_gpus, "a list of GPUs ({index, name, mem_total})"),
+    "interval_ms": _int,
+    "clock_offset_s": _num,
+    "boot_time": _num,
+}
+
+
+def without_bad_keys(body: JsonObject, spec: Spec) -> tuple[JsonObject, str | None]:
+    """``body`` without the keys whose values ``spec`` refuses, and why (None: all good)."""
+    clean, why = dict(body), None
+    for key in spec:
+        problem = record_problem({key: body.get(key)}, {key: spec[key]})
+        if problem is not None:
+            del clean[key]
+            why = why or problem
+    return clean, why

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from stepscope.jobfolder import (
     EVENTS_SCHEMA,
+    NODE_SPEC,
     OTHERS_SCHEMA,
     STEPS_SCHEMA,
     SYSTEM_BASE_SCHEMA,
@@ -26,6 +27,7 @@ from stepscope.jobfolder import (
     JobJson,
     JsonObject,
     NodeInfo,
+    as_json_object,
     as_node_info,
     heartbeats,
     is_job,
@@ -34,6 +36,7 @@ from stepscope.jobfolder import (
     read_all,
     read_meta,
     record_problem,
+    without_bad_keys,
 )
 from stepscope.read._segment_query import Param, register_segments, where_clause
 from stepscope.store import SegmentCheck, Store, open_store
@@ -81,7 +84,11 @@ class Job:
     def node_info(self, node: str) -> NodeInfo:
         """``nodes/<node>.json``: the node's cores, memory, GPUs and clock offset."""
         key = paths.node_key(node)
-        return as_node_info(self.store.read_json(key), f"{self.path}/{key}")
+        body = as_json_object(self.store.read_json(key), f"{self.path}/{key}")
+        clean, problem = without_bad_keys(body, NODE_SPEC)
+        if problem is not None:  # the facts of the right types are still worth showing
+            self.note_skipped(key, f"{problem} (left out)")
+        return as_node_info(clean, key)
 
     def ranks(self) -> list[int]:
         dirs = self.store.listdir(paths.STEPS) + self.store.listdir(paths.EVENTS)
@@ -236,7 +243,7 @@ _NOT_THE_DATA = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogE
 
 
 def _window_problem(record: JsonObject) -> str | None:
-    return record_problem(record, WINDOW_SPEC, ("kind", "path"))
+    return record_problem(record, WINDOW_SPEC, ("kind",))
 
 
 def _window_order(record: JsonObject) -> tuple[float, int]:
