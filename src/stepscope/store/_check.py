@@ -61,7 +61,9 @@ def _kind(t: pa.DataType) -> str:
         return "number"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
-    return str(t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "list"  # of any item name (Parquet writers differ: item, element)
+    return "other"
 
 
 def _bad_types(types: dict[str, pa.DataType], schema: pa.Schema | None) -> str | None:
