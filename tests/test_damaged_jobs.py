@@ -190,6 +190,7 @@ def test_damaged_records_are_skipped_and_named(job: Path) -> None:
     (job / "faults").mkdir()
     (job / "faults" / "agent-vm-1.json").write_text('[{"component": "agent"}]')
     (job / "faults" / "sampler-vm-2.json").write_text(json.dumps({"component": "sampler"}))
+    (job / "faults" / "store-vm-3.json").write_text('{"component": "store", "count": Infinity}')
     (job / "rules" / "StepOutlier.json").write_text(json.dumps({"status": 5, "findings": "x"}))
     (job / "tensors" / "rank-0" / "collections.json").write_text("[1, 2]")
     window = job / "profiling" / "rank-0" / "python-1-2.window.json"
@@ -200,7 +201,7 @@ def test_damaged_records_are_skipped_and_named(job: Path) -> None:
     assert [r["rule"] for r in read_rules(j)] == ["DataLoading"]
     assert j.tensors.collections() == {} and j.profiling_artifacts() == []
     warnings = "\n".join(j.warnings)
-    for key in ("faults/agent-vm-1.json", "rules/StepOutlier.json",
+    for key in ("faults/agent-vm-1.json", "faults/store-vm-3.json", "rules/StepOutlier.json",
                 "tensors/rank-0/collections.json", "python-1-2.window.json"):  # fmt: skip
         assert key in warnings
     code, out, _ = run(["show", str(job)])

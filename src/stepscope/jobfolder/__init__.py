@@ -73,6 +73,7 @@ from stepscope.jobfolder._tensors import (
     rank_prefix,
 )
 from stepscope.jobfolder._validate import (
+    FAULT_SPEC,
     NODE_SPEC,
     WINDOW_SPEC,
     check_job_json,
@@ -85,6 +86,7 @@ from stepscope.jobfolder._validate import (
 __all__ = [
     "AGENT_STEPS_SCHEMA",
     "EVENTS_SCHEMA",
+    "FAULT_SPEC",
     "FORMAT_VERSION",
     "HEARTBEAT_STALE_S",
     "INDEX_SCHEMA",

@@ -118,6 +118,24 @@ VERDICT_SPEC: Spec = {
     "cost_seconds": _num,
     "findings": (lambda v: isinstance(v, list), "a list"),
 }
+FAULT_SPEC: Spec = {
+    "component": _text,
+    "node": _text,
+    "rank": _int,
+    "local_rank": _int,
+    "pid": _int,
+    "time": _num,
+    "first_time": _num,
+    "error": _text,
+    "count": _int,
+    "traceback": _text,
+    "stream": _text,
+    "last_error": _text,
+    "recovered_time": _num,
+    "dropped_rows": _int,
+    "dropped_first_time": _num,
+    "dropped_last_time": _num,
+}
 WINDOW_SPEC: Spec = {
     "kind": _text,
     "rank": _int,

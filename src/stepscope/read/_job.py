@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from stepscope.jobfolder import (
     EVENTS_SCHEMA,
+    FAULT_SPEC,
     NODE_SPEC,
     OTHERS_SCHEMA,
     STEPS_SCHEMA,
@@ -104,7 +105,7 @@ class Job:
 
     def faults(self) -> list[JsonObject]:
         """Faults recorded at the fault boundaries of the agent and the sampler."""
-        return read_all(self.store, paths.FAULTS, skipped=self._skipped)
+        return read_all(self.store, paths.FAULTS, skipped=self._skipped, problem=_fault_problem)
 
     def profiling_artifacts(self) -> list[JsonObject]:
         """Every finished profiling window of every rank, oldest first (docs/profiling.md).
@@ -240,6 +241,10 @@ _VIEWS = (
 )
 # Errors of the query itself, not of the files it read: never worth a second look.
 _NOT_THE_DATA = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+
+
+def _fault_problem(record: JsonObject) -> str | None:
+    return record_problem(record, FAULT_SPEC)
 
 
 def _window_problem(record: JsonObject) -> str | None:
