@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -231,6 +232,7 @@ def test_a_damaged_tensor_segment_is_skipped(job: Path) -> None:
 def test_the_dashboard_names_the_damage_and_refuses_a_bad_job_json(job: Path) -> None:
     (job / SECOND).write_bytes(b"")
     app = create_app(str(job.parent), "127.0.0.1", TOKEN)
+    before = set(threading.enumerate())
     with TestClient(app, base_url="http://127.0.0.1:8765") as client:
         detail = client.get("/api/jobs/job").json()
         assert detail["steps"] == 30 and any(SECOND in w for w in detail["warnings"])
@@ -238,3 +240,5 @@ def test_the_dashboard_names_the_damage_and_refuses_a_bad_job_json(job: Path) ->
         r = client.get("/api/jobs/job")
         assert r.status_code == 422 and "job.json" in r.json()["error"]
         assert client.get("/api/jobs").json()["jobs"] == []
+    for t in set(threading.enumerate()) - before:  # AnyIO's idle workers end with the loop
+        t.join(timeout=10)

@@ -56,7 +56,7 @@ def register_segments(
     are pushed down into the Parquet files. Segments that fail ``check`` are left
     out; the view has every column of ``schema`` (NULL where no segment has it),
     NaN and infinities read as NULL, and rows with a time outside
-    :data:`stepscope.store.TIME_RANGE` left out. Returns the keys in the view.
+    :data:`stepscope.jobfolder.TIME_RANGE` left out. Returns the keys in the view.
     """
     raw = f"{view}__raw"
     # Drop both kinds of earlier binding: the segments may have moved between
@@ -64,16 +64,16 @@ def register_segments(
     con.unregister(raw)
     con.execute(f"DROP VIEW IF EXISTS {raw}")
     keys = store.list(prefix, suffix=".parquet")
-    if keys and store.is_local:
+    table: pa.Table | None = None
+    if store.is_local:
         keys, types = check.readable(store, keys)
-    table = None
-    if keys and not store.is_local:
+        if keys:
+            files = [store.path(k) for k in keys]
+            con.read_parquet(files, union_by_name=True).create_view(raw, replace=True)
+    elif keys:
         tables = check.read_tables(store, keys)
         table = pa.concat_tables(tables, promote_options="permissive") if tables else None
-    if keys and store.is_local:
-        files = [store.path(k) for k in keys]
-        con.read_parquet(files, union_by_name=True).create_view(raw, replace=True)
-    else:
+    if not store.is_local or not keys:
         # An empty stream still gets a view, so queries return typed empty frames.
         table = table if table is not None else schema.empty_table()
         types = {f.name: f.type for f in table.schema}
