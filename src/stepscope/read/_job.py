@@ -39,7 +39,7 @@ from stepscope.jobfolder import (
     record_problem,
     without_bad_keys,
 )
-from stepscope.read._segment_query import Param, register_segments, where_clause
+from stepscope.read._segment_query import Param, Views, run_query, where_clause
 from stepscope.store import SegmentCheck, Store, open_store
 
 if TYPE_CHECKING:
@@ -138,38 +138,19 @@ class Job:
         self._skipped[key] = why
 
     # -- row streams ------------------------------------------------------------
+    def _run_query(self, sql: str, params: Sequence[object], views: Views) -> pd.DataFrame:
+        return run_query(self._con, self.store, self.segment_check, sql, params, views)
+
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Param], order: str
     ) -> pd.DataFrame:
         view = prefix.replace("/", "_")
         sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
-        return self._run(sql, params, [(view, prefix, schema)])
+        return self._run_query(sql, params, [(view, prefix, schema)])
 
     def sql(self, query: str, params: Sequence[object] = ()) -> pd.DataFrame:
         """Run SQL over the views ``steps``, ``events``, ``system`` and ``others`` of this job."""
-        return self._run(query, list(params), _VIEWS)
-
-    def _run(
-        self, sql: str, params: Sequence[object], views: Sequence[tuple[str, str, pa.Schema]]
-    ) -> pd.DataFrame:
-        """Run ``sql`` over ``views``; a segment whose data fails the query is read
-        whole on its own, left out if that fails too, and the query run once more."""
-        for attempt in (1, 2):
-            keys = [k for v in views for k in self._register(*v)]
-            try:
-                return self._con.execute(sql, list(params)).df()
-            except _NOT_THE_DATA:
-                raise
-            except duckdb.Error:
-                if attempt == 2 or not self.segment_check.deep(self.store, keys, self._read_whole):
-                    raise
-        raise AssertionError("unreachable")
-
-    def _register(self, view: str, prefix: str, schema: pa.Schema) -> list[str]:
-        return register_segments(self._con, self.store, view, prefix, schema, self.segment_check)
-
-    def _read_whole(self, path: str) -> None:
-        self._con.read_parquet(path).to_arrow_table()
+        return self._run_query(query, list(params), _VIEWS)
 
     def steps(
         self,
@@ -239,8 +220,6 @@ _VIEWS = (
     ("events", "events", EVENTS_SCHEMA),
     ("system", "system", SYSTEM_BASE_SCHEMA),
 )
-# Errors of the query itself, not of the files it read: never worth a second look.
-_NOT_THE_DATA = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
 
 
 def _fault_problem(record: JsonObject) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import duckdb
+import pandas as pd
 import pyarrow as pa
 
 from stepscope.jobfolder import TIME_RANGE
@@ -17,6 +18,8 @@ from stepscope.store import TIME_COLUMNS, SegmentCheck, Store
 
 #: A value bound to a ``?`` of a reader query (a time bound, a rank, a node, a phase).
 Param = float | int | str
+#: The views a query reads: (view name, stream prefix, the stream's schema) each.
+Views = Sequence[tuple[str, str, pa.Schema]]
 
 
 def where_clause(
@@ -40,6 +43,37 @@ def where_clause(
             clauses.append(f"{col} IN ({', '.join('?' * len(values))})" if values else "FALSE")
             params.extend(values)
     return " AND ".join(clauses), params
+
+
+# Errors of the query itself, not of the files it read: never worth a second look.
+_NOT_THE_DATA = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+
+
+def run_query(
+    con: duckdb.DuckDBPyConnection,
+    store: Store,
+    check: SegmentCheck,
+    sql: str,
+    params: Sequence[object],
+    views: Views,
+) -> pd.DataFrame:
+    """Run ``sql`` over ``views`` (name, prefix, schema) of the readable segments.
+
+    A query that fails on a segment's data (a footer that reads over damaged
+    pages) reads each of its segments whole once, leaves out those that fail,
+    and runs once more.
+    """
+    for attempt in (1, 2):
+        keys = [k for v in views for k in register_segments(con, store, *v, check)]
+        try:
+            return con.execute(sql, list(params)).df()
+        except _NOT_THE_DATA:
+            raise
+        except duckdb.Error:
+            whole = lambda path: con.read_parquet(path).to_arrow_table()  # noqa: E731
+            if attempt == 2 or not check.deep(store, keys, whole):
+                raise
+    raise AssertionError("unreachable")
 
 
 def register_segments(

@@ -14,13 +14,11 @@ its row-group statistics also tell which columns hold out-of-range values
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stepscope.jobfolder import (
@@ -32,11 +30,10 @@ from stepscope.jobfolder import (
     SYSTEM_SCHEMA,
     TIME_RANGE,
 )
+from stepscope.store._ranges import out_of_range
 from stepscope.store._store import Store
 
 MAGIC = b"PAR1"
-#: The columns of the row streams that hold unix times.
-TIME_COLUMNS = ("time", "start", "end")
 
 
 _SCHEMAS = {"steps": AGENT_STEPS_SCHEMA, "events": EVENTS_SCHEMA, "system": SYSTEM_SCHEMA,
@@ -77,28 +74,6 @@ def _bad_types(types: dict[str, pa.DataType], schema: pa.Schema | None) -> str |
     return None
 
 
-def _out_of_range(meta: pq.FileMetaData) -> tuple[str, ...]:
-    """Columns whose row-group statistics hold a non-finite number or an absurd time."""
-    found: set[str] = set()
-    lo, hi = TIME_RANGE
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for c in range(group.num_columns):
-            col = group.column(c)
-            stats = col.statistics
-            if stats is None or not stats.has_min_max:
-                continue
-            ends = (stats.min, stats.max)
-            if not all(isinstance(v, int | float) for v in ends):
-                continue
-            name = col.path_in_schema
-            if not all(math.isfinite(v) for v in ends) or (
-                name in TIME_COLUMNS and (ends[0] < lo or ends[1] > hi)
-            ):
-                found.add(name)
-    return tuple(sorted(found))
-
-
 def schema_of(key: str) -> pa.Schema | None:
     """The schema of the stream that holds the segment ``key`` (None: not a known stream)."""
     parts = key.split("/")
@@ -126,28 +101,13 @@ def check_file(path: str, schema: pa.Schema | None = None) -> Checked:
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         return Checked(f"unreadable footer: {_first_line(exc)}")
     bad = _bad_types(types, schema)
-    return Checked(bad, types, _out_of_range(meta))
+    return Checked(bad, types, out_of_range(meta))
 
 
 def check_table(table: pa.Table, schema: pa.Schema | None = None) -> Checked:
     """The check of a segment already read whole (object stores): its column types."""
     types = {f.name: f.type for f in table.schema}
     return Checked(_bad_types(types, schema), types)
-
-
-def clean_floats(table: pa.Table) -> pa.Table:
-    """``table`` with NaN and infinities as nulls, and rows whose times (:data:`TIME_COLUMNS`)
-    are outside :data:`TIME_RANGE` left out: what readers do with out-of-range values."""
-    keep = None
-    lo, hi = TIME_RANGE
-    for i, f in enumerate(table.schema):
-        col = table.column(i)
-        if f.name in TIME_COLUMNS and (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)):
-            ok = pc.fill_null(pc.and_(pc.greater_equal(col, lo), pc.less_equal(col, hi)), False)
-            keep = ok if keep is None else pc.and_(keep, ok)
-        elif pa.types.is_floating(f.type):
-            table = table.set_column(i, f, pc.if_else(pc.is_finite(col), col, None))
-    return table if keep is None else table.filter(keep)
 
 
 def _first_line(exc: BaseException) -> str:
