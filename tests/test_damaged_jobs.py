@@ -242,3 +242,19 @@ def test_the_dashboard_names_the_damage_and_refuses_a_bad_job_json(job: Path) ->
         assert client.get("/api/jobs").json()["jobs"] == []
     for t in set(threading.enumerate()) - before:  # AnyIO's idle workers end with the loop
         t.join(timeout=10)
+
+
+def test_on_an_object_store_a_damaged_segment_is_skipped_when_read(job: Path) -> None:
+    from stepscope.store import open_store
+
+    store = open_store("memory://damaged-job")
+    for path in job.rglob("*"):
+        if path.is_file():
+            store.write_bytes(path.relative_to(job).as_posix(), path.read_bytes())
+    store.write_bytes(SECOND, b"PAR1 cut")
+    j = stepscope.open("memory://damaged-job")
+    assert not j.store.is_local and len(j.steps()) == 30
+    assert [w for w in j.warnings if SECOND in w] == [
+        f"skipped {SECOND}: not a Parquet file (no magic bytes): cut short or not a segment"
+    ]
+    store.delete("")
