@@ -78,7 +78,8 @@ class JobSummary(TypedDict):
     """What ``stepscope show`` prints (``--json`` prints exactly this).
 
     ``diagnosis`` ranks the problems of the job's verdicts (``rules/*.json``) by
-    the time they cost; ``diagnosis_checks`` says what was and was not checked.
+    the time they cost; ``diagnosis_checks`` says what was and was not checked;
+    ``warnings`` names the damaged files that were skipped (docs/format.md).
     """
 
     name: str | None
@@ -100,6 +101,7 @@ class JobSummary(TypedDict):
     profiling: list[JsonObject]
     diagnosis: list[EntryJson]
     diagnosis_checks: ChecksJson
+    warnings: list[str]
 
 
 def _num(x: SupportsFloat | None) -> float | None:
@@ -261,4 +263,5 @@ def summarize(job: Job) -> JobSummary:
         "profiling": profiling_summary(job),
         "diagnosis": diagnosis.to_list(),
         "diagnosis_checks": diagnosis.checks(),
+        "warnings": job.warnings,  # last: the damage the reads above ran into
     }

@@ -65,7 +65,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from stepscope.export.tensorboard import export_tensorboard
 
-    done = export_tensorboard(_open(args.job), args.dir)
+    job = _open(args.job)
+    done = export_tensorboard(job, args.dir)
+    for w in job.warnings:
+        print(f"stepscope: warning: {w}", file=sys.stderr)
     print(
         f"wrote {done.scalars} scalars and {done.histograms} histograms in {done.runs} "
         f"run(s) to {args.dir}: tensorboard --logdir {args.dir}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -114,7 +115,11 @@ def _with(spec: RuleSpec, given: Mapping[str, object] | None) -> RuleSpec:
 
 def rules_text(job_path: str, rule_names: list[str], params: list[str], as_json: bool) -> str:
     """The output of ``stepscope rules``; bad input raises a ``StepscopeError``."""
-    results = rules_results(open_job(job_path), rule_names, params)
+    job = open_job(job_path)
+    results = rules_results(job, rule_names, params)
+    # Damaged files the rules skipped: on stderr with --json (stdout stays one document).
+    for w in job.warnings if as_json else ():
+        print(f"stepscope: warning: {w}", file=sys.stderr)
     if as_json:
         return json.dumps([r.to_dict() for r in results], indent=1)
-    return render_table(results)
+    return "\n".join([render_table(results), *(f"WARNING  {w}" for w in job.warnings)])

@@ -117,6 +117,7 @@ def render_show(s: JobSummary) -> str:
         )
     for f in s["faults"]:
         lines.append(f"FAULT      {f.get('component')}: {f.get('error')} (x{f.get('count', 1)})")
+    lines += [f"WARNING    {w}" for w in s.get("warnings", [])]
     return "\n".join(lines)
 
 

@@ -91,6 +91,8 @@ def handle(fn: Handler) -> Handler:
             return error(400, str(exc))
         except (NotServed, LookupError, FileNotFoundError) as exc:
             return error(404, message(exc))
+        except StepscopeError as exc:  # a damaged job.json, or one of a newer format
+            return error(422, str(exc))
 
     wrapped.__name__ = fn.__name__
     wrapped.__doc__ = fn.__doc__

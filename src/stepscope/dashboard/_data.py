@@ -31,6 +31,7 @@ from stepscope.dashboard._paths import JOB_NAME, Boundary
 from stepscope.dashboard._reduce import columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
+from stepscope.errors import StepscopeError
 from stepscope.jobfolder import JsonObject, NodeInfo, RuleVerdict
 from stepscope.read import Job
 from stepscope.store import Store
@@ -132,8 +133,8 @@ class Source:
         for name in self.names():
             try:
                 rows.append(self.job_row(name))
-            except (OSError, ValueError, LookupError):
-                continue
+            except (OSError, ValueError, LookupError, StepscopeError):
+                continue  # a job that cannot be read (its page says why)
         return sorted(rows, key=lambda r: r.get("start_time") or 0.0)
 
     def job_row(self, name: str) -> JobRow:
@@ -180,7 +181,7 @@ class Source:
         for node in job.nodes():
             try:
                 nodes[node] = job.node_info(node)
-            except (OSError, ValueError):
+            except (OSError, ValueError, StepscopeError):
                 nodes[node] = {"node": node}
         return {
             "name": name,
@@ -199,6 +200,7 @@ class Source:
             "steps": self._train_steps(job),
             "artifacts": job.profiling_artifacts(),
             "faults": job.faults(),
+            "warnings": job.warnings,
         }
 
     def rules(self, name: str) -> list[RuleVerdict]:
@@ -229,7 +231,7 @@ class Source:
         info: NodeInfo
         try:
             info = job.node_info(node)
-        except (OSError, ValueError):
+        except (OSError, ValueError, StepscopeError):
             info = {}
         interval = last_value(cuts, "interval_ms")
         return {

@@ -47,6 +47,7 @@ class JobDetail(TypedDict):
     steps: int
     artifacts: list[JsonObject]
     faults: list[JsonObject]
+    warnings: list[str]
 
 
 _JOB: JsonObject = {
@@ -91,7 +92,7 @@ _REFUSED: dict[str, JsonObject] = {"401": _ERR, "403": _ERR}
 
 def _get(summary: str, params: list[JsonObject] | None = None,
          ok: JsonObject | None = None) -> JsonObject:  # fmt: skip
-    responses: dict[str, JsonObject] = {"200": ok or _JSON, "404": _ERR, **_REFUSED}
+    responses: dict[str, JsonObject] = {"200": ok or _JSON, "404": _ERR, "422": _ERR, **_REFUSED}
     return {"get": {"summary": summary, "parameters": params or [],
                     "responses": responses}}  # fmt: skip
 

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stepscope.analysis.downsample import FloatArray
-from stepscope.store import TMP_MARKER, Store
+from stepscope.store import TMP_MARKER, Store, check_file, clean_floats
 
 Entry = tuple[str, int, int]
 Signature = tuple[Entry, ...]
@@ -186,8 +186,13 @@ class Streams:
 
     def _read(self, store: Store, ident: str, entry: Entry, sort: str) -> Part | None:
         self.files_read += 1
+        path = store.path(entry[0])
+        # A damaged segment is skipped (the job's warnings name it); NaN, infinities and
+        # absurd times are left out as every reader does (docs/format.md).
+        if check_file(path).problem is not None:
+            return None
         try:
-            return Part((ident, entry), pq.read_table(store.path(entry[0])), sort)
+            return Part((ident, entry), clean_floats(pq.read_table(path)), sort)
         except (OSError, pa.ArrowInvalid):  # vanished or being replaced: skipped this time
             return None
 

@@ -21,6 +21,7 @@ from stepscope.jobfolder._constants import (
     HEARTBEAT_STALE_S,
     JOB_STATUSES,
     STEP_PARTS,
+    TIME_RANGE,
 )
 from stepscope.jobfolder._faults import FaultLog
 from stepscope.jobfolder._json import (
@@ -45,7 +46,6 @@ from stepscope.jobfolder._records import (
     FolderIO,
     Heartbeat,
     JobMeta,
-    check_version,
     end_without_launcher,
     heartbeats,
     is_job,
@@ -61,6 +61,16 @@ from stepscope.jobfolder._requests import (
     Planned,
     describe,
     parse_request,
+)
+from stepscope.jobfolder._validate import (
+    FAULT_SPEC,
+    NODE_SPEC,
+    WINDOW_SPEC,
+    check_job_json,
+    check_version,
+    record_problem,
+    verdict_problem,
+    without_bad_keys,
 )
 
 # The Arrow schemas and the tensors' names are resolved on first use: importing
@@ -113,11 +123,13 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AGENT_STEPS_SCHEMA",
     "EVENTS_SCHEMA",
+    "FAULT_SPEC",
     "FORMAT_VERSION",
     "HEARTBEAT_STALE_S",
     "IMPORTED_STEPS_SCHEMA",
     "INDEX_SCHEMA",
     "JOB_STATUSES",
+    "NODE_SPEC",
     "OTHERS_SCHEMA",
     "SCALARS_SCHEMA",
     "STEPS_SCHEMA",
@@ -125,7 +137,9 @@ __all__ = [
     "SYSTEM_BASE_SCHEMA",
     "SYSTEM_PRESSURE_SCHEMA",
     "SYSTEM_SCHEMA",
+    "TIME_RANGE",
     "VALUE_KEY",
+    "WINDOW_SPEC",
     "ClockReference",
     "FaultJson",
     "FaultLog",
@@ -148,6 +162,7 @@ __all__ = [
     "as_node_info",
     "as_rule_verdict",
     "blob_name",
+    "check_job_json",
     "check_version",
     "describe",
     "end_without_launcher",
@@ -160,7 +175,10 @@ __all__ = [
     "rank_prefix",
     "read_all",
     "read_meta",
+    "record_problem",
     "update_meta",
+    "verdict_problem",
+    "without_bad_keys",
     "write_heartbeat",
     "write_meta",
 ]

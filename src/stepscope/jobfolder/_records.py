@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, Unpack
 
-from stepscope.errors import FormatVersionError, JobNotFoundError
+from stepscope.errors import JobFolderError, JobNotFoundError
 from stepscope.jobfolder import _paths as paths
 from stepscope.jobfolder._constants import FORMAT_VERSION, HEARTBEAT_STALE_S
 from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
+from stepscope.jobfolder._validate import check_job_json
 
 # Bytes kept in job.json and small records (heartbeats, ranks) for a rewrite in
 # place when the disk is full (Store.write_json's ``reserve``): job.json's end,
@@ -98,16 +99,6 @@ class JobMeta:
         return cls(**given, extra=extra)  # type: ignore[arg-type]  # job.json's own fields
 
 
-def check_version(meta: Mapping[str, object], where: str) -> None:
-    """Refuse a job written in a newer format than this stepscope reads."""
-    version = meta.get("format_version", 1)
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise FormatVersionError(
-            f"Job {where} has format version {version!r}; this stepscope reads up to "
-            f"{FORMAT_VERSION}. Upgrade: pip install -U stepscope"
-        )
-
-
 def is_job(io: FolderIO, key: str = "") -> bool:
     """Whether ``key`` (a sub-folder, or the folder itself) holds a job (a job.json)."""
     return io.exists(f"{key}/{paths.JOB_JSON}" if key else paths.JOB_JSON)
@@ -122,9 +113,14 @@ def read_meta(io: FolderIO) -> JobJson:
             f"No stepscope job at {io.url!r}: it has no job.json. "
             "Pass a job folder (OUT/JOB), e.g. one listed by `stepscope ls OUT`."
         ) from None
-    meta = as_job_json(body, f"job.json of {io.url!r}")
-    check_version(meta, io.url)
-    return meta
+    except IsADirectoryError:
+        raise JobFolderError(f"job.json of {io.url!r} is a folder, not a file: damaged") from None
+    except ValueError as exc:  # empty, cut short, not JSON, not UTF-8
+        raise JobFolderError(
+            f"job.json of {io.url!r} is not valid JSON ({str(exc)[:80]}): damaged; "
+            "restore it from a copy, or remove the job folder."
+        ) from None
+    return check_job_json(body, io.url)
 
 
 def write_meta(io: FolderIO, meta: JobMeta | JobJson) -> None:
@@ -217,15 +213,28 @@ def end_without_launcher(io: FolderIO, now: float) -> JobJson | None:
     return update_meta(io, status=status, reason=reason, exit_code=code, end_time=now)
 
 
-def read_all(io: FolderIO, prefix: str, suffix: str = paths.JSON) -> list[JsonObject]:
+def read_all(
+    io: FolderIO,
+    prefix: str,
+    suffix: str = paths.JSON,
+    skipped: dict[str, str] | None = None,
+    problem: Callable[[JsonObject], str | None] | None = None,
+) -> list[JsonObject]:
     """Every readable JSON record under ``prefix`` (faults, window records, ...), in key
-    order; a record being rewritten or damaged is skipped, not fatal."""
+    order; a record being rewritten or damaged (not an object, or ``problem(record)``
+    says why) is skipped, not fatal, and noted in ``skipped`` (key -> why) when given."""
     out: list[JsonObject] = []
     for key in io.list(prefix, suffix=suffix):
         try:
             body = io.read_json(key)
-        except (OSError, ValueError):
-            continue
-        if isinstance(body, dict):
-            out.append(body)
+        except (OSError, ValueError) as exc:
+            why = "not valid JSON" if isinstance(exc, ValueError) else type(exc).__name__
+        else:
+            bad = None if not isinstance(body, dict) or problem is None else problem(body)
+            if isinstance(body, dict) and bad is None:
+                out.append(body)
+                continue
+            why = bad or f"a JSON {type(body).__name__}, not an object"
+        if skipped is not None:
+            skipped[key] = why
     return out

@@ -15,9 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import (
+    FAULT_SPEC,
+    NODE_SPEC,
+    WINDOW_SPEC,
     JobJson,
     JsonObject,
     NodeInfo,
+    as_json_object,
     as_node_info,
     heartbeats,
     is_job,
@@ -25,6 +29,8 @@ from stepscope.jobfolder import (
     paths,
     read_all,
     read_meta,
+    record_problem,
+    without_bad_keys,
 )
 from stepscope.store import Store, open_store
 
@@ -33,8 +39,9 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from stepscope.read._segment_query import Param
+    from stepscope.read._segment_query import Param, Views
     from stepscope.read._tensors import Tensors
+    from stepscope.store import SegmentCheck
 
 
 class Job:
@@ -47,6 +54,8 @@ class Job:
         # job.json as opened (no job.json, or a newer format: a clear error now)
         self._opened = read_meta(store)
         self._db: duckdb.DuckDBPyConnection | None = None
+        self._check: SegmentCheck | None = None
+        self._skipped: dict[str, str] = {}  # damaged JSON records: key -> why
 
     def __repr__(self) -> str:
         return f"<Job {self.name!r} {self.status} at {self.path}>"
@@ -73,7 +82,11 @@ class Job:
     def node_info(self, node: str) -> NodeInfo:
         """``nodes/<node>.json``: the node's cores, memory, GPUs and clock offset."""
         key = paths.node_key(node)
-        return as_node_info(self.store.read_json(key), f"{self.path}/{key}")
+        body = as_json_object(self.store.read_json(key), f"{self.path}/{key}")
+        clean, problem = without_bad_keys(body, NODE_SPEC)
+        if problem is not None:  # the facts of the right types are still worth showing
+            self.note_skipped(key, f"{problem} (left out)")
+        return as_node_info(clean, key)
 
     def ranks(self) -> list[int]:
         dirs = self.store.listdir(paths.STEPS) + self.store.listdir(paths.EVENTS)
@@ -85,17 +98,18 @@ class Job:
         ``job.tensors.rank(r)`` for another rank). See docs/tensors.md."""
         from stepscope.read._tensors import Tensors
 
-        return Tensors(self.store)
+        return Tensors(self.store, check=self.segment_check, skipped=self._skipped)
 
     def faults(self) -> list[JsonObject]:
         """Faults recorded at the fault boundaries of the agent, the sampler, the rule
         runner and the launcher, with those the launcher could only put in ``job.json``
-        (a full disk)."""
+        (a full disk). Damaged records are skipped and named in ``warnings``."""
         kept: object = read_meta(self.store).get("faults")
         extra: list[JsonObject] = []
         if isinstance(kept, list):  # job.json is typed, not validated: narrow each
             extra = [dict(f) for f in kept if isinstance(f, dict)]
-        return [*read_all(self.store, paths.FAULTS), *extra]
+        faults = read_all(self.store, paths.FAULTS, skipped=self._skipped, problem=_fault_problem)
+        return [*faults, *extra]
 
     def profiling_artifacts(self) -> list[JsonObject]:
         """Every finished profiling window of every rank, oldest first (docs/profiling.md).
@@ -106,8 +120,26 @@ class Job:
         to the job folder), ``files`` (all of them), ``window`` (the settings),
         ``request`` (the control request, for live windows), and ``truncated``.
         """
-        out = read_all(self.store, paths.PROFILING, paths.WINDOW_JSON)
+        out = read_all(
+            self.store, paths.PROFILING, paths.WINDOW_JSON, self._skipped, _window_problem
+        )
         return sorted(out, key=_window_order)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What readers skip as damaged, one line each naming the file: segments that
+        cannot be read or hold out-of-range values, damaged records (docs/format.md,
+        "Damaged job folders"). Checks every local segment (each once); on object
+        stores, what the reads so far found."""
+        if self.store.is_local:
+            for prefix in ("steps", "events", "system", "others", "tensors"):
+                self.segment_check.readable(self.store, self.store.list(prefix, ".parquet"))
+        records = [f"skipped {k}: {why}" for k, why in sorted(self._skipped.items())]
+        return self.segment_check.warnings() + records
+
+    def note_skipped(self, key: str, why: str) -> None:
+        """Record that the file ``key`` was skipped as damaged (it joins ``warnings``)."""
+        self._skipped[key] = why
 
     # -- row streams ------------------------------------------------------------
     @property
@@ -131,33 +163,37 @@ class Job:
         segment that cannot be read is left out and given to ``on_skip`` (key, why)."""
         from stepscope.read._segment_query import read_stream
 
-        return read_stream(self.store, prefix, columns, on_skip)
+        def skipped(key: str, why: str) -> None:
+            self.note_skipped(key, why)
+            if on_skip is not None:
+                on_skip(key, why)
+
+        return read_stream(self.store, prefix, columns, skipped)
+
+    @property
+    def segment_check(self) -> SegmentCheck:
+        """Each segment is checked once; damaged ones are skipped and named in warnings."""
+        if self._check is None:
+            from stepscope.store import SegmentCheck
+
+            self._check = SegmentCheck()
+        return self._check
+
+    def _run_query(self, sql: str, params: Sequence[object], views: Views) -> pd.DataFrame:
+        from stepscope.read._segment_query import run_query
+
+        return run_query(self._con, self.store, self.segment_check, sql, params, views)
 
     def _query(
         self, prefix: str, schema: pa.Schema, where: str, params: list[Param], order: str
     ) -> pd.DataFrame:
-        from stepscope.read._segment_query import register_segments
-
         view = prefix.replace("/", "_")
-        register_segments(self._con, self.store, view, prefix, schema)
         sql = f"SELECT * FROM {view} WHERE {where} ORDER BY {order}"
-        return self._con.execute(sql, params).df()
+        return self._run_query(sql, params, [(view, prefix, schema)])
 
     def sql(self, query: str, params: Sequence[object] = ()) -> pd.DataFrame:
         """Run SQL over the views ``steps``, ``events``, ``system`` and ``others`` of this job."""
-        from stepscope.jobfolder import (
-            EVENTS_SCHEMA,
-            OTHERS_SCHEMA,
-            STEPS_SCHEMA,
-            SYSTEM_BASE_SCHEMA,
-        )
-        from stepscope.read._segment_query import register_segments
-
-        register_segments(self._con, self.store, "others", "others", OTHERS_SCHEMA)
-        register_segments(self._con, self.store, "steps", "steps", STEPS_SCHEMA)
-        register_segments(self._con, self.store, "events", "events", EVENTS_SCHEMA)
-        register_segments(self._con, self.store, "system", "system", SYSTEM_BASE_SCHEMA)
-        return self._con.execute(query, list(params)).df()
+        return self._run_query(query, list(params), _views())
 
     def steps(
         self,
@@ -231,6 +267,26 @@ class Job:
         value_cols = [c for c in wide.columns if c not in ("time", "node", "interval_ms")]
         long = wide.melt(id_vars=["time", "node"], value_vars=value_cols, var_name="metric")
         return long.dropna(subset=["value"]).reset_index(drop=True)
+
+
+def _views() -> Views:
+    """The views of :meth:`Job.sql` (name, stream prefix, schema)."""
+    from stepscope.jobfolder import EVENTS_SCHEMA, OTHERS_SCHEMA, STEPS_SCHEMA, SYSTEM_BASE_SCHEMA
+
+    return (
+        ("others", "others", OTHERS_SCHEMA),
+        ("steps", "steps", STEPS_SCHEMA),
+        ("events", "events", EVENTS_SCHEMA),
+        ("system", "system", SYSTEM_BASE_SCHEMA),
+    )
+
+
+def _fault_problem(record: JsonObject) -> str | None:
+    return record_problem(record, FAULT_SPEC)
+
+
+def _window_problem(record: JsonObject) -> str | None:
+    return record_problem(record, WINDOW_SPEC, ("kind",))
 
 
 def _window_order(record: JsonObject) -> tuple[float, int]:

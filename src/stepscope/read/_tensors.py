@@ -16,18 +16,24 @@ asked for, so a lookup does not scan the other tensors' data. Works on every sto
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import SupportsFloat, TypeAlias
+from typing import SupportsFloat, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
-from stepscope.jobfolder import INDEX_SCHEMA, SCALARS_SCHEMA, VALUE_KEY, paths, rank_prefix
-from stepscope.store import Store
+from stepscope.jobfolder import (
+    INDEX_SCHEMA,
+    SCALARS_SCHEMA,
+    VALUE_KEY,
+    paths,
+    rank_prefix,
+)
+from stepscope.store import SegmentCheck, Store, clean_floats
 
 _NUMPY = {
     "float32": "<f4",
@@ -82,9 +88,18 @@ def np_reduce(x: npt.ArrayLike, name: str) -> float:
 class Tensors:
     """The output tensors of one rank of a job (rank 0 unless chosen)."""
 
-    def __init__(self, store: Store, rank: int = 0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        rank: int = 0,
+        check: SegmentCheck | None = None,
+        skipped: dict[str, str] | None = None,
+    ) -> None:
         self.store, self.rank_id = store, rank
         self.prefix = rank_prefix(rank)
+        # Shared with the Job: damaged segments and files are skipped and named there.
+        self._check = check if check is not None else SegmentCheck()
+        self._skipped = skipped if skipped is not None else {}
 
     def __repr__(self) -> str:
         return f"<Tensors rank {self.rank_id} of {self.store.url}>"
@@ -92,16 +107,19 @@ class Tensors:
     def ranks(self) -> list[int]:
         """The ranks that saved tensors."""
         dirs = self.store.listdir(paths.TENSORS)
-        return sorted(int(d.split("-", 1)[1]) for d in dirs if d.startswith("rank-"))
+        return sorted({r for r in map(paths.rank_of, dirs) if r is not None})
 
     def rank(self, rank: int) -> Tensors:
         """The tensors of another rank."""
-        return Tensors(self.store, rank)
+        return Tensors(self.store, rank, self._check, self._skipped)
 
-    def _dataset(self, stream: str, schema: pa.Schema) -> ds.Dataset | None:
+    def _keys(self, stream: str) -> list[str]:
         keys = self.store.list(f"{self.prefix}/{stream}", suffix=".parquet")
-        if not keys:
-            return None
+        if self.store.is_local:
+            keys = self._check.readable(self.store, keys)[0]
+        return keys
+
+    def _dataset(self, keys: list[str], schema: pa.Schema) -> ds.Dataset:
         paths = [self.store.path(k) for k in keys]
         return ds.dataset(paths, schema=schema, format="parquet", filesystem=self.store.fs)
 
@@ -114,8 +132,8 @@ class Tensors:
         step: int | None,
         columns: list[str] | None = None,
     ) -> pd.DataFrame:
-        data = self._dataset(stream, schema)
-        if data is None or (names is not None and not len(names)):
+        keys = self._keys(stream)
+        if not keys or (names is not None and not len(names)):
             return schema.empty_table().to_pandas()
         where = ds.field("rank") == self.rank_id
         if names is not None:
@@ -124,7 +142,14 @@ class Tensors:
             where &= ds.field("phase") == phase
         if step is not None:
             where &= ds.field("step") == step
-        return data.to_table(filter=where, columns=columns).to_pandas()
+        try:
+            table = self._dataset(keys, schema).to_table(filter=where, columns=columns)
+        except (OSError, ValueError):  # a segment's data is damaged: find it, read the rest
+            fs = self.store.fs
+            if not self._check.deep(self.store, keys, lambda p: pq.read_table(p, filesystem=fs)):
+                raise
+            return self._read(stream, schema, names, phase, step, columns)
+        return clean_floats(table).to_pandas()
 
     def scalars(
         self, names: Sequence[str] | None = None, phase: str | None = None, step: int | None = None
@@ -158,10 +183,19 @@ class Tensors:
     def collections(self) -> dict[str, list[str]]:
         """``{collection: [tensor names]}`` as the agent saw them."""
         key = f"{self.prefix}/collections.json"
-        if not self.store.exists(key):
+        try:
+            found = self.store.read_json(key)
+        except FileNotFoundError:
             return {}
-        found: dict[str, list[str]] = json.loads(self.store.read_bytes(key))
-        return found
+        except (OSError, ValueError):
+            found = None
+        ok = isinstance(found, dict) and all(
+            isinstance(v, list) and all(isinstance(n, str) for n in v) for v in found.values()
+        )
+        if not ok:
+            self._skipped[key] = "not an object of lists of tensor names"
+            return {}
+        return cast(dict[str, list[str]], found)
 
     def __getitem__(self, name: str) -> Tensor:
         return Tensor(self, name)

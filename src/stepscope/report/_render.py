@@ -16,7 +16,7 @@ from stepscope.report._html import esc, fmt_time, script_json
 from stepscope.report._profiles import profiles_section
 from stepscope.report._rules import rules_section
 from stepscope.report._steps import steps_section
-from stepscope.report._summary import faults_section, summary_section
+from stepscope.report._summary import faults_section, summary_section, warnings_section
 from stepscope.report._system import node_anchor, system_section
 from stepscope.report._tensors import tensors_section
 from stepscope.webcharts import script_text, style_text
@@ -67,6 +67,7 @@ def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
     profiles = profiles_section(ctx, out_dir)
     progress("tensors", 0.85)
     tensors = tensors_section(ctx)
+    summary += warnings_section(ctx)  # last: the damage every section's reads ran into
     toc = _toc(ctx, 'id="faults"' in summary, bool(profiles), bool(tensors))
     return f"{toc}<main>{summary}{system}{steps}{rules}{profiles}{tensors}</main>"
 

@@ -113,3 +113,18 @@ def faults_section(ctx: Context) -> str:
         "but the data they concern may be incomplete."
     )
     return section("faults", f"Faults ({len(faults)})", intro + table(head, rows, cls="faults"))
+
+
+def warnings_section(ctx: Context) -> str:
+    """The damaged files the report skipped (docs/format.md); empty when there were none."""
+    found = ctx.job.warnings
+    if not found:
+        return ""
+    intro = note(
+        "These files of the job folder are damaged and were skipped: the report shows "
+        "the job without them."
+    )
+    rows = [(w,) for w in found]
+    return section(
+        "warnings", f"Damaged files ({len(found)})", intro + table(["Warning"], rows, cls="faults")
+    )

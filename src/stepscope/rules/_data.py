@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stepscope.store import TMP_MARKER, Store, read_tables
+from stepscope.store import TMP_MARKER, SegmentCheck, Store, read_tables
 
 
 def read_segments(
@@ -80,22 +80,31 @@ def list_names(store: Store, prefix: str) -> list[str]:
     return sorted(n for n in names if TMP_MARKER not in n)
 
 
-def stream_node(store: Store, prefix: str) -> str | None:
+def readable(store: Store, keys: list[str], check: SegmentCheck | None) -> list[str]:
+    """``keys`` without the segments ``check`` finds damaged (local stores; docs/format.md)."""
+    if check is None or not store.is_local:
+        return keys
+    return check.readable(store, keys)[0]
+
+
+def stream_node(store: Store, prefix: str, check: SegmentCheck | None = None) -> str | None:
     """The node that wrote the stream ``prefix`` (read from its first segment)."""
     if prefix.startswith(("system/", "others/")):  # named after their node
         return prefix.split("/", 1)[1]
-    keys = store.list(prefix, suffix=".parquet")
+    keys = readable(store, store.list(prefix, suffix=".parquet"), check)
     if not keys:
         return None
     table = pq.read_table(store.path(keys[0]), columns=["node"], filesystem=store.fs)
     return str(table.column("node")[0]) if table.num_rows else None
 
 
-def node_streams(store: Store, kind: str) -> dict[str, list[str]]:
+def node_streams(
+    store: Store, kind: str, check: SegmentCheck | None = None
+) -> dict[str, list[str]]:
     """Node -> the streams of ``kind`` it wrote."""
     out: dict[str, list[str]] = {}
     for prefix in stream_prefixes(store, kind):
-        node = stream_node(store, prefix)
+        node = stream_node(store, prefix, check)
         if node is not None:
             out.setdefault(node, []).append(prefix)
     return out
@@ -107,7 +116,9 @@ def read_streams(
     order: str,
     con: duckdb.DuckDBPyConnection | None = None,
     columns: str = "*",
+    check: SegmentCheck | None = None,
 ) -> pd.DataFrame | None:
-    """All rows of the streams ``prefixes`` (``columns``: a DuckDB select list)."""
-    keys = [k for p in prefixes for k in store.list(p, suffix=".parquet")]
+    """All rows of the streams ``prefixes`` (``columns``: a DuckDB select list), without
+    the segments ``check`` finds damaged."""
+    keys = readable(store, [k for p in prefixes for k in store.list(p, suffix=".parquet")], check)
     return read_segments(store, keys, order=order, con=con, columns=columns)

@@ -112,20 +112,23 @@ def _or(frame: pd.DataFrame | None, empty: Callable[[], pd.DataFrame]) -> pd.Dat
 
 def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
     """One RuleInput per node of ``job``, read one node at a time (bounded memory)."""
-    store, con = job.store, duckdb.connect()
-    system, steps = node_streams(store, "system"), node_streams(store, "steps")
-    others = node_streams(store, "others")
+    store, con, check = job.store, duckdb.connect(), job.segment_check
+    system, steps = node_streams(store, "system", check), node_streams(store, "steps", check)
+    others = node_streams(store, "others", check)
     for node in sorted(set(system) | set(steps) | set(base.nodes)):
         yield RuleInput(
             steps=_or(
-                read_streams(store, steps.get(node, []), "rank, phase, step", con), empty_steps
+                read_streams(store, steps.get(node, []), "rank, phase, step", con, check=check),
+                empty_steps,
             ),
             system=_or(
-                read_streams(store, system.get(node, []), "time", con, RULE_SYSTEM_COLUMNS),
+                read_streams(store, system.get(node, []), "time", con, RULE_SYSTEM_COLUMNS, check),
                 empty_system,
             ),
             events=base.events[base.events["node"] == node] if len(base.events) else base.events,
-            others=_or(read_streams(store, others.get(node, []), "time", con), empty_others),
+            others=_or(
+                read_streams(store, others.get(node, []), "time", con, check=check), empty_others
+            ),
             nodes={node: base.nodes[node]} if node in base.nodes else {},
             now=base.now,
             origin=base.origin,

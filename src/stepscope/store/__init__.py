@@ -10,6 +10,11 @@ from stepscope.errors import StoreError, StoreUnavailable
 from stepscope.store._store import REMOTE_MIN_INTERVAL_S, TMP_MARKER, Store, open_store
 
 _LAZY = {
+    "Checked": "_check",
+    "SegmentCheck": "_check",
+    "check_file": "_check",
+    "TIME_COLUMNS": "_ranges",
+    "clean_floats": "_ranges",
     "column": "_columns",
     "record_batch": "_columns",
     "SegmentWriter": "_segments",
@@ -19,7 +24,9 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from stepscope.store._check import Checked, SegmentCheck, check_file
     from stepscope.store._columns import column, record_batch
+    from stepscope.store._ranges import TIME_COLUMNS, clean_floats
     from stepscope.store._segments import (
         SegmentWriter,
         encode_parquet,
@@ -29,11 +36,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REMOTE_MIN_INTERVAL_S",
+    "TIME_COLUMNS",
     "TMP_MARKER",
+    "Checked",
+    "SegmentCheck",
     "SegmentWriter",
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "check_file",
+    "clean_floats",
     "column",
     "encode_parquet",
     "open_store",
