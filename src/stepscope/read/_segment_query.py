@@ -170,10 +170,13 @@ def read_stream(
     on_skip: Callable[[str, str], None] | None = None,
 ) -> pa.Table:
     """The segments under ``prefix`` as one table (union by name), only ``columns`` if
-    given: read by pyarrow alone, file by file (no DuckDB, no pandas). A segment that
+    given: read by pyarrow alone, file by file (no DuckDB, no pandas), out-of-range
+    values cleaned as in :func:`register_segments`. A segment that
     cannot be read, or whose columns do not fit the others', is left out and given
     to ``on_skip`` (its key, why)."""
     import pyarrow.parquet as pq
+
+    from stepscope.store import clean_floats
 
     keys = store.list(prefix, suffix=".parquet")
     if store.is_local:
@@ -186,7 +189,7 @@ def read_stream(
             with pq.ParquetFile(source) as file:
                 names = file.schema_arrow.names
                 wanted = None if columns is None else [c for c in columns if c in names]
-                table = file.read(wanted)
+                table = clean_floats(file.read(wanted))  # as the DuckDB views do
             out = (
                 table
                 if out is None
