@@ -30,10 +30,10 @@ import re
 import socket
 import stat
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._faults import FaultLog
 from stepscope.jobfolder._records import FolderIO
 
 MAX_REQUEST_BYTES = 64 * 1024  # a request of 16 windows is about 5 KB
@@ -163,15 +163,8 @@ def check_ack_folder(store: FolderIO) -> None:
 
 
 # --- the record of refusals: faults/control-<host>-<pid>.json --------------------------
-@dataclass
-class _Record:
-    first_time: float
-    count: int = 0
-    requests: list[dict[str, object]] = field(default_factory=list)
-
-
 _lock = threading.Lock()
-_records: dict[str, _Record] = {}
+_logs: dict[tuple[str, int], FaultLog] = {}  # (store, pid): a forked child starts its own
 
 
 def record_refusal(store: FolderIO, name: str, reason: str) -> None:
@@ -184,14 +177,12 @@ def record_refusal(store: FolderIO, name: str, reason: str) -> None:
 
 
 def _record(store: FolderIO, name: str, reason: str) -> None:
-    now, host, pid = time.time(), socket.gethostname(), os.getpid()
-    key = paths.fault_key("control", host, pid)
+    pid = os.getpid()
     with _lock:
-        rec = _records.setdefault(f"{store.url}|{key}", _Record(now))
-        rec.count += 1
-        rec.requests = [*rec.requests[-(_KEPT - 1) :], {"request": name, "reason": reason}]
-        doc = {"component": "control", "node": host, "pid": pid, "time": now,
-               "first_time": rec.first_time, "count": rec.count,
-               "error": f"control request {name!r} refused: {reason}",
-               "requests": list(rec.requests)}  # fmt: skip
-    store.write_json(key, doc)
+        log = _logs.get((store.url, pid))
+        if log is None:
+            log = _logs[(store.url, pid)] = FaultLog(store, socket.gethostname(), pid)
+        log.io = store  # the caller's store of this job folder: the one known to work
+        kept = log.records.get("control", {}).get("requests", [])
+        requests = [*kept[-(_KEPT - 1) :], {"request": name, "reason": reason}]
+    log.record("control", f"control request {name!r} refused: {reason}", requests=requests)
