@@ -13,10 +13,9 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-import keras  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
 
 def main() -> None:

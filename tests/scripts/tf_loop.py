@@ -15,16 +15,16 @@ from collections.abc import Iterator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-import keras  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=2048)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compiled", action="store_true")
     p.add_argument("--stall-at", type=int, default=-1)
@@ -37,7 +37,7 @@ def main() -> None:
     keras.utils.set_random_seed(a.seed)
     tf.config.experimental.enable_op_determinism()
     rng = np.random.default_rng(a.seed)
-    x = rng.normal(size=(a.steps * a.batch, 32)).astype("float32")
+    x = rng.normal(size=(a.steps * a.batch, 256)).astype("float32")
     y = (x[:, :4].sum(axis=1, keepdims=True) > 0).astype("float32")
     if a.nan_from >= 0:
         y[a.nan_from * a.batch :] = np.nan
@@ -48,10 +48,14 @@ def main() -> None:
                 time.sleep(a.slow_data)
             yield x[i * a.batch : (i + 1) * a.batch], y[i * a.batch : (i + 1) * a.batch]
 
-    spec = (tf.TensorSpec((None, 32), tf.float32), tf.TensorSpec((None, 1), tf.float32))
+    spec = (tf.TensorSpec((None, 256), tf.float32), tf.TensorSpec((None, 1), tf.float32))
     ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
     model = keras.Sequential(
-        [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)]
+        [
+            keras.Input((256,)),
+            keras.layers.Dense(a.hidden, activation="relu"),
+            keras.layers.Dense(1),
+        ]
     )
     loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
     opt = keras.optimizers.SGD(0.05)
@@ -60,7 +64,7 @@ def main() -> None:
         with tf.GradientTape() as tape:
             loss = loss_fn(yb, model(xb, training=True))
         grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
     step_fn = tf.function(train_step) if a.compiled else train_step

@@ -19,8 +19,8 @@ step's result); reductions are computed in numpy. Nothing imports torch.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, SupportsFloat
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 Row = tuple[str, int, str, str]
 _PARAM_KINDS = frozenset({"weight", "bias", "gradient"})
-_REDUCE = {
+_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
     "min": np.min,
     "max": np.max,
     "mean": np.mean,
@@ -65,7 +65,7 @@ class _Host:
 def _numpy(value: object) -> npt.NDArray[np.float64] | None:
     to_numpy = getattr(value, "numpy", None)
     try:
-        out = to_numpy() if callable(to_numpy) else value
+        out: object = to_numpy() if callable(to_numpy) else value
         return np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError):
         return None
@@ -179,8 +179,10 @@ class TFCapture:
             return
         if isinstance(out, Mapping):
             self.on_logs(True, out, None)
-        elif _numpy(out) is not None and np.size(_numpy(out)) == 1:
-            self.take(plan, "loss", (phase, step, "loss"), out)
+        else:
+            x = _numpy(out)
+            if x is not None and x.size == 1:
+                self.take(plan, "loss", (phase, step, "loss"), out)
         self.on_variables(plan, step, self.variables)
 
     def on_loss(self, target: object) -> None:

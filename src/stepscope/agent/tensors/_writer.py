@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,7 @@ class StepBatch:
     keys: list[tuple[str, int, str, str]] = field(default_factory=list)
     values: HostVector | None = None
     # torch tensors, or numpy arrays from a TensorFlow job
-    raws: list[tuple[str, int, str, torch.Tensor | np.ndarray]] = field(default_factory=list)
+    raws: Sequence[tuple[str, int, str, torch.Tensor | np.ndarray]] = field(default_factory=list)
     floats: list[tuple[str, int, str, float]] = field(default_factory=list)
     members: dict[str, set[str]] = field(default_factory=dict)
 
