@@ -55,9 +55,12 @@ def _events(job: stepscope.Job, kind: str) -> list[dict[str, object]]:
 
 
 def _rules(tmp_path: Path, script: str, *args: str) -> dict[str, dict[str, object]]:
+    """The final verdicts of RULES on a run of ``script``; ``fit`` runs one epoch of 80
+    batches (an epoch's end takes 0.3-1.5 s here: an outlier of its own)."""
     config = tmp_path / "stepscope.toml"
     config.write_text(CONFIG)
-    run = stepscope_run(tmp_path, [script, *args], "--config", str(config))
+    shape = ["--epochs", "1", "--batches", "80"] if script == FIT else ["--compiled"]
+    run = stepscope_run(tmp_path, [script, *shape, *args], "--config", str(config))
     assert run.code == 0, run.stderr
     folder = run.job_path / "rules"
     return {r: json.loads((folder / f"{r}.json").read_text()) for r in RULES}
@@ -176,12 +179,12 @@ def test_a_stall_in_fit_fires_step_outlier(tmp_path: Path) -> None:
     results = _rules(tmp_path, FIT, "--stall-at", "25", "--stall", "3")
     outlier = results["StepOutlier"]
     assert outlier["status"] == "IssuesFound"
-    # The sleep follows batch 25 (a callback): the next step pays it, in each epoch.
-    assert {f["steps"][0] for f in outlier["findings"]} >= {26, 66}
+    # The sleep follows batch 25 (a callback): the next step pays it.
+    assert [f["steps"][0] for f in outlier["findings"]] == [26]
 
 
 def test_a_starved_input_pipeline_fires_data_loading(tmp_path: Path) -> None:
-    results = _rules(tmp_path, LOOP, "--compiled", "--slow-data", "0.03")
+    results = _rules(tmp_path, LOOP, "--slow-data", "0.03")
     assert results["DataLoading"]["status"] == "IssuesFound"
 
 
@@ -193,7 +196,6 @@ def test_a_nan_loss_in_fit_fires_exploding_tensor(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("script", [FIT, LOOP], ids=["fit", "loop"])
 def test_healthy_tensorflow_runs_fire_nothing(tmp_path: Path, script: str) -> None:
-    extra = ["--compiled"] if script == LOOP else []
-    for name, result in _rules(tmp_path, script, *extra).items():
+    for name, result in _rules(tmp_path, script).items():
         assert result["status"] == "NoIssuesFound", (name, result["message"])
         assert result["datapoints"] > 0
