@@ -199,3 +199,42 @@ def test_healthy_tensorflow_runs_fire_nothing(tmp_path: Path, script: str) -> No
     for name, result in _rules(tmp_path, script).items():
         assert result["status"] == "NoIssuesFound", (name, result["message"])
         assert result["datapoints"] > 0
+
+
+PROFILE = """
+[profiler.framework_profile_params.detailed_profiling_config]
+start_step = 10
+num_steps = 3
+"""
+# Parses the window's XSpace protobuf as TensorBoard's profile plugin does (in a
+# subprocess: TensorFlow stays out of the test process).
+PARSE = """
+import sys
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+x = xplane_pb2.XSpace()
+x.ParseFromString(open(sys.argv[1], "rb").read())
+print(sum(len(line.events) for p in x.planes for line in p.lines))
+"""
+
+
+def test_a_detailed_window_runs_tensorflows_profiler(tmp_path: Path) -> None:
+    config = tmp_path / "profile.toml"
+    config.write_text(PROFILE)
+    args = [FIT, "--epochs", "1", "--batches", "30"]
+    run = stepscope_run(tmp_path, args, "--no-rules", "--config", str(config))
+    assert run.code == 0, run.stderr
+    folder = run.job_path / "profiling" / "rank-0"
+    record = json.loads((folder / "detailed-10-12.window.json").read_text())
+    assert record["viewer"] == "tensorboard-plugin-profile" and record["bytes"] > 0
+    xplane = run.job_path / record["path"]
+    assert xplane.name.endswith(".xplane.pb") and "/plugins/profile/" in record["path"]
+    out = subprocess.run(
+        [sys.executable, "-c", PARSE, str(xplane)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env_for_tests(),
+    )
+    assert int(out.stdout.strip().splitlines()[-1]) > 100  # host events of 3 steps
+    steps = stepscope.open(run.job_path).steps(phase="train")
+    assert steps.set_index("step").loc[10:12, "profiled"].all()
