@@ -238,3 +238,36 @@ def test_a_detailed_window_runs_tensorflows_profiler(tmp_path: Path) -> None:
     assert int(out.stdout.strip().splitlines()[-1]) > 100  # host events of 3 steps
     steps = stepscope.open(run.job_path).steps(phase="train")
     assert steps.set_index("step").loc[10:12, "profiled"].all()
+
+
+TENSORS = """
+[debugger.hook_parameters]
+save_interval = 10
+
+[[debugger.collections]]
+name = "gradients"
+reductions = "l2, abs_max"
+
+[[debugger.collections]]
+name = "kernels"
+include_regex = ".*kernel"
+"""
+
+
+def test_weights_and_gradients_by_collection_and_regex(tmp_path: Path) -> None:
+    config = tmp_path / "tensors.toml"
+    config.write_text(TENSORS)
+    args = [LOOP, "--steps", "30", "--hidden", "16"]
+    run = stepscope_run(tmp_path, args, "--no-rules", "--config", str(config))
+    assert run.code == 0, run.stderr
+    tensors = stepscope.open(run.job_path).tensors
+    coll = tensors.collections()
+    # Keras variable paths; the regex selects among every kind (gradients too)
+    weights = ["sequential/dense/kernel", "sequential/dense_1/kernel"]
+    assert coll["kernels"] == sorted([*weights, *(f"gradient/{w}" for w in weights)])
+    assert len(coll["gradients"]) == 4 and all(n.startswith("gradient/") for n in coll["gradients"])
+    kernel = tensors[weights[0]]
+    assert kernel.steps() == [0, 10, 20]
+    assert np.asarray(kernel.value(0)).shape == (256, 16)  # raw: the first Dense's kernel
+    grad = tensors["gradient/sequential/dense/kernel"]
+    assert grad.reduction(10, "l2") > 0 and set(grad.reductions(10)) == {"l2", "abs_max"}
