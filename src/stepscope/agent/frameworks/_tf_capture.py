@@ -87,7 +87,8 @@ class TFCapture:
             rec,
             faults,
         )
-        self.armed = False
+        self.armed = False  # the coming training step saves something
+        self.armed_eval = False  # the coming evaluation step does
         self.variables: Iterable[object] = ()  # a compiled train function's, from its trace
         self._keys: list[Row] = []
         self._values: list[float] = []
@@ -102,11 +103,13 @@ class TFCapture:
 
     def remove(self) -> None:
         self.rec.unlisten(self._on_boundary)
-        self.armed = False
+        self.armed = self.armed_eval = False
         self.flush()
 
     # -- planning ------------------------------------------------------------------------
     def _on_boundary(self, phase: str, step: int, _t: float) -> tuple[int, int]:
+        """After a step: hand over what was taken; arm each phase for its next step if
+        that step saves, else ask to be called again at its next saving step."""
         try:
             self.flush()
             train = step + 1 if phase == "train" else self.rec.train_steps
@@ -115,13 +118,17 @@ class TFCapture:
         except Exception as exc:
             self.faults.record("tensors", exc)
             return EVERY_STEP
-        return EVERY_STEP if self.armed else self._wake
+        return self._wake
 
     def _rearm(self, train: int, evals: int) -> None:
-        self.armed = bool(self.planner.plan("train", train) or self.planner.plan("eval", evals))
+        plan = self.planner
+        self.armed = bool(plan.plan("train", train))
+        self.armed_eval = bool(plan.plan("eval", evals))
+        # The recorder calls again once a phase's step reaches these numbers: the
+        # coming step itself while armed (to disarm after it), else its next save.
         self._wake = (
-            self.planner.next_saving("train", train),
-            self.planner.next_saving("eval", evals),
+            train if self.armed else plan.next_saving("train", train),
+            evals if self.armed_eval else plan.next_saving("eval", evals),
         )
 
     def _phase_step(self, training: bool) -> tuple[str, int]:

@@ -152,8 +152,9 @@ class TFHooks:
                 self._keras_depth -= 1
             t = perf_counter()
             try:
-                if self.capture is not None and self.capture.armed:
-                    self.capture.on_logs(training, out, model)
+                capture = self.capture
+                if capture is not None and (capture.armed if training else capture.armed_eval):
+                    capture.on_logs(training, out, model)
                 rec.on_forward_end(t, training)
                 if training:
                     rec.end_train_step(t)
