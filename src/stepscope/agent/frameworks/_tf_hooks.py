@@ -32,24 +32,22 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
+from stepscope.agent.frameworks._keras_hooks import KerasHooks, Patches, restore
 
 if TYPE_CHECKING:
     from stepscope.agent.frameworks._tf_capture import TFCapture
 
 Fn = Callable[..., object]
 _SCOPE = "step-hooks"
-_INHERITED = object()
-Patches = list[tuple[type, str, object]]  # (owner, name, what it had)
 
 
-class TFHooks:
+class TFHooks(KerasHooks):
     """Installs and removes every TensorFlow/Keras hook."""
 
     def __init__(self, rec: StepRecorder, faults: FaultBoundary) -> None:
         self.rec, self.faults = rec, faults
         self._patches: Patches = []  # TensorFlow's attributes we replaced
         self._keras_patches: Patches = []  # Keras'
-
         self.train_fns: set[int] = set()  # ids of tf.functions whose trace applied gradients
         self._calls: list[object] = []  # tf.functions being called (outermost first)
         self._keras_depth = 0  # inside a Keras step function: the other hooks stand back
@@ -76,94 +74,9 @@ class TFHooks:
         self._patch(backprop.GradientTape, "gradient", self._wrap_gradient)
         self.installed = True
 
-    def install_keras(self) -> None:
-        """Keras 3 (TensorFlow backend): the trainer's step functions and optimizers."""
-        if self.keras:
-            return
-        from keras.src.optimizers import base_optimizer
-
-        into = self._keras_patches
-        self._patch(base_optimizer.BaseOptimizer, "apply", self._wrap_apply, into)
-        try:
-            from keras.src.optimizers import loss_scale_optimizer as lso
-
-            self._patch(lso.LossScaleOptimizer, "apply", self._wrap_apply, into)
-        except (ImportError, AttributeError):
-            pass  # an older Keras 3: no loss-scale optimizer of its own
-        try:
-            from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-        except ImportError:
-            self.keras = True  # another backend (JAX, torch): see docs/tensorflow.md
-            return
-        for kind in ("train", "test", "predict"):
-            self._patch(TensorFlowTrainer, f"make_{kind}_function", self._wrap_make(kind), into)
-        from keras.src.callbacks.callback_list import CallbackList
-        from keras.src.models.model import Model
-
-        self._patch(Model, "__call__", self._wrap_model_call, into)
-        for edge in ("begin", "end"):
-            self._patch(CallbackList, f"on_epoch_{edge}", self._wrap_epoch(edge), into)
-        self.keras = True
-
     def remove(self) -> None:
-        _restore(self._patches)
+        restore(self._patches)
         self.installed = False
-
-    def remove_keras(self) -> None:
-        _restore(self._keras_patches)
-        self.keras = False
-
-    def _patch(
-        self, owner: type, name: str, wrap: Callable[[Fn], Fn], into: Patches | None = None
-    ) -> None:
-        original = owner.__dict__.get(name, _INHERITED)
-        (self._patches if into is None else into).append((owner, name, original))
-        setattr(owner, name, wrap(getattr(owner, name)))
-
-    # -- Keras' step functions ----------------------------------------------------------
-    def _wrap_make(self, kind: str) -> Callable[[Fn], Fn]:
-        def wrap(make: Fn) -> Fn:
-            def make_function(model: object, *args: object, **kwargs: object) -> object:
-                out = make(model, *args, **kwargs)  # sets model.<kind>_function
-                try:
-                    fn = getattr(model, f"{kind}_function", None)
-                    if fn is not None and not getattr(fn, "_stepscope", False):
-                        setattr(model, f"{kind}_function", self._step_function(kind, fn, model))
-                except Exception as exc:
-                    self.faults.record(_SCOPE, exc)
-                return out
-
-            return make_function
-
-        return wrap
-
-    def _step_function(self, kind: str, fn: Fn, model: object) -> Fn:
-        rec, faults, training = self.rec, self.faults, kind == "train"
-
-        def step_function(*args: object, **kwargs: object) -> object:
-            try:
-                rec.on_forward_start(perf_counter())
-            except Exception as exc:
-                faults.record(_SCOPE, exc)
-            self._keras_depth += 1
-            try:
-                out = fn(*args, **kwargs)
-            finally:
-                self._keras_depth -= 1
-            t = perf_counter()
-            try:
-                capture = self.capture
-                if capture is not None and (capture.armed if training else capture.armed_eval):
-                    capture.on_logs(training, out, model)
-                rec.on_forward_end(t, training)
-                if training:
-                    rec.end_train_step(t)
-            except Exception as exc:
-                faults.record(_SCOPE, exc)
-            return out
-
-        step_function._stepscope = True  # type: ignore[attr-defined]  # wrapped once
-        return step_function
 
     # -- custom loops: optimizers and tf.functions --------------------------------------
     def _wrap_apply(self, apply: Fn) -> Fn:
@@ -243,45 +156,6 @@ class TFHooks:
             self.faults.record(_SCOPE, exc)
 
     # -- eager parts ----------------------------------------------------------------------
-    def _wrap_model_call(self, call: Fn) -> Fn:
-        rec, eager, faults = self.rec, self._eager, self.faults
-
-        def __call__(model: object, *args: object, **kwargs: object) -> object:
-            if self._model_depth or self._keras_depth or not eager():
-                return call(model, *args, **kwargs)  # nested, Keras' own step, or traced
-            self._model_depth = 1
-            try:
-                rec.on_forward_start(perf_counter())
-            except Exception as exc:
-                faults.record(_SCOPE, exc)
-            try:
-                return call(model, *args, **kwargs)
-            finally:
-                self._model_depth = 0
-                t = perf_counter()
-                try:
-                    flag = kwargs.get("training")
-                    rec.on_forward_end(t, bool(flag) or (flag is None and self._recording()))
-                except Exception as exc:
-                    faults.record(_SCOPE, exc)
-
-        return __call__
-
-    def _wrap_epoch(self, edge: str) -> Callable[[Fn], Fn]:
-        kind = "epoch_start" if edge == "begin" else "epoch_end"
-
-        def wrap(hook: Fn) -> Fn:
-            def on_epoch(callbacks: object, epoch: int, *args: object, **kw: object) -> object:
-                try:
-                    self.event(kind, epoch=int(epoch), train_steps=self.rec.train_steps)
-                except Exception as exc:
-                    self.faults.record(_SCOPE, exc)
-                return hook(callbacks, epoch, *args, **kw)
-
-            return on_epoch
-
-        return wrap
-
     def _wrap_next(self, nxt: Fn) -> Fn:
         rec, eager = self.rec, self._eager
 
@@ -319,16 +193,6 @@ class TFHooks:
             return out
 
         return wrapped
-
-
-def _restore(patches: Patches) -> None:
-    """Put back what ``patches`` replaced, last first; empties the list."""
-    for owner, name, original in reversed(patches):
-        if original is _INHERITED:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, original)
-    patches.clear()
 
 
 def _variables(opt: object, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
