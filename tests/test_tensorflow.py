@@ -271,3 +271,19 @@ def test_weights_and_gradients_by_collection_and_regex(tmp_path: Path) -> None:
     assert np.asarray(kernel.value(0)).shape == (256, 16)  # raw: the first Dense's kernel
     grad = tensors["gradient/sequential/dense/kernel"]
     assert grad.reduction(10, "l2") > 0 and set(grad.reductions(10)) == {"l2", "abs_max"}
+
+
+def test_the_dashboard_api_serves_a_tensorflow_job(fit_job: stepscope.Job) -> None:
+    from starlette.testclient import TestClient
+
+    from stepscope.dashboard import create_app
+
+    token = "t" * 24
+    root = str(Path(fit_job.path).parent)
+    client = TestClient(create_app(root, token=token), base_url="http://127.0.0.1")
+    name = Path(fit_job.path).name
+    auth = {"Authorization": f"Bearer {token}"}
+    steps = client.get(f"/api/jobs/{name}/steps", headers=auth)
+    assert steps.status_code == 200 and steps.json()["count"] == 40
+    report = client.get(f"/api/jobs/{name}/report.html", headers=auth)
+    assert report.status_code == 200 and b"<html" in report.content
