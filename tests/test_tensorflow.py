@@ -110,9 +110,16 @@ def test_show_and_report_work_on_a_tensorflow_job(fit_job: stepscope.Job, tmp_pa
     assert out.stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "tf.function"])
-def test_custom_loop_counts_one_step_per_apply(tmp_path: Path, compiled: bool) -> None:
+@pytest.mark.parametrize(
+    ("compiled", "wrapped"),
+    [(False, False), (True, False), (False, True)],
+    ids=["eager", "tf.function", "eager-loss-scale"],
+)
+def test_custom_loop_counts_one_step_per_apply(
+    tmp_path: Path, compiled: bool, wrapped: bool
+) -> None:
     args = [LOOP, "--steps", "30", *(["--compiled"] if compiled else [])]
+    args += ["--loss-scale"] if wrapped else []
     run = stepscope_run(tmp_path, args, "--no-rules")
     assert run.code == 0, run.stderr
     job = stepscope.open(run.job_path)

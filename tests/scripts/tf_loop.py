@@ -27,6 +27,7 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=2048)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--compiled", action="store_true")
+    p.add_argument("--loss-scale", action="store_true", help="a LossScaleOptimizer around SGD")
     p.add_argument("--stall-at", type=int, default=-1)
     p.add_argument("--stall", type=float, default=0.0)
     p.add_argument("--nan-from", type=int, default=-1)
@@ -59,6 +60,8 @@ def main() -> None:
     )
     loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
     opt = keras.optimizers.SGD(0.05)
+    if a.loss_scale:  # applies through its inner optimizer's apply: one step, not two
+        opt = keras.optimizers.LossScaleOptimizer(opt)
 
     def train_step(xb: tf.Tensor, yb: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
