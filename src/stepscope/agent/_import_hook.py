@@ -47,13 +47,20 @@ class ImportHook(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != self.name:
             return None
-        self.uninstall()
+        # Stays installed until the module runs: ``importlib.util.find_spec`` alone (as
+        # TensorFlow's ``__init__`` asks about ``keras``) finds a spec and loads nothing.
         for finder in sys.meta_path:
+            if finder is self:
+                continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _Loader(spec.loader, self.callback)
+                spec.loader = _Loader(spec.loader, self._loaded)
                 return spec
         return None
+
+    def _loaded(self, module: ModuleType) -> None:
+        self.uninstall()
+        self.callback(module)
 
     def install(self) -> None:
         sys.meta_path.insert(0, self)

@@ -17,8 +17,8 @@ Times are ``time.perf_counter()`` seconds, read by the adapter at the event. Eve
 callback the adapter installs runs behind the fault boundary. :class:`Framework` is
 the adapter's side: the agent attaches it once its module is imported (no import of
 the framework by stepscope) and detaches it when the agent stops. The torch adapter
-(:mod:`._torch`) is the one built today; TensorFlow/Keras is meant to be a second
-adapter beside it, not a copy of the agent.
+(:mod:`._torch`) and the TensorFlow and Keras ones (:mod:`._tensorflow`, which
+share one set of hooks) sit side by side; none is a copy of the agent.
 """
 
 from __future__ import annotations
@@ -76,9 +76,11 @@ class Framework(Protocol):
 
 def frameworks(agent: Agent) -> list[Framework]:
     """The adapters of every framework the agent knows, for one agent."""
+    from stepscope.agent.frameworks._tensorflow import KerasFramework, TensorFlowFramework
     from stepscope.agent.frameworks._torch import TorchFramework
 
-    return [TorchFramework(agent)]
+    tf = TensorFlowFramework(agent)
+    return [TorchFramework(agent), tf, KerasFramework(tf)]
 
 
 __all__ = ["Framework", "StepEvents", "frameworks"]

@@ -8,6 +8,7 @@ background thread runs, so that a window costs training as little as possible.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,8 +39,13 @@ def make_profiler(
     wall: Callable[[float], float],
     sink: ArtifactSink,
 ) -> WindowProfiler:
-    """The profiler of ``window``'s kind."""
+    """The profiler of ``window``'s kind; a detailed window of a TensorFlow job (TensorFlow
+    imported, torch not) runs TensorFlow's profiler."""
     if window.kind == "detailed":
+        if "tensorflow" in sys.modules and "torch" not in sys.modules:
+            from stepscope.agent.profilers._tf_detailed import TFDetailedProfiler
+
+            return TFDetailedProfiler(window, sink)
         return DetailedProfiler(window, sink)
     if window.kind == "dataloader":
         return DataloaderProfiler(window, recorder, wall)

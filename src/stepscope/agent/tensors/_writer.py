@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,12 +51,15 @@ class StepBatch:
     # (phase, step, name, key) per value of ``values``
     keys: list[tuple[str, int, str, str]] = field(default_factory=list)
     values: HostVector | None = None
-    raws: list[tuple[str, int, str, torch.Tensor]] = field(default_factory=list)
+    # torch tensors, or numpy arrays from a TensorFlow job
+    raws: Sequence[tuple[str, int, str, torch.Tensor | np.ndarray]] = field(default_factory=list)
     floats: list[tuple[str, int, str, float]] = field(default_factory=list)
     members: dict[str, set[str]] = field(default_factory=dict)
 
 
-def _raw_bytes(t: torch.Tensor) -> tuple[str, bytes]:
+def _raw_bytes(t: torch.Tensor | np.ndarray) -> tuple[str, bytes]:
+    if isinstance(t, np.ndarray):  # a TensorFlow job's tensor (frameworks/_tf_capture.py)
+        return str(t.dtype), np.ascontiguousarray(t).tobytes()
     import torch
 
     dtype = str(t.dtype).removeprefix("torch.")

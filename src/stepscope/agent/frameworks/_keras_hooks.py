@@ -1,0 +1,177 @@
+"""The Keras 3 part of the TensorFlow hooks (:class:`._tf_hooks.TFHooks` mixes it in).
+
+Keras' step functions (``make_train_function`` and its test and predict twins, the
+function each sets wrapped in turn), the outermost eager ``Model.__call__`` and the
+epochs of ``CallbackList``; the optimizers' ``apply`` is wrapped by
+``TFHooks._wrap_apply``. See :mod:`._tf_hooks` for what each is as a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter
+from typing import TYPE_CHECKING
+
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import StepRecorder
+
+if TYPE_CHECKING:
+    from stepscope.agent.frameworks._tf_capture import TFCapture
+
+Fn = Callable[..., object]
+Patches = list[tuple[type, str, object]]  # (owner, name, what it had)
+_SCOPE = "step-hooks"
+_INHERITED = object()
+
+
+class KerasHooks:
+    """Keras' hooks; the state they share lives on :class:`TFHooks`."""
+
+    # Set by TFHooks.__init__ (declared here for the type checker only).
+    rec: StepRecorder
+    faults: FaultBoundary
+    capture: TFCapture | None
+    event: Callable[..., None]
+    keras: bool
+    _patches: Patches
+    _keras_patches: Patches
+    _keras_depth: int
+    _model_depth: int
+    _eager: Callable[[], bool]
+    _recording: Callable[[], bool]
+    _wrap_apply: Callable[[Fn], Fn]
+
+    def _patch(
+        self, owner: type, name: str, wrap: Callable[[Fn], Fn], into: Patches | None = None
+    ) -> None:
+        original = owner.__dict__.get(name, _INHERITED)
+        (self._patches if into is None else into).append((owner, name, original))
+        setattr(owner, name, wrap(getattr(owner, name)))
+
+    def install_keras(self) -> None:
+        """Keras 3 (TensorFlow backend): the trainer's step functions and optimizers."""
+        if self.keras:
+            return
+        from keras.src.optimizers import base_optimizer
+
+        into = self._keras_patches
+        self._patch(base_optimizer.BaseOptimizer, "apply", self._wrap_apply, into)
+        try:
+            from keras.src.optimizers import loss_scale_optimizer as lso
+
+            self._patch(lso.LossScaleOptimizer, "apply", self._wrap_apply, into)
+        except (ImportError, AttributeError):
+            pass  # an older Keras 3: no loss-scale optimizer of its own
+        try:
+            from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+        except ImportError:
+            self.keras = True  # another backend (JAX, torch): see docs/tensorflow.md
+            return
+        for kind in ("train", "test", "predict"):
+            self._patch(TensorFlowTrainer, f"make_{kind}_function", self._wrap_make(kind), into)
+        from keras.src.callbacks.callback_list import CallbackList
+        from keras.src.models.model import Model
+
+        self._patch(Model, "__call__", self._wrap_model_call, into)
+        for edge in ("begin", "end"):
+            self._patch(CallbackList, f"on_epoch_{edge}", self._wrap_epoch(edge), into)
+        self.keras = True
+
+    def remove_keras(self) -> None:
+        restore(self._keras_patches)
+        self.keras = False
+
+    # -- Keras' step functions ----------------------------------------------------------
+    def _wrap_make(self, kind: str) -> Callable[[Fn], Fn]:
+        def wrap(make: Fn) -> Fn:
+            def make_function(model: object, *args: object, **kwargs: object) -> object:
+                out = make(model, *args, **kwargs)  # sets model.<kind>_function
+                try:
+                    fn = getattr(model, f"{kind}_function", None)
+                    if fn is not None and not getattr(fn, "_stepscope", False):
+                        setattr(model, f"{kind}_function", self._step_function(kind, fn, model))
+                except Exception as exc:
+                    self.faults.record(_SCOPE, exc)
+                return out
+
+            return make_function
+
+        return wrap
+
+    def _step_function(self, kind: str, fn: Fn, model: object) -> Fn:
+        rec, faults, training = self.rec, self.faults, kind == "train"
+
+        def step_function(*args: object, **kwargs: object) -> object:
+            try:
+                rec.on_forward_start(perf_counter())
+            except Exception as exc:
+                faults.record(_SCOPE, exc)
+            self._keras_depth += 1
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                self._keras_depth -= 1
+            t = perf_counter()
+            try:
+                capture = self.capture
+                if capture is not None and (capture.armed if training else capture.armed_eval):
+                    capture.on_logs(training, out, model)
+                rec.on_forward_end(t, training)
+                if training:
+                    rec.end_train_step(t)
+            except Exception as exc:
+                faults.record(_SCOPE, exc)
+            return out
+
+        step_function._stepscope = True  # type: ignore[attr-defined]  # wrapped once
+        return step_function
+
+    # -- eager forwards and epochs ---------------------------------------------------------
+    def _wrap_model_call(self, call: Fn) -> Fn:
+        rec, eager, faults = self.rec, self._eager, self.faults
+
+        def __call__(model: object, *args: object, **kwargs: object) -> object:
+            if self._model_depth or self._keras_depth or not eager():
+                return call(model, *args, **kwargs)  # nested, Keras' own step, or traced
+            self._model_depth = 1
+            try:
+                rec.on_forward_start(perf_counter())
+            except Exception as exc:
+                faults.record(_SCOPE, exc)
+            try:
+                return call(model, *args, **kwargs)
+            finally:
+                self._model_depth = 0
+                t = perf_counter()
+                try:
+                    flag = kwargs.get("training")
+                    rec.on_forward_end(t, bool(flag) or (flag is None and self._recording()))
+                except Exception as exc:
+                    faults.record(_SCOPE, exc)
+
+        return __call__
+
+    def _wrap_epoch(self, edge: str) -> Callable[[Fn], Fn]:
+        kind = "epoch_start" if edge == "begin" else "epoch_end"
+
+        def wrap(hook: Fn) -> Fn:
+            def on_epoch(callbacks: object, epoch: int, *args: object, **kw: object) -> object:
+                try:
+                    self.event(kind, epoch=int(epoch), train_steps=self.rec.train_steps)
+                except Exception as exc:
+                    self.faults.record(_SCOPE, exc)
+                return hook(callbacks, epoch, *args, **kw)
+
+            return on_epoch
+
+        return wrap
+
+
+def restore(patches: Patches) -> None:
+    """Put back what ``patches`` replaced, last first; empties the list."""
+    for owner, name, original in reversed(patches):
+        if original is _INHERITED:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+    patches.clear()

@@ -1,0 +1,81 @@
+"""A small Keras 3 MLP trained with ``model.fit`` (TensorFlow backend), unchanged for stepscope.
+
+Planted problems for the tests: ``--stall-at N --stall S`` sleeps S seconds in a
+callback after batch N; ``--nan-from N`` makes the labels NaN from batch N on (a
+NaN loss); ``--slow-data S`` sleeps S seconds per batch inside the tf.data pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batches", type=int, default=40, help="batches per epoch")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eager", action="store_true", help="run_eagerly=True")
+    p.add_argument("--validate", action="store_true", help="validation data and a predict")
+    p.add_argument("--stall-at", type=int, default=-1)
+    p.add_argument("--stall", type=float, default=0.0)
+    p.add_argument("--nan-from", type=int, default=-1)
+    p.add_argument("--slow-data", type=float, default=0.0)
+    p.add_argument("--save", default="")
+    a = p.parse_args()
+
+    keras.utils.set_random_seed(a.seed)
+    tf.config.experimental.enable_op_determinism()
+    n = a.batches * a.batch
+    rng = np.random.default_rng(a.seed)
+    x = rng.normal(size=(n, 32)).astype("float32")
+    y = (x[:, :4].sum(axis=1, keepdims=True) > 0).astype("float32")
+    if a.nan_from >= 0:
+        y[a.nan_from * a.batch :] = np.nan
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(a.batch)
+    if a.slow_data > 0:
+
+        def slow(xb: tf.Tensor, yb: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            tf.py_function(lambda: time.sleep(a.slow_data), [], [])
+            return xb, yb
+
+        ds = ds.map(slow)
+    model = keras.Sequential(
+        [
+            keras.Input((32,)),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.BinaryCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        run_eagerly=a.eager,
+    )
+
+    class Stall(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: object = None) -> None:
+            if batch == a.stall_at:
+                time.sleep(a.stall)
+
+    val = ds.take(4) if a.validate else None
+    model.fit(ds, epochs=a.epochs, verbose=0, callbacks=[Stall()], validation_data=val)
+    if a.validate:
+        model.predict(ds.take(3), verbose=0)
+    if a.save:
+        np.savez(a.save, *[v.numpy() for v in model.weights])
+
+
+if __name__ == "__main__":
+    main()
