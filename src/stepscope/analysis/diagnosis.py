@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from stepscope.analysis._diagnosis_facts import JobFacts, job_facts, wall_seconds
 from stepscope.analysis._plain import finite
 from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
 from stepscope.analysis.diagnosis_text import (
@@ -28,10 +28,20 @@ from stepscope.analysis.diagnosis_text import (
     label,
     percent_text,
 )
-from stepscope.jobfolder import FindingJson, JobJson, RuleVerdict
+from stepscope.jobfolder import FindingJson, RuleVerdict
 
-if TYPE_CHECKING:
-    import pandas as pd
+__all__ = [
+    "ISSUE",
+    "Check",
+    "Diagnosis",
+    "DiagnosisEntry",
+    "Evidence",
+    "JobFacts",
+    "diagnose_verdicts",
+    "job_facts",
+    "rule_anchor",
+    "wall_seconds",
+]
 
 ISSUE = "IssuesFound"
 
@@ -39,34 +49,6 @@ ISSUE = "IssuesFound"
 def rule_anchor(name: str) -> str:
     """The id of a rule's section in the report (``rule-DataLoading``)."""
     return "rule-" + "".join(c if c.isalnum() else "-" for c in name)
-
-
-@dataclass(frozen=True)
-class JobFacts:
-    """What the diagnosis needs of the job besides its verdicts (None: unknown).
-
-    ``wall_seconds`` is the job's duration so far (end, or now, minus start);
-    ``step_seconds`` the time its first rank spent in training steps.
-    """
-
-    wall_seconds: float | None = None
-    step_seconds: float | None = None
-
-
-def wall_seconds(meta: JobJson, now: float) -> float | None:
-    """The job's duration so far: its end (or ``now``) minus its start; None without one."""
-    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
-    return None if start is None else (end if end is not None else now) - start
-
-
-def job_facts(meta: JobJson, steps: pd.DataFrame, now: float) -> JobFacts:
-    """The facts of a job from its ``job.json`` and its steps frame (any ranks)."""
-    wall = wall_seconds(meta, now)
-    train = steps[steps["phase"] == "train"] if len(steps) else steps
-    if not len(train):
-        return JobFacts(wall, None)
-    first = train[train["rank"] == train["rank"].min()]
-    return JobFacts(wall, float(first["duration"].sum()))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ running one once per flush, from the cached summaries of its old segments.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -23,18 +22,28 @@ import pyarrow as pa
 
 from stepscope.analysis.diagnosis import JobFacts
 from stepscope.analysis.outliers import Definition
-from stepscope.analysis.report_data import SPLIT, rank_rules, read_rules
+from stepscope.analysis.report_data import rank_rules, read_rules
+from stepscope.dashboard._answers import node_answer, steps_answer
 from stepscope.dashboard._cache import Answers, Sized
+from stepscope.dashboard._json import clean, encode
 from stepscope.dashboard._openapi import JobDetail, JobRow
-from stepscope.dashboard._outliers import marks
 from stepscope.dashboard._paths import JOB_NAME, Boundary
-from stepscope.dashboard._reduce import columns, cut, last_value, reducer
-from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part, Streams, signature
 from stepscope.errors import StepscopeError
-from stepscope.jobfolder import JsonObject, NodeInfo, RuleVerdict
+from stepscope.jobfolder import NodeInfo, RuleVerdict
 from stepscope.read import Job
 from stepscope.store import Store
+
+__all__ = [
+    "DEFAULT_BUCKETS",
+    "ISSUE",
+    "LIVE_CHECK_S",
+    "MAX_BUCKETS",
+    "Source",
+    "Stream",
+    "clean",
+    "encode",
+]
 
 DEFAULT_BUCKETS = 1000
 MAX_BUCKETS = 4000
@@ -43,25 +52,6 @@ LIVE_CHECK_S = 0.25
 
 #: A stream's parts and what identifies their content (a signature, or a time slot).
 Stream = tuple[Hashable, tuple[Part, ...]]
-
-
-def clean(obj: object) -> object:
-    """``obj`` with NaN and infinities as None (JSON has no NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean(v) for v in obj]
-    return obj
-
-
-def encode(obj: object) -> bytes:
-    """Compact JSON bytes of ``obj`` (NaN as null, unknown types as strings)."""
-    try:  # chart specs are already clean: the fast path
-        return json.dumps(obj, separators=(",", ":"), default=str, allow_nan=False).encode()
-    except ValueError:
-        return json.dumps(clean(obj), separators=(",", ":"), default=str).encode()
 
 
 class Source:
@@ -221,28 +211,11 @@ class Source:
         t0 = float(job.meta.get("start_time") or 0.0)
         key = ("system", name, node, sig, start, end, buckets)
         return self.answers.get(
-            key, lambda: encode(self._system(job, node, parts, t0, start, end, buckets))
+            key,
+            lambda: encode(
+                node_answer(job, node, parts, (t0, start, end), buckets, self.summaries)
+            ),
         )
-
-    def _system(self, job: Job, node: str, parts: tuple[Part, ...], t0: float,
-                start: float | None, end: float | None, buckets: int) -> JsonObject:  # fmt: skip
-        cuts = cut(parts, start, end)
-        data = reducer(cuts, node_columns(columns(parts)), buckets, self.summaries)
-        info: NodeInfo
-        try:
-            info = job.node_info(node)
-        except (OSError, ValueError, StepscopeError):
-            info = {}
-        interval = last_value(cuts, "interval_ms")
-        return {
-            "node": node,
-            "t0": t0,
-            "samples": data.rows,
-            "first": min(float(c.x[0]) for c in cuts) if cuts else None,
-            "last": max(float(c.x[-1]) for c in cuts) if cuts else None,
-            "interval_ms": int(interval) if interval is not None else None,
-            "charts": node_charts(data, info, t0, buckets),
-        }
 
     def steps(self, name: str, rank: int, phase: str, start: float | None, end: float | None,
               buckets: int) -> bytes:  # fmt: skip
@@ -254,22 +227,9 @@ class Source:
         definition = Definition.of_job(self.rules(name))  # the job's StepOutlier parameters
 
         def compute() -> bytes:
-            phased = [p.only("phase", phase) for p in parts]
-            cuts = cut(phased, start, end)
-            have = columns(parts)
-            names = [c for c in ("duration", *SPLIT) if c in have]
-            data = reducer(cuts, names, buckets, self.summaries)
-            found = marks(phased, cuts, rank, phase, definition)
-            last = last_value(cuts, "step")
+            window = (t0, start, end)
             return encode(
-                {
-                    "rank": rank,
-                    "phase": phase,
-                    "t0": t0,
-                    "count": data.rows,
-                    "last_step": int(last) if last is not None else None,
-                    "charts": step_charts(data, t0, buckets, found),
-                }
+                steps_answer(parts, rank, phase, window, buckets, self.summaries, definition)
             )
 
         key = ("steps", name, rank, phase, sig, start, end, buckets, definition)

@@ -1,0 +1,42 @@
+"""What the diagnosis (:mod:`.diagnosis`) needs of a job besides its verdicts: its
+wall time and its first rank's time in training steps (:class:`JobFacts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from stepscope.analysis._plain import finite
+from stepscope.jobfolder import JobJson
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What the diagnosis needs of the job besides its verdicts (None: unknown).
+
+    ``wall_seconds`` is the job's duration so far (end, or now, minus start);
+    ``step_seconds`` the time its first rank spent in training steps.
+    """
+
+    wall_seconds: float | None = None
+    step_seconds: float | None = None
+
+
+def wall_seconds(meta: JobJson, now: float) -> float | None:
+    """The job's duration so far: its end (or ``now``) minus its start; None without one."""
+    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
+    return None if start is None else (end if end is not None else now) - start
+
+
+def job_facts(meta: JobJson, steps: pd.DataFrame, now: float) -> JobFacts:
+    """The facts of a job from its ``job.json`` and its steps frame (any ranks)."""
+    wall = wall_seconds(meta, now)
+    train = steps[steps["phase"] == "train"] if len(steps) else steps
+    if not len(train):
+        return JobFacts(wall, None)
+    first = train[train["rank"] == train["rank"].min()]
+    return JobFacts(wall, float(first["duration"].sum()))

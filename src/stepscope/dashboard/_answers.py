@@ -1,0 +1,67 @@
+"""The chart answers of :class:`._data.Source`: one node's samples and one rank's steps
+in a time window, reduced to at most ``buckets`` points per series, as plain data.
+
+:class:`._data.Source` finds the parts, caches the answers and encodes them; these
+functions compute an answer from the parts it found.
+"""
+
+from __future__ import annotations
+
+from stepscope.analysis.outliers import Definition
+from stepscope.analysis.report_data import SPLIT
+from stepscope.dashboard._cache import Sized
+from stepscope.dashboard._outliers import marks
+from stepscope.dashboard._reduce import columns, cut, last_value, reducer
+from stepscope.dashboard._series import node_charts, node_columns, step_charts
+from stepscope.dashboard._streams import Part
+from stepscope.errors import StepscopeError
+from stepscope.jobfolder import JsonObject, NodeInfo
+from stepscope.read import Job
+
+#: The job's start time (the charts' zero) and the window ``[start, end)`` asked for.
+Window = tuple[float, float | None, float | None]
+
+
+def node_answer(job: Job, node: str, parts: tuple[Part, ...], window: Window, buckets: int,
+                summaries: Sized) -> JsonObject:  # fmt: skip
+    """Chart specs of one node's samples in the window (``Source.system``)."""
+    t0, start, end = window
+    cuts = cut(parts, start, end)
+    data = reducer(cuts, node_columns(columns(parts)), buckets, summaries)
+    info: NodeInfo
+    try:
+        info = job.node_info(node)
+    except (OSError, ValueError, StepscopeError):
+        info = {}
+    interval = last_value(cuts, "interval_ms")
+    return {
+        "node": node,
+        "t0": t0,
+        "samples": data.rows,
+        "first": min(float(c.x[0]) for c in cuts) if cuts else None,
+        "last": max(float(c.x[-1]) for c in cuts) if cuts else None,
+        "interval_ms": int(interval) if interval is not None else None,
+        "charts": node_charts(data, info, t0, buckets),
+    }
+
+
+def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window, buckets: int,
+                 summaries: Sized, definition: Definition) -> JsonObject:  # fmt: skip
+    """Chart specs of one rank's steps of ``phase`` that began in the window
+    (``Source.steps``), with the outliers ``definition`` marks."""
+    t0, start, end = window
+    phased = [p.only("phase", phase) for p in parts]
+    cuts = cut(phased, start, end)
+    have = columns(parts)
+    names = [c for c in ("duration", *SPLIT) if c in have]
+    data = reducer(cuts, names, buckets, summaries)
+    found = marks(phased, cuts, rank, phase, definition)
+    last = last_value(cuts, "step")
+    return {
+        "rank": rank,
+        "phase": phase,
+        "t0": t0,
+        "count": data.rows,
+        "last_step": int(last) if last is not None else None,
+        "charts": step_charts(data, t0, buckets, found),
+    }

@@ -1,0 +1,203 @@
+"""The sampler's loop: :class:`Sampler`, run by :mod:`stepscope.sampler.main` (the
+process, its command line and signals; its docstring says what the loop does).
+
+It samples on a fixed schedule (:func:`next_tick`), stores rows through the buffered
+writers of :mod:`._output`, and is the fault boundary (:meth:`Sampler._guard`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import select
+import time
+from collections import deque
+from collections.abc import Callable
+
+from stepscope.jobfolder import FaultLog, paths
+from stepscope.process import ExitWatch
+from stepscope.sampler._control import IntervalRequests
+from stepscope.sampler._gaps import GapWatch, Orphan, stored_until
+from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._others import OthersStream
+from stepscope.sampler._output import MAX_BUFFER_ROWS, Faults, buffer_row, node_facts, store_rows
+from stepscope.sampler._probe import SystemProbe, validate_interval_ms
+from stepscope.store import SegmentWriter, Store
+
+FLUSH_S = 2.0
+PARENT_EXITED = "parent process exited"
+LIVENESS_CHECK_S = 1.0  # how often the watched and parent processes are checked at least
+MIN_FINAL_GAP_S = 0.05  # CPU time is counted in 10 ms ticks: no rates over less than this
+
+
+def next_tick(tick: float, now: float, interval_s: float) -> float:
+    """The first tick of the grid ``tick + k * interval_s`` after ``now``."""
+    behind = max(now - tick, 0.0)
+    return tick + interval_s * (math.floor(behind / interval_s) + 1)
+
+
+class Sampler:
+    """Samples a node's system metrics into a job folder until told or bound to stop."""
+
+    def __init__(
+        self,
+        store: Store,
+        node: str,
+        *,
+        interval_ms: int = 500,
+        watch_pid: int | None = None,
+        parent_pid: int | None = None,
+        flush_s: float = FLUSH_S,
+        max_buffer_rows: int = MAX_BUFFER_ROWS,
+        probe: SystemProbe | None = None,
+        clock_offset_s: float | None = 0.0,
+        clock_skew_s: float = 0.0,
+        gap: tuple[float, str] | None = None,
+    ) -> None:
+        self.store, self.node = store, node
+        self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
+        self.interval_ms = validate_interval_ms(interval_ms)
+        self.probe = probe or SystemProbe(watch_pid, Gpus.open())
+        # The watched process and the launcher: their pidfds wake the sampler's sleep.
+        self._exits = ExitWatch({"watched process exited": watch_pid, PARENT_EXITED: parent_pid})
+        self._writer = SegmentWriter(store, paths.system_stream(node))
+        self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
+        self.others = OthersStream(store, node, watch_pid)  # others/<node>/, every few s
+        self.faults = Faults(store, node)
+        self.log = FaultLog(store, node, os.getpid())
+        self.gaps, self.orphan = GapWatch(self.log), Orphan(store, node, self.log)
+        self._watching = watch_pid is not None
+        if gap is not None:  # restarted: the gap from what the dead sampler stored
+            self.gaps.restarted(stored_until(store, node, gap[0]), gap[1])
+        self.requests = IntervalRequests(store, node)  # live interval changes (control/)
+        # offset: None when it could not be measured (times stay on this node's clock);
+        # skew: tests only, a known error of this node's clock (as in the agent's Clock).
+        self.clock_offset_s = clock_offset_s
+        self._wall0 = time.time() + clock_skew_s + (clock_offset_s or 0.0)
+        self._mono0 = time.monotonic()
+        self._tick: float | None = None  # monotonic time of the last tick
+        self._flushed, self._sampled, self.samples = self._mono0, -math.inf, 0
+        self._node_written = self._stopped = self._closed = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def set_interval(self, ms: int) -> None:
+        """Change the interval (validated); the next tick is the last one plus ``ms``."""
+        self.interval_ms = validate_interval_ms(ms)
+        self._node_written = False  # nodes/<node>.json says the interval in force
+        self._wake()
+
+    def stop(self) -> None:
+        """End :meth:`run` (safe from a signal handler and from other threads)."""
+        self._stopped = True
+        self._wake()
+
+    def run(self) -> str:
+        """Sample until stopped or a watched process ends; returns why it ended."""
+        self._guard(self._write_node)
+        while (reason := self._sleep()) is None:
+            self._guard(self.sample)
+            if time.monotonic() - self._flushed >= self.flush_s:
+                self.flush()
+        ended = time.time()  # when the watched process ended (its pidfd woke us)
+        if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
+            self._guard(self.sample)  # the state at the end, unless the last one is it
+        self.flush(final=True)
+        self.orphan.end(ended)
+        self.close()
+        return reason
+
+    def flush(self, final: bool = False) -> None:
+        """Store buffered rows (and what failed before); faults are caught and recorded.
+
+        ``final``: the last flush tries the store even while a retry is not due.
+        """
+        self._flushed = began = time.monotonic()
+        if not self._node_written:
+            self._guard(self._write_node)
+        self._guard(lambda: store_rows(self._writer, self._pending, final))
+        self._guard(lambda: self.others.flush(final))
+        self.faults.save()
+        self.log.flush()
+        self.orphan.beat()
+        error = self.faults.doc.get("error")
+        self.gaps.waited("a store write", time.monotonic() - began, self.interval_ms / 1e3, error)
+
+    def close(self) -> None:
+        """Release NVML and the wake-up pipe (:meth:`run` does it on its way out)."""
+        if not self._closed:
+            self._closed = True
+            if self.probe.gpus is not None:
+                self.probe.gpus.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._exits.close()
+
+    def _guard(self, action: Callable[[], None]) -> None:
+        """The fault boundary: nothing raised while sampling or storing stops the sampler."""
+        self.faults.guard(action)
+
+    def sample(self) -> None:
+        """Take one sample now into the buffer (:meth:`run` calls it on schedule)."""
+        self._sampled = mono = time.monotonic()
+        wall = self._wall0 + (mono - self._mono0)
+        row: Row = {"time": wall, "node": self.node}
+        row["interval_ms"] = self.interval_ms
+        row.update(self.probe.read(mono))
+        buffer_row(self._pending, row, self.faults)
+        self.samples += 1
+        self.gaps.sampled(wall, self.interval_ms / 1e3)
+        self.others.sample(mono, wall, self.interval_ms / 1e3)
+
+    def _write_node(self) -> None:
+        self.store.write_json(paths.node_key(self.node), node_facts(self))
+        self._node_written = True
+
+    def _sleep(self) -> str | None:
+        """Wait for the next tick; the reason to end instead, if there is one."""
+        due = self._due()
+        while (reason := self._end_reason()) is None:
+            if self.requests.due():
+                began = time.monotonic()
+                self._guard(lambda: self.requests.take(self))
+                took, error = time.monotonic() - began, self.faults.doc.get("error")
+                self.gaps.waited("reading control requests", took, self.interval_ms / 1e3, error)
+            left = due - time.monotonic()
+            if left <= 0:
+                self._tick = due
+                return None
+            if self._wait(min(left, LIVENESS_CHECK_S)):
+                due = self._due()  # the interval may have changed
+        return reason
+
+    def _due(self) -> float:
+        now = time.monotonic()
+        return now if self._tick is None else next_tick(self._tick, now, self.interval_ms / 1e3)
+
+    def _end_reason(self) -> str | None:
+        if self._stopped:
+            return "stopped"
+        ended = self._exits.ended()
+        if ended == PARENT_EXITED and self._watching:  # the training may still run
+            self._exits.forget(ended)
+            self.orphan.begin()
+            return self._exits.ended()
+        return ended
+
+    def _wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` (less if a watched process ends); True if woken by
+        stop() or set_interval()."""
+        # A pipe, not a threading.Event: Event.set() from a signal handler can deadlock
+        # on the Event's own lock, while os.write is safe anywhere.
+        ready, _, _ = select.select([self._wake_r, *self._exits.fds], [], [], timeout)
+        if self._wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 4096)
+        return self._wake_r in ready
+
+    def _wake(self) -> None:
+        if not self._closed:
+            with contextlib.suppress(BlockingIOError):  # full: a wake-up is pending anyway
+                os.write(self._wake_w, b"!")
