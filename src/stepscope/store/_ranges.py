@@ -11,6 +11,7 @@ whether it holds any, so that a warning can name it.
 from __future__ import annotations
 
 import math
+import struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,12 +49,22 @@ def clean_floats(table: pa.Table) -> pa.Table:
     """``table`` with NaN and infinities as nulls, and rows whose times (:data:`TIME_COLUMNS`)
     are outside :data:`TIME_RANGE` left out: what readers do with out-of-range values."""
     keep = None
-    lo, hi = TIME_RANGE
+    lo, hi = (_scalar(pa.float64(), struct.pack("<d", t)) for t in TIME_RANGE)
     for i, f in enumerate(table.schema):
         col = table.column(i)
         if f.name in TIME_COLUMNS and (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)):
-            ok = pc.fill_null(pc.and_(pc.greater_equal(col, lo), pc.less_equal(col, hi)), False)
+            ok = pc.fill_null(pc.and_(pc.greater_equal(col, lo), pc.less_equal(col, hi)), _FALSE)
             keep = ok if keep is None else pc.and_(keep, ok)
         elif pa.types.is_floating(f.type):
-            table = table.set_column(i, f, pc.if_else(pc.is_finite(col), col, None))
+            nulls = pa.nulls(len(col), f.type)
+            table = table.set_column(i, f, pc.if_else(pc.is_finite(col), col, nulls))
     return table if keep is None else table.filter(keep)
+
+
+def _scalar(kind: pa.DataType, raw: bytes) -> pa.Scalar:
+    """A scalar built from its bytes: ``pa.scalar(x)`` of a Python value imports pandas
+    (pyarrow looks for pandas' NA), which `stepscope show` does not otherwise need."""
+    return pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(raw)])[0]
+
+
+_FALSE = _scalar(pa.bool_(), b"\x00")
