@@ -209,6 +209,17 @@ def test_damaged_records_are_skipped_and_named(job: Path) -> None:
     assert code == 0 and "skipped rules/StepOutlier.json: status is 5" in out
 
 
+def test_a_cut_detailed_window_is_not_damaged(job: Path) -> None:
+    """A detailed window's ``truncated`` says how its trace was cut: an object."""
+    window = job / "profiling" / "rank-0" / "detailed-1-2.window.json"
+    window.parent.mkdir(parents=True)
+    cut = {"kept_events": 10, "total_events": 99, "reason": "file_max_size"}
+    window.write_text(json.dumps({"kind": "detailed", "path": "x", "rank": 0, "truncated": cut}))
+    j = stepscope.open(job)
+    assert [w["truncated"] for w in j.profiling_artifacts()] == [cut]
+    assert j.warnings == []
+
+
 def test_node_facts_of_the_wrong_type_are_left_out_and_named(job: Path) -> None:
     facts = json.loads((job / "nodes" / "vm.json").read_text())
     (job / "nodes" / "vm.json").write_text(json.dumps({**facts, "mem_total": [], "gpus": "x"}))

@@ -156,8 +156,8 @@ def test_window_and_tensor_strings_are_escaped(
     (root / "profiling/rank-0/evil.operators.json").write_text(json.dumps(ops))
     record = {
         "kind": "detailed",
-        "rank": img,
-        "start_step": evil,
+        "rank": 0,  # numbers: a record with text there is damaged, and skipped
+        "start_step": 1,
         "end_step": 3,
         "start_time": time.time(),
         "end_time": time.time() + 1,
@@ -166,7 +166,7 @@ def test_window_and_tensor_strings_are_escaped(
         "truncated": {"kept_events": img, "total_events": 10},
     }
     (root / "profiling/rank-0/evil.window.json").write_text(json.dumps(record))
-    other = {**record, "kind": evil, "window": {evil: img}, "request": {"name": evil}}
+    other = {**record, "kind": evil, "window": {evil: img}, "request": evil}
     (root / "profiling/rank-0/evil2.window.json").write_text(json.dumps(other))
     colls = json.loads((root / "tensors/rank-0/collections.json").read_text())
     colls[img] = colls.pop("scalars")

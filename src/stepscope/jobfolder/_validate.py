@@ -147,7 +147,8 @@ WINDOW_SPEC: Spec = {
     "files": (_str_list, "a list of strings"),
     "window": _obj,
     "request": _text,
-    "truncated": (lambda v: isinstance(v, bool), "true or false"),
+    # a detailed window says how its trace was cut (an object, docs/profiling.md)
+    "truncated": (lambda v: isinstance(v, bool | dict), "true, false or an object"),
 }
 
 
