@@ -14,7 +14,6 @@ import math
 import struct
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stepscope.jobfolder import TIME_RANGE
@@ -48,6 +47,10 @@ def out_of_range(meta: pq.FileMetaData) -> tuple[str, ...]:
 def clean_floats(table: pa.Table) -> pa.Table:
     """``table`` with NaN and infinities as nulls, and rows whose times (:data:`TIME_COLUMNS`)
     are outside :data:`TIME_RANGE` left out: what readers do with out-of-range values."""
+    if not any(pa.types.is_floating(f.type) or f.name in TIME_COLUMNS for f in table.schema):
+        return table  # nothing to clean (`stepscope ls` reads phases only): no compute
+    import pyarrow.compute as pc
+
     keep = None
     lo, hi = (_scalar(pa.float64(), struct.pack("<d", t)) for t in TIME_RANGE)
     for i, f in enumerate(table.schema):
