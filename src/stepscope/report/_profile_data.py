@@ -24,6 +24,7 @@ FILE_KINDS = (
     (".speedscope.json", "speedscope"),
     (".pyisession", "pyinstrument session"),
     (".dataloader.json", "batches"),
+    (".xplane.pb", "TensorFlow profile"),
 )
 
 
@@ -112,6 +113,12 @@ def dataloader(job: Job, record: JsonObject) -> tuple[JsonObject, list[JsonObjec
     doc = data if isinstance(data, dict) else {}
     summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else record.get("summary")
     return (summary if isinstance(summary, dict) else {}), _dicts(doc.get("workers"))
+
+
+def tf_data_stages(job: Job, record: JsonObject) -> list[JsonObject]:
+    """The ``tf.data`` pipeline stages of a TensorFlow dataloader window (``stages``)."""
+    data = _artifact(job, record, ".dataloader.json")
+    return _dicts(data.get("stages")) if isinstance(data, dict) else []
 
 
 def _num(v: object) -> float:

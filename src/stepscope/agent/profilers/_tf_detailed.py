@@ -1,12 +1,14 @@
 """Detailed profiling of a TensorFlow job: TensorFlow's own profiler over a window.
 
 ``tf.profiler.experimental.start`` and ``stop`` run on the training thread at step
-boundaries; the profiler writes an XSpace protobuf (``<host>.xplane.pb``) under
-``plugins/profile/<run>/`` of a staging folder. The background thread copies that
-tree into the job as ``<base>.tf/plugins/profile/<run>/<host>.xplane.pb``: a log
-folder that TensorBoard's profile plugin opens as it is
-(``tensorboard --logdir <job>/profiling/rank-<r>/<base>.tf``, with
-``pip install tensorboard-plugin-profile``). See docs/tensorflow.md.
+boundaries (``_tf_session.py``: one session per process, which a detailed window
+takes from a dataloader window); the profiler writes an XSpace protobuf
+(``<host>.xplane.pb``) under ``plugins/profile/<run>/`` of a staging folder. The
+background thread copies that tree into the job as
+``<base>.tf/plugins/profile/<run>/<host>.xplane.pb``: a log folder that TensorBoard's
+profile plugin opens as it is (``tensorboard --logdir <job>/profiling/rank-<r>/<base>.tf``,
+with ``pip install tensorboard-plugin-profile``), and writes the window's operator
+table, ``<base>.operators.json`` (``_tf_ops.py``). See docs/tensorflow.md.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from __future__ import annotations
 import os
 import shutil
 
-from stepscope.agent.profilers._sink import ArtifactSink, Export, Finish
+from stepscope.agent.profilers import _tf_xplane as xplane
+from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, Finish
+from stepscope.agent.profilers._tf_ops import Operator, top_operators
+from stepscope.agent.profilers._tf_session import TFSession
 from stepscope.config import ProfilingWindow
 
 
@@ -26,32 +31,30 @@ class TFDetailedProfiler:
 
     def __init__(self, window: ProfilingWindow, sink: ArtifactSink) -> None:
         self.window, self.sink = window, sink
-        self._logdir: str | None = None
+        self._session: TFSession | None = None
 
     def start(self) -> None:
-        import tensorflow as tf
-
-        logdir = self.sink.staging_file(f"tf-profile-{id(self)}")
-        os.makedirs(logdir, exist_ok=True)
-        options = tf.profiler.experimental.ProfilerOptions(
-            host_tracer_level=2, python_tracer_level=1 if self.window.with_stack else 0
-        )
-        tf.profiler.experimental.start(logdir, options=options)
-        self._logdir = logdir
+        held = TFSession.current
+        if held is not None and held.owner == "dataloader":
+            held.yield_to("detailed")  # the detailed window has TensorFlow's profiler
+        session = TFSession("detailed", self.sink, 2, self.window.with_stack)
+        session.start()
+        self._session = session
 
     def stop(self) -> Finish:
-        import tensorflow as tf
-
-        logdir, self._logdir = self._logdir, None
-        assert logdir is not None  # start() ran: the scheduler pairs them
-        tf.profiler.experimental.stop()
+        session, self._session = self._session, None
+        assert session is not None  # start() ran: the scheduler pairs them
+        logdir = session.stop()
+        assert logdir is not None
         return lambda sink, base: _export(logdir, sink, base)
 
 
 def _export(logdir: str, sink: ArtifactSink, base: str) -> Export:
-    """Copy the profiler's files into the job; the staging folder is removed."""
+    """Copy the profiler's files into the job, then the operator table; the staging
+    folder is removed."""
     files: list[str] = []
     total = 0
+    planes: list[bytes] = []
     try:
         for root, _dirs, names in os.walk(logdir):
             for name in sorted(names):
@@ -60,10 +63,34 @@ def _export(logdir: str, sink: ArtifactSink, base: str) -> Export:
                 with open(path, "rb") as f:
                     data = f.read()
                 total += len(data)
+                if name.endswith(".xplane.pb"):
+                    planes.append(data)
                 key = sink.write(f"{base}.tf/{rel}", data)
                 if key:
                     files.append(key)
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
     main = next((k for k in files if k.endswith(".xplane.pb")), None)
-    return Export(main, files, {"viewer": "tensorboard-plugin-profile", "bytes": total})
+    details: dict[str, JSON] = {"viewer": "tensorboard-plugin-profile", "bytes": total}
+    ops = _operators(planes, sink, details)
+    if ops is not None:
+        table = sink.write_json(f"{base}.operators.json", {"operators": ops})
+        files += [table] if table else []
+        details["top"] = ops[:5]
+    return Export(main, files, details)
+
+
+def _operators(
+    planes: list[bytes], sink: ArtifactSink, details: dict[str, JSON]
+) -> list[Operator] | None:
+    """The table of the window's first XSpace; None (said in the record, the error in
+    faults/) when there is none or it cannot be read."""
+    if not planes:
+        details["operators"] = "TensorFlow's profiler wrote no .xplane.pb"
+        return None
+    try:
+        return top_operators(xplane.load(planes[0]))
+    except Exception as exc:
+        sink.faults.record("profiling", exc)
+        details["operators"] = f"no operator table: {type(exc).__name__}: {exc}"
+        return None
