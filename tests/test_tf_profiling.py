@@ -13,6 +13,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
+import sys
+import types
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -20,10 +23,14 @@ import pytest
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests, stepscope_run
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent.profilers import _tf_detailed, _tf_xplane
+from stepscope.agent._recorder import StepRecorder
+from stepscope.agent.profilers import _tf_data, _tf_detailed, _tf_xplane
 from stepscope.agent.profilers._sink import ArtifactSink, FileBounds
+from stepscope.agent.profilers._tf_dataloader import TFDataloaderProfiler
 from stepscope.agent.profilers._tf_ops import rows_of
+from stepscope.agent.profilers._tf_session import TFSession
 from stepscope.agent.profilers._tf_xplane import HostEvent
+from stepscope.config import ProfilingWindow
 from stepscope.store import open_store
 
 NO_TF = importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None
@@ -95,7 +102,9 @@ class TestEndToEnd:
         mine = [r for r in job.profiling_artifacts() if r["kind"] == "detailed"]
         assert mine and mine[0]["top"][0]["name"] == rows[0]["name"]
 
-    def test_the_report_shows_the_tf_operators(self, slow_job: Path, tmp_path: Path) -> None:
+    def test_the_report_shows_the_tf_operators_and_tf_data_stages(
+        self, slow_job: Path, tmp_path: Path
+    ) -> None:
         out = tmp_path / "report.html"
         cmd = [str(BIN / "stepscope"), "report", str(slow_job), "-o", str(out)]
         done = subprocess.run(cmd, capture_output=True, text=True, env=env_for_tests())
@@ -103,6 +112,25 @@ class TestEndToEnd:
         html = out.read_text()
         table = html[html.index('class="num operators"') :]
         assert "MatMul" in table[: table.index("</table>")]
+        stages = html[html.index('class="num tfdata-stages"') :]
+        assert "Iterator::Root::Prefetch::Map" in stages[: stages.index("</table>")]
+
+    def test_tf_data_waits_and_a_slow_map_stage(self, slow_job: Path, fast_job: Path) -> None:
+        medians = {}
+        for name, job in (("slow", slow_job), ("fast", fast_job)):
+            doc = _loader(job)
+            summary = doc["summary"]
+            assert isinstance(summary, dict)
+            assert summary["tf_data"] == {"collected": True, "waits_from": "tf.data"}, name
+            waits = [b for b in doc["batches"] if b["metric"] == "DataLoader.wait"]
+            assert [b["step"] for b in waits] == list(range(12, 18)), name  # one per batch
+            assert summary["batches"] == 6
+            stages = {s["stage"]: s for s in doc["stages"]}
+            assert all(s["metric"] == "TFData.stage" for s in stages.values())
+            assert stages["Iterator::Root"]["count"] == 6
+            medians[name] = stages["Iterator::Root::Prefetch::Map"]["median_s"]
+        assert medians["slow"] >= SLOW_S * 0.9  # it sleeps that long at least
+        assert medians["slow"] > 2 * medians["fast"], medians
 
 
 # -- without TensorFlow --------------------------------------------------------------
@@ -128,6 +156,15 @@ def test_an_ops_self_time_leaves_out_the_ops_nested_in_it_on_its_thread() -> Non
     assert "Process" not in rows and "ExecutorState::Process" not in rows
 
 
+def test_a_wait_belongs_to_the_step_it_began_in() -> None:
+    starts = [(12, 1_000), (13, 2_000), (14, 3_000)]
+    rows = _tf_data._waits(
+        [(1_100.0, 50.0), (2_100.0, 60.0), (2_500.0, 5.0), (3_100.0, 9.0)], starts
+    )
+    assert [(r.step, r.batch) for r in rows] == [(12, 0), (13, 0), (13, 1), (14, 0)]
+    assert rows[0].wait_s == pytest.approx(50e-9) and rows[0].metric == "DataLoader.wait"
+
+
 def test_a_missing_xplane_module_means_no_table_and_a_fault(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(_tf_xplane, "_MODULES", ("stepscope_no_such.xplane_pb2",))
     sink = _sink(tmp_path)
@@ -141,7 +178,118 @@ def test_a_missing_xplane_module_means_no_table_and_a_fault(tmp_path: Path, monk
     assert [f.name.split("-")[0] for f in (tmp_path / "job" / "faults").iterdir()] == ["profiling"]
 
 
+class _FakeProfiler:
+    """``tf.profiler.experimental``: one session at a time, as TensorFlow's."""
+
+    def __init__(self) -> None:
+        self.running: str | None = None
+
+    def start(self, logdir: str, options: object = None) -> None:
+        if self.running:
+            raise RuntimeError("Another profiler is running.")
+        self.running = logdir
+
+    def stop(self) -> None:
+        assert self.running
+        self.running = None
+
+    @staticmethod
+    def ProfilerOptions(**kw: object) -> dict[str, object]:
+        return kw
+
+
 def _sink(tmp_path: Path) -> ArtifactSink:
     store = open_store(tmp_path / "job")
     faults = FaultBoundary(store, {"node": "n", "pid": 1})
     return ArtifactSink(store, 0, FileBounds(), faults)
+
+
+@pytest.fixture
+def fake_tf(monkeypatch: pytest.MonkeyPatch) -> _FakeProfiler:
+    prof = _FakeProfiler()
+    experimental = types.SimpleNamespace(
+        start=prof.start, stop=prof.stop, ProfilerOptions=prof.ProfilerOptions
+    )
+    tf = types.SimpleNamespace(profiler=types.SimpleNamespace(experimental=experimental))
+    monkeypatch.setitem(sys.modules, "tensorflow", tf)
+    monkeypatch.setattr(TFSession, "current", None)
+    return prof
+
+
+def _steps(rec: StepRecorder, n: int) -> None:
+    for _ in range(n):
+        rec.on_forward_start(0.0)
+        rec.end_train_step(0.001)
+
+
+def test_a_detailed_window_takes_tensorflows_profiler_from_a_dataloader_window(
+    tmp_path: Path, fake_tf: _FakeProfiler
+) -> None:
+    sink = _sink(tmp_path)
+    rec = StepRecorder(deque())
+    loader = TFDataloaderProfiler(ProfilingWindow("dataloader"), rec, lambda t: t, sink)
+    loader.start()
+    assert fake_tf.running and TFSession.current is not None
+    _steps(rec, 2)
+    detailed = _tf_detailed.TFDetailedProfiler(ProfilingWindow("detailed"), sink)
+    detailed.start()  # at step 2: the dataloader window's session ends
+    assert TFSession.current is not None and TFSession.current.owner == "detailed"
+    _steps(rec, 2)
+    finish = loader.stop()
+    assert fake_tf.running  # the detailed window's session runs on
+    info = finish(sink, "dataloader-0-3").details["summary"]["tf_data"]  # type: ignore[index]
+    assert info["until_step"] == 2 and "detailed window took" in info["reason"]
+    detailed.stop()
+    assert not fake_tf.running and TFSession.current is None
+
+
+def test_a_dataloader_window_beside_a_detailed_one_collects_no_tf_data(
+    tmp_path: Path, fake_tf: _FakeProfiler
+) -> None:
+    sink = _sink(tmp_path)
+    rec = StepRecorder(deque())
+    detailed = _tf_detailed.TFDetailedProfiler(ProfilingWindow("detailed"), sink)
+    detailed.start()
+    loader = TFDataloaderProfiler(ProfilingWindow("dataloader"), rec, lambda t: t, sink)
+    loader.start()
+    _steps(rec, 2)
+    info = loader.stop()(sink, "dataloader-0-1").details["summary"]["tf_data"]  # type: ignore[index]
+    assert info["collected"] is False and "a detailed window held" in info["reason"]
+    assert fake_tf.running  # untouched
+    detailed.stop()
+
+
+def test_a_profiler_the_script_runs_itself_is_left_alone(
+    tmp_path: Path, fake_tf: _FakeProfiler
+) -> None:
+    sink = _sink(tmp_path)
+    fake_tf.start("the script's own")
+    rec = StepRecorder(deque())
+    loader = TFDataloaderProfiler(ProfilingWindow("dataloader"), rec, lambda t: t, sink)
+    loader.start()
+    _steps(rec, 1)
+    info = loader.stop()(sink, "dataloader-0-0").details["summary"]["tf_data"]  # type: ignore[index]
+    assert info["collected"] is False and "did not start" in info["reason"]
+    assert fake_tf.running == "the script's own"
+    assert [f.name.split("-")[0] for f in (tmp_path / "job" / "faults").iterdir()] == ["profiling"]
+
+
+def test_the_tf_data_metric_and_fields_are_documented() -> None:
+    docs = Path(__file__).parents[1] / "docs"
+    for name in ("format.md", "profiling.md", "tensorflow.md"):
+        text = (docs / name).read_text()
+        assert f"`{_tf_data.STAGE_METRIC}`" in text and "`stages`" in text, name
+    assert "`tf_data`" in (docs / "format.md").read_text()
+
+
+def test_a_detailed_window_whose_profiler_cannot_start_leaves_the_scripts_alone(
+    tmp_path: Path, fake_tf: _FakeProfiler
+) -> None:
+    sink = _sink(tmp_path)
+    fake_tf.start("the script's own")
+    detailed = _tf_detailed.TFDetailedProfiler(ProfilingWindow("detailed"), sink)
+    with pytest.raises(RuntimeError):  # the scheduler records it as a fault
+        detailed.start()
+    export = detailed.stop()(sink, "detailed-0-0")
+    assert export.path is None and "did not start" in str(export.details["operators"])
+    assert fake_tf.running == "the script's own" and TFSession.current is None

@@ -18,6 +18,7 @@ from stepscope.read import Job
 from stepscope.report import _profile_data as data
 from stepscope.report._context import Context
 from stepscope.report._html import esc, fmt_duration, fmt_time, note, section, table
+from stepscope.report._profile_loader import dataloader_table
 
 MAX_WINDOWS = 200  # rows of the windows table
 MAX_DETAILED = 20  # windows per kind shown in detail (the newest ones)
@@ -174,35 +175,6 @@ def functions_table(job: Job, record: JsonObject) -> str:
     ]
     head = ["Function", "Where", "Calls", "Own time", "Cumulative"]
     return note(f"Times are of the {timer} timer.") + table(head, rows, cls="functions")
-
-
-def dataloader_table(job: Job, record: JsonObject) -> str:
-    summary, workers = data.dataloader(job, record)
-    if not summary:
-        return note("No data-loader summary was saved for this window.")
-    facts = [
-        ("Batches fetched", summary.get("batches")),
-        ("Waiting for batches (total)", _s(summary.get("wait_total_s"))),
-        (
-            "Wait per batch, median / max",
-            f"{_s(summary.get('wait_p50_s'))} / {_s(summary.get('wait_max_s'))}",
-        ),
-        ("Window length", _s(summary.get("window_s"))),
-        ("Worker processes", summary.get("workers")),
-    ]
-    out = table(["", ""], facts, cls="facts")
-    if workers:
-        rows = [
-            (
-                w.get("pid"),
-                w.get("name"),
-                _s(w.get("cpu_s")),
-                f"{data.num(w.get('cpu_percent')) or 0:.0f}%",
-            )
-            for w in workers
-        ]
-        out += table(["Worker pid", "Name", "CPU time", "CPU"], rows, cls="num workers")
-    return out
 
 
 def _detail_blocks(

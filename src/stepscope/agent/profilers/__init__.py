@@ -39,15 +39,20 @@ def make_profiler(
     wall: Callable[[float], float],
     sink: ArtifactSink,
 ) -> WindowProfiler:
-    """The profiler of ``window``'s kind; a detailed window of a TensorFlow job (TensorFlow
-    imported, torch not) runs TensorFlow's profiler."""
+    """The profiler of ``window``'s kind; a detailed or dataloader window of a TensorFlow
+    job (TensorFlow imported, torch not) runs TensorFlow's profiler."""
+    tensorflow = "tensorflow" in sys.modules and "torch" not in sys.modules
     if window.kind == "detailed":
-        if "tensorflow" in sys.modules and "torch" not in sys.modules:
+        if tensorflow:
             from stepscope.agent.profilers._tf_detailed import TFDetailedProfiler
 
             return TFDetailedProfiler(window, sink)
         return DetailedProfiler(window, sink)
     if window.kind == "dataloader":
+        if tensorflow:
+            from stepscope.agent.profilers._tf_dataloader import TFDataloaderProfiler
+
+            return TFDataloaderProfiler(window, recorder, wall, sink)
         return DataloaderProfiler(window, recorder, wall)
     return python_profiler(window)
 

@@ -70,6 +70,10 @@ class WorkerCPU:
     metric: str = WORKER_METRIC
 
 
+# What a window collected: its batches, worker fetches, worker CPU, and its length (s).
+Collected = tuple[list[BatchWait], list[WorkerFetch], list[WorkerCPU], float]
+
+
 def _children_cpu() -> dict[int, tuple[float, float, str]]:
     """CPU seconds, creation time and name of each worker process of this process.
 
@@ -120,6 +124,11 @@ class DataloaderProfiler:
         self._fetch_timer(True)
 
     def stop(self) -> Finish:
+        rows = self.collect()
+        return lambda sink, base: _export(sink, base, *rows)
+
+    def collect(self) -> Collected:
+        """Stop collecting: the window's rows and its length (training thread)."""
         import time
 
         self.recorder.on_batch = None
@@ -128,8 +137,7 @@ class DataloaderProfiler:
         seconds = t1 - self._t0
         workers1 = _children_cpu() if self.regex.search(WORKER_METRIC) else {}
         workers = _worker_rows(self._workers0, workers1, seconds)
-        waits, fetches = self._batch_rows(), self._fetch_rows(t1)
-        return lambda sink, base: _export(sink, base, waits, fetches, workers, seconds)
+        return self._batch_rows(), self._fetch_rows(t1), workers, seconds
 
     def _fetch_timer(self, on: bool) -> None:
         timer = self.recorder.worker_fetch
@@ -178,7 +186,11 @@ def _export(
     fetched: list[WorkerFetch],
     workers: list[WorkerCPU],
     seconds: float,
+    summary_extra: dict[str, JSON] | None = None,
+    doc_extra: dict[str, JSON] | None = None,
 ) -> Export:
+    """Write ``<base>.dataloader.json``; ``*_extra``: a TensorFlow window's additions
+    to the summary and the file (``_tf_dataloader.py``)."""
     waits = sorted(b.wait_s for b in batches)
     fetches = sorted(f.fetch_s for f in fetched)
     summary: dict[str, JSON] = {
@@ -191,12 +203,14 @@ def _export(
         "wait_max_s": waits[-1] if waits else None,
         "window_s": seconds,
         "workers": len(workers),
+        **(summary_extra or {}),
     }
     rows = [dataclasses.asdict(b) for b in batches] + [dataclasses.asdict(f) for f in fetched]
     doc: dict[str, JSON] = {
         "summary": summary,
         "batches": rows,
         "workers": [dataclasses.asdict(w) for w in workers],
+        **(doc_extra or {}),
     }
     path = sink.write_json(f"{base}.dataloader.json", doc)
     return Export(path, [path] if path else [], {"summary": summary})

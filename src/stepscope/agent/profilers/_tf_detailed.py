@@ -32,20 +32,26 @@ class TFDetailedProfiler:
     def __init__(self, window: ProfilingWindow, sink: ArtifactSink) -> None:
         self.window, self.sink = window, sink
         self._session: TFSession | None = None
+        self._failed = "the profiler never started"
 
     def start(self) -> None:
         held = TFSession.current
         if held is not None and held.owner == "dataloader":
             held.yield_to("detailed")  # the detailed window has TensorFlow's profiler
         session = TFSession("detailed", self.sink, 2, self.window.with_stack)
-        session.start()
+        try:
+            session.start()
+        except Exception as exc:  # e.g. the script runs TensorFlow's profiler itself
+            self._failed = f"TensorFlow's profiler did not start: {type(exc).__name__}: {exc}"
+            raise  # the scheduler records the fault
         self._session = session
 
     def stop(self) -> Finish:
         session, self._session = self._session, None
-        assert session is not None  # start() ran: the scheduler pairs them
-        logdir = session.stop()
-        assert logdir is not None
+        logdir = session.stop() if session is not None else None
+        if logdir is None:  # start failed (a fault): the record says why, no files
+            failed: dict[str, JSON] = {"bytes": 0, "operators": self._failed}
+            return lambda _sink, _base: Export(None, [], failed)
         return lambda sink, base: _export(logdir, sink, base)
 
 
