@@ -32,6 +32,13 @@ pytestmark = [
 
 FIT = str(SCRIPTS / "keras_backend_fit.py")
 TORCH = {"KERAS_BACKEND": "torch"}
+GRADIENTS = """
+[debugger.hook_parameters]
+save_interval = 10
+[[debugger.collections]]
+name = "gradients"
+reductions = "l2"
+"""
 
 
 def _events(job: stepscope.Job, kind: str) -> list[dict[str, object]]:
@@ -42,7 +49,10 @@ def _events(job: stepscope.Job, kind: str) -> list[dict[str, object]]:
 @pytest.fixture(scope="module")
 def torch_fit(tmp_path_factory: pytest.TempPathFactory) -> stepscope.Job:
     tmp = tmp_path_factory.mktemp("keras-torch")
-    run = stepscope_run(tmp, [FIT, "--validate"], "--no-rules", env=env_for_tests(**TORCH))
+    config = tmp / "stepscope.toml"
+    config.write_text(GRADIENTS)
+    opts = ("--no-rules", "--config", str(config))
+    run = stepscope_run(tmp, [FIT, "--validate"], *opts, env=env_for_tests(**TORCH))
     assert run.code == 0, run.stderr
     return stepscope.open(run.job_path)
 
@@ -84,11 +94,22 @@ def test_the_loss_and_metrics_come_from_kerass_logs_once(torch_fit: stepscope.Jo
     assert not loss.duplicated(["phase", "step"]).any()
 
 
+def test_gradients_are_taken_at_kerass_apply(torch_fit: stepscope.Job) -> None:
+    tensors = torch_fit.tensors
+    names = tensors.collections()["gradients"]
+    assert "gradient/sequential/dense/kernel" in names and len(names) == 4  # 2 kernels, 2 biases
+    grad = tensors["gradient/sequential/dense/kernel"]
+    assert grad.steps() == [0, 10, 20, 30] and grad.reduction(10, "l2") > 0
+
+
 def _weights(tmp_path: Path, name: str, watched: bool, *args: str) -> list[np.ndarray]:
     out = tmp_path / f"{name}.npz"
     env = env_for_tests(**TORCH)
-    if watched:
-        run = stepscope_run(tmp_path, [*args, "--save", str(out)], "--no-rules", job=name, env=env)
+    if watched:  # gradients and weights read on saving steps too
+        config = tmp_path / "stepscope.toml"
+        config.write_text(GRADIENTS)
+        opts = ("--no-rules", "--config", str(config))
+        run = stepscope_run(tmp_path, [*args, "--save", str(out)], *opts, job=name, env=env)
         assert run.code == 0, run.stderr
     else:
         cmd = [sys.executable, *args, "--save", str(out)]

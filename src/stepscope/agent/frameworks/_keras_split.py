@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
+from stepscope.agent.frameworks._tf_capture import _name
 
 if TYPE_CHECKING:
     from stepscope.agent.frameworks._tf_capture import TFCapture
@@ -103,6 +104,8 @@ class KerasSplitHooks:
             if not self._keras_depth:
                 return custom(opt, *args, **kwargs)
             self._opt_depth += 1  # a LossScaleOptimizer's inner apply: counted once
+            if self._opt_depth == 1 and self.capture is not None and self.capture.armed:
+                self._gradients(opt, args, kwargs)
             t0 = perf_counter()
             try:
                 return apply(opt, *args, **kwargs)
@@ -115,6 +118,24 @@ class KerasSplitHooks:
                         faults.record(_SCOPE, exc)
 
         return wrapped
+
+    def _gradients(self, opt: object, args: tuple[object, ...], kw: dict[str, object]) -> None:
+        """The gradients ``apply(grads, trainable_variables=None)`` gets, in a saving step
+        (the weights are taken from the step function's end, after the update)."""
+        try:
+            capture, step = self.capture, self.rec.train_steps
+            plan = capture.planner.plan("train", step) if capture is not None else ()
+            if capture is None or not any("gradient" in c.kinds for c in plan):
+                return
+            given = args[1] if len(args) > 1 else kw.get("trainable_variables")
+            variables = given if given is not None else getattr(opt, "_trainable_variables", ())
+            grads = args[0] if args else kw.get("grads", ())
+            if isinstance(grads, list | tuple) and isinstance(variables, list | tuple):
+                for g, v in zip(grads, variables, strict=False):
+                    if g is not None:
+                        capture.take(plan, "gradient", ("train", step, f"gradient/{_name(v)}"), g)
+        except Exception as exc:
+            self.faults.record("tensors", exc)
 
     def _wrap_apply_jax(self, apply: Fn) -> Fn:
         """On JAX: an ``apply`` traced by ``jax.jit`` (``stateless_apply`` in a jitted
