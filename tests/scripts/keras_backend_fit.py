@@ -21,6 +21,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--validate", action="store_true", help="validation data and an evaluate")
+    p.add_argument("--eager", action="store_true", help="run_eagerly=True")
     p.add_argument("--save", default="")
     a = p.parse_args()
 
@@ -43,6 +44,7 @@ def main() -> None:
         optimizer=keras.optimizers.Adam(1e-3),
         loss=keras.losses.BinaryCrossentropy(from_logits=True),
         metrics=["accuracy"],
+        run_eagerly=a.eager,
     )
     val = (x[: 2 * a.batch], y[: 2 * a.batch]) if a.validate else None
     model.fit(
