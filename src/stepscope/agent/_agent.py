@@ -137,7 +137,9 @@ class Agent:
         """Attach the adapter of a framework the script imported; record which."""
         if self.running and not fw.attached:
             try:
-                self.writer.event("framework", name=fw.name, version=fw.version())
+                detail = getattr(fw, "detail", None)  # Keras: its backend
+                more = detail() if callable(detail) else {}
+                self.writer.event("framework", name=fw.name, version=fw.version(), **more)
             except Exception as exc:
                 self.faults.record("step-hooks", exc)
             fw.attach()

@@ -153,6 +153,11 @@ class StepRecorder:
                 self.device.end("optimizer")
             self.end_train_step(t)
 
+    def on_optimizer_part(self, t0: float, t1: float) -> None:
+        """An optimizer update inside a step that another call ends (Keras' train
+        function on its PyTorch backend): its time, without ending the step."""
+        self.optimizer += t1 - t0
+
     def on_collective(self, t0: float, t1: float, in_backward: bool) -> None:
         """Time spent in a collective; before the first step, it belongs to no step."""
         if self.boundary is None:

@@ -79,8 +79,8 @@ def frameworks(agent: Agent) -> list[Framework]:
     from stepscope.agent.frameworks._tensorflow import KerasFramework, TensorFlowFramework
     from stepscope.agent.frameworks._torch import TorchFramework
 
-    tf = TensorFlowFramework(agent)
-    return [TorchFramework(agent), tf, KerasFramework(tf)]
+    torch, tf = TorchFramework(agent), TensorFlowFramework(agent)
+    return [torch, tf, KerasFramework(tf, torch)]
 
 
 __all__ = ["Framework", "StepEvents", "frameworks"]

@@ -1,9 +1,10 @@
 """The Keras 3 part of the TensorFlow hooks (:class:`._tf_hooks.TFHooks` mixes it in).
 
-Keras' step functions (``make_train_function`` and its test and predict twins, the
-function each sets wrapped in turn), the outermost eager ``Model.__call__`` and the
-epochs of ``CallbackList``; the optimizers' ``apply`` is wrapped by
-``TFHooks._wrap_apply``. See :mod:`._tf_hooks` for what each is as a step.
+Keras' step functions (``make_train_function`` and its test and predict twins of
+the trainer of the backend that runs, the function each sets wrapped in turn), the
+outermost eager ``Model.__call__`` and the epochs of ``CallbackList``; the
+optimizers' ``apply`` is wrapped by ``TFHooks._wrap_apply`` (on JAX and PyTorch
+through :mod:`._keras_split`). See :mod:`._tf_hooks` for what each is as a step.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
+from stepscope.agent.frameworks._keras_split import KerasSplitHooks, trainer_class
 
 if TYPE_CHECKING:
     from stepscope.agent.frameworks._tf_capture import TFCapture
@@ -24,7 +26,7 @@ _SCOPE = "step-hooks"
 _INHERITED = object()
 
 
-class KerasHooks:
+class KerasHooks(KerasSplitHooks):
     """Keras' hooks; the state they share lives on :class:`TFHooks`."""
 
     # Set by TFHooks.__init__ (declared here for the type checker only).
@@ -39,7 +41,8 @@ class KerasHooks:
     _model_depth: int
     _eager: Callable[[], bool]
     _recording: Callable[[], bool]
-    _wrap_apply: Callable[[Fn], Fn]
+    _training: Callable[[], bool]  # a forward called without ``training=`` trains
+    _symbolic: Callable[[], bool]  # Keras on torch: inside a SymbolicScope
 
     def _patch(
         self, owner: type, name: str, wrap: Callable[[Fn], Fn], into: Patches | None = None
@@ -49,30 +52,43 @@ class KerasHooks:
         setattr(owner, name, wrap(getattr(owner, name)))
 
     def install_keras(self) -> None:
-        """Keras 3 (TensorFlow backend): the trainer's step functions and optimizers."""
+        """Keras 3: its trainer's step functions (on the backend that runs, whose trainer
+        alone is imported), its optimizers, model calls and epochs."""
         if self.keras:
             return
+        from keras.src.backend import config
         from keras.src.optimizers import base_optimizer
 
+        self.backend = str(config.backend())
+        split = self.backend == "torch"  # eager steps: their parts are timed inside
+        wrap_apply = {"torch": self._wrap_apply_split, "jax": self._wrap_apply_jax}.get(
+            self.backend, self._wrap_apply
+        )
         into = self._keras_patches
-        self._patch(base_optimizer.BaseOptimizer, "apply", self._wrap_apply, into)
+        self._patch(base_optimizer.BaseOptimizer, "apply", wrap_apply, into)
         try:
             from keras.src.optimizers import loss_scale_optimizer as lso
 
-            self._patch(lso.LossScaleOptimizer, "apply", self._wrap_apply, into)
+            self._patch(lso.LossScaleOptimizer, "apply", wrap_apply, into)
         except (ImportError, AttributeError):
             pass  # an older Keras 3: no loss-scale optimizer of its own
-        try:
-            from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-        except ImportError:
-            self.keras = True  # another backend (JAX, torch): see docs/tensorflow.md
+        trainer = trainer_class(self.backend)
+        if trainer is None:
+            self.keras = True  # another backend (numpy, openvino): its optimizer only
             return
+        self._training = lambda: self._recording()  # a GradientTape records (TensorFlow)
+        if split:
+            import torch
+            from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+
+            self._training, self._symbolic = torch.is_grad_enabled, in_symbolic_scope
         for kind in ("train", "test", "predict"):
-            self._patch(TensorFlowTrainer, f"make_{kind}_function", self._wrap_make(kind), into)
+            self._patch(trainer, f"make_{kind}_function", self._wrap_make(kind), into)
         from keras.src.callbacks.callback_list import CallbackList
         from keras.src.models.model import Model
 
-        self._patch(Model, "__call__", self._wrap_model_call, into)
+        if self.backend != "jax":  # eager forwards; JAX's custom loops are jitted
+            self._patch(Model, "__call__", self._wrap_model_call, into)
         for edge in ("begin", "end"):
             self._patch(CallbackList, f"on_epoch_{edge}", self._wrap_epoch(edge), into)
         self.keras = True
@@ -99,7 +115,10 @@ class KerasHooks:
         return wrap
 
     def _step_function(self, kind: str, fn: Fn, model: object) -> Fn:
+        if self.backend == "torch":
+            return self._split_step_function(kind, fn, model)
         rec, faults, training = self.rec, self.faults, kind == "train"
+        jax = self.backend == "jax"
 
         def step_function(*args: object, **kwargs: object) -> object:
             try:
@@ -115,7 +134,10 @@ class KerasHooks:
             try:
                 capture = self.capture
                 if capture is not None and (capture.armed if training else capture.armed_eval):
-                    capture.on_logs(training, out, model)
+                    if jax:  # (logs, state): the weights are in the state, not the model
+                        capture.on_logs(training, out[0] if isinstance(out, tuple) else out, None)
+                    else:
+                        capture.on_logs(training, out, model)
                 rec.on_forward_end(t, training)
                 if training:
                     rec.end_train_step(t)
@@ -129,9 +151,15 @@ class KerasHooks:
     # -- eager forwards and epochs ---------------------------------------------------------
     def _wrap_model_call(self, call: Fn) -> Fn:
         rec, eager, faults = self.rec, self._eager, self.faults
+        split = self.backend == "torch"  # Keras' torch steps: the forward is timed here
 
         def __call__(model: object, *args: object, **kwargs: object) -> object:
-            if self._model_depth or self._keras_depth or not eager():
+            if (
+                self._model_depth
+                or (self._keras_depth and not split)
+                or not eager()
+                or (split and self._symbolic())  # Keras builds the model on fake inputs
+            ):
                 return call(model, *args, **kwargs)  # nested, Keras' own step, or traced
             self._model_depth = 1
             try:
@@ -143,9 +171,10 @@ class KerasHooks:
             finally:
                 self._model_depth = 0
                 t = perf_counter()
-                try:
+                try:  # in Keras' own step, its step function says which phase it is
                     flag = kwargs.get("training")
-                    rec.on_forward_end(t, bool(flag) or (flag is None and self._recording()))
+                    training = bool(flag) or (flag is None and self._training())
+                    rec.on_forward_end(t, training or self._keras_depth > 0)
                 except Exception as exc:
                     faults.record(_SCOPE, exc)
 

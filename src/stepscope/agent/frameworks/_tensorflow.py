@@ -1,11 +1,11 @@
-"""The TensorFlow adapter: TensorFlow 2.x and Keras 3 (TensorFlow backend), beside torch's.
+"""The TensorFlow adapter: TensorFlow 2.x and Keras 3 (any backend), beside torch's.
 
 Attached once ``tensorflow`` is imported (Keras 3 on its TensorFlow backend imports
-it): the TensorFlow hooks at once, the Keras ones once ``keras`` is imported too
-(:mod:`._tf_hooks`); the output tensors through :mod:`._tf_capture`, the profiling
-windows through TensorFlow's profiler (agent/profilers/_tf_trace.py). The recorder,
-the writer and the fault boundary are the agent's, as for torch. See
-docs/tensorflow.md.
+it): the TensorFlow hooks at once (:mod:`._tf_hooks`); the Keras ones once ``keras``
+is imported, on whichever backend runs (:mod:`._keras_hooks`, :mod:`._keras_split`);
+the output tensors through :mod:`._tf_capture`, the profiling windows through
+TensorFlow's profiler (agent/profilers/_tf_trace.py). The recorder, the writer and
+the fault boundary are the agent's, as for torch. See docs/tensorflow.md.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from stepscope.agent.frameworks._tf_hooks import TFHooks
 
 if TYPE_CHECKING:
     from stepscope.agent._agent import Agent
+    from stepscope.agent.frameworks._torch import TorchFramework
 
 
 class TensorFlowFramework:
@@ -65,15 +66,18 @@ class TensorFlowFramework:
 
 
 class KerasFramework:
-    """Keras 3, attached once ``keras`` has finished importing (after TensorFlow, which
-    its TensorFlow backend imports): its hooks go on the TensorFlow adapter's."""
+    """Keras 3, attached once ``keras`` has finished importing: its hooks go on the
+    TensorFlow adapter's, whatever its backend. On the PyTorch backend (whose layers
+    are torch modules) Keras times the forwards and owns the loss of its steps; the
+    torch adapter keeps ``backward()`` and the DataLoader (docs/tensorflow.md)."""
 
     name = "keras"
     module = "keras"
 
-    def __init__(self, tf: TensorFlowFramework) -> None:
-        self.tf = tf
+    def __init__(self, tf: TensorFlowFramework, torch: TorchFramework | None = None) -> None:
+        self.tf, self.torch = tf, torch
         self._attached = False
+        self._capture = False  # the capture is ours (TensorFlow was not attached)
 
     @property
     def attached(self) -> bool:
@@ -82,19 +86,42 @@ class KerasFramework:
     def version(self) -> str | None:
         return _version(self.module)
 
+    def detail(self) -> dict[str, object]:
+        """More for the ``framework`` event: the Keras backend that runs."""
+        config = getattr(sys.modules.get(self.module), "config", None)
+        backend = getattr(config, "backend", None)
+        return {"backend": str(backend())} if callable(backend) else {}
+
     def attach(self) -> None:
+        hooks, agent = self.tf.hooks, self.tf.agent
         try:
-            self.tf.hooks.install_keras()
+            hooks.install_keras()
             self._attached = True
+            if hooks.backend == "torch" and self.torch is not None and self.torch.attached:
+                self.torch.hooks.yield_forwards()  # Keras' layers are torch modules
+                hooks.torch_timers = self.torch.hooks.timers
         except Exception as exc:
-            self.tf.agent.faults.record("step-hooks", exc)
+            agent.faults.record("step-hooks", exc)
+            return
+        try:  # Keras' logs, on a backend that imports no TensorFlow
+            if agent.tensors is not None and hooks.capture is None:
+                hooks.capture = TFCapture(agent.tensors, agent.recorder, agent.faults)
+                hooks.capture.install()
+                self._capture = True
+        except Exception as exc:
+            agent.faults.record("tensors", exc)
 
     def detach(self) -> None:
+        hooks = self.tf.hooks
         try:
-            self.tf.hooks.remove_keras()
+            if self._capture and hooks.capture is not None:
+                hooks.capture.remove()
+                hooks.capture = None
+            hooks.torch_timers = None
+            hooks.remove_keras()
         except Exception as exc:
             self.tf.agent.faults.record("step-hooks", exc)
-        self._attached = False
+        self._attached = self._capture = False
 
 
 def _version(module: str) -> str | None:

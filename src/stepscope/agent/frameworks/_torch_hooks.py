@@ -107,6 +107,15 @@ class TorchHooks:
         self.rec._hooks_pending = False
         self.installed = False
 
+    def yield_forwards(self) -> None:
+        """Another adapter times the forwards (Keras 3 on torch, whose layers are torch
+        modules): stop looking for root modules, whose global hooks would count each
+        Keras forward twice. Optimizer steps, ``backward()`` and the DataLoader stay."""
+        for handle in self._discovery:
+            handle.remove()
+        self._discovery, self._stack = [], []
+        self.rec._hooks_pending = False
+
     def _patch(self, owner: object, name: str, wrap: Callable[[Wrapped], Wrapped]) -> None:
         original = getattr(owner, name)
         self._patches.append((owner, name, original))
