@@ -75,16 +75,12 @@ class LoadBalancing(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = max(h.value for h in run), self.p_float("threshold")
-        return run_finding(
+        text = (
             f"{run[0].key} on {node}: utilization differs by "
-            f"{versus(value * 100, threshold * 100, '%')} of the busier GPU for {lasted(run)}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            1.0,
-            node=node,
-            device=run[0].key,
+            f"{versus(value * 100, threshold * 100, '%')} of the busier GPU for {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 1.0, node=node, device=run[0].key
         )
 
     def _rank_medians(self, data: RuleInput) -> pd.DataFrame:
@@ -140,10 +136,13 @@ class LoadBalancing(SystemRule):
         words = run[0].key.split()
         slow, fast = int(words[1]), int(words[-1])
         metric = self.p_str("rank_metric")
-        return run_finding(
+        text = (
             f"rank {slow} (node {nodes.get(slow)}) vs rank {fast} (node {nodes.get(fast)}): "
             f"median {metric} differs by {versus(value * 100, threshold * 100, '%')} of the "
-            f"slower rank for {lasted(run)}",
+            f"slower rank for {lasted(run)}"
+        )
+        return run_finding(
+            text,
             self.recommendation,
             run,
             value,

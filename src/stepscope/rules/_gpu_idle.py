@@ -83,14 +83,10 @@ class GPUIdleBetweenSteps(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("threshold")
-        return run_finding(
+        text = (
             f"{run[0].key} on {node} idle in {versus(value, threshold, '%')} of the training "
-            f"loop's samples for {lasted(run)}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            100.0,
-            node=node,
-            device=run[0].key,
+            f"loop's samples for {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 100.0, node=node, device=run[0].key
         )

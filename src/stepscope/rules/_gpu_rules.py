@@ -155,14 +155,10 @@ class GPUMemoryIncrease(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("increase")
-        return run_finding(
+        text = (
             f"{run[0].key} on {node}: memory rose by {versus(value, threshold, 'points')} of "
-            f"its total over {lasted(run)}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            50.0,
-            node=node,
-            device=run[0].key,
+            f"its total over {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 50.0, node=node, device=run[0].key
         )

@@ -123,17 +123,12 @@ class HostContention(HostRule):
         steal = f", steal {m['steal']:.0f}%" if m["steal"] >= 1 else ""
         top = _named(top_others(data.others, run[0].start, run[-1].end))
         value, threshold = worst_of(run), self.p_float("others_threshold")
-        return run_finding(
+        text = (
             f"other processes used {m['others']:.0f}% of {node}'s CPU (median; the job "
             f"{m['job']:.0f}%, run queue {m['run_queue']:.0f} on {m['cores']:.0f} cores{steal}) "
-            f"for {lasted(run)}; {top}; {effect.text()}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            100.0,
-            node=node,
+            f"for {lasted(run)}; {top}; {effect.text()}"
         )
+        return run_finding(text, self.recommendation, run, value, threshold, 100.0, node=node)
 
 
 class MemoryPressure(HostRule):
@@ -185,13 +180,8 @@ class MemoryPressure(HostRule):
         value = swap_mb if swapped else m["mem"]
         threshold = swap_threshold if swapped else self.p_float("mem_threshold")
         worst = 10 * swap_threshold if swapped else 100.0
-        return run_finding(
+        text = (
             f"{node}: memory {m['mem']:.0f}% used, {swap} (medians{rss}) for {lasted(run)}; "
-            f"{effect.text()}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            worst,
-            node=node,
+            f"{effect.text()}"
         )
+        return run_finding(text, self.recommendation, run, value, threshold, worst, node=node)

@@ -49,16 +49,11 @@ class _ShareRule(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("threshold")
-        return run_finding(
+        text = (
             f"{self.what} on {node}: {versus(value, threshold, '%')} of "
-            f"samples bottlenecked for {lasted(run)}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            100.0,
-            node=node,
+            f"samples bottlenecked for {lasted(run)}"
         )
+        return run_finding(text, self.recommendation, run, value, threshold, 100.0, node=node)
 
 
 class CPUBottleneck(_ShareRule):
@@ -164,16 +159,12 @@ class BatchSize(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run, higher_is_worse=False), self.p_float("gpu_threshold_p95")
-        return run_finding(
+        text = (
             f"{run[0].key} on {node}: p95 GPU utilization {value:.0f}% with CPU and GPU memory "
-            f"also below their p95 thresholds, for {lasted(run)}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            0.0,
-            node=node,
-            device=run[0].key,
+            f"also below their p95 thresholds, for {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 0.0, node=node, device=run[0].key
         )
 
 
@@ -215,15 +206,9 @@ class LowGPUUtilization(SystemRule):
         low = kind == "low"
         threshold = self._p95 if low else self._p5
         what = "underused: p95 utilization" if low else "fluctuates: p5 utilization"
+        text = f"{device} on {node} {what} {versus(value, threshold, '%', '<')} for {lasted(run)}"
         return run_finding(
-            f"{device} on {node} {what} {versus(value, threshold, '%', '<')} for {lasted(run)}",
-            self.recommendation,
-            run,
-            value,
-            threshold,
-            0.0,
-            node=node,
-            device=device,
+            text, self.recommendation, run, value, threshold, 0.0, node=node, device=device
         )
 
 
