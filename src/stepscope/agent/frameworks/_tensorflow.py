@@ -1,14 +1,24 @@
+"""The TensorFlow adapter: TensorFlow 2.x and Keras 3 (TensorFlow backend), beside torch's.
+
+Attached once ``tensorflow`` is imported (Keras 3 on its TensorFlow backend imports
+it): the TensorFlow hooks at once, the Keras ones once ``keras`` is imported too
+(:mod:`._tf_hooks`); the output tensors through :mod:`._tf_capture`, the profiling
+windows through TensorFlow's profiler (agent/profilers/_tf_trace.py). The recorder,
+the writer and the fault boundary are the agent's, as for torch. See
+docs/tensorflow.md.
+"""
+
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
-from stepscope.agent.frameworks._adapter import Adapter, HookedAdapter
+from stepscope.agent.frameworks._adapter import HookedAdapter
 from stepscope.agent.frameworks._tf_capture import TFCapture
 from stepscope.agent.frameworks._tf_hooks import TFHooks
 
 if TYPE_CHECKING:
     from stepscope.agent._agent import Agent
-    from stepscope.agent.tensors import TensorCapture
 
 
 class TensorFlowFramework(HookedAdapter[TFHooks]):
@@ -22,17 +32,17 @@ class TensorFlowFramework(HookedAdapter[TFHooks]):
         self.hooks.event = agent.writer.event
 
     def attach(self) -> None:
-        agent = self.agent
         if not self.guarded("step-hooks", self.hooks.install):
             return
-        if agent.tensors is not None and self.hooks.capture is None:
-            self.guarded("tensors", self._capture, agent.tensors)
-        if agent.profiling is not None:
-            agent.profiling.attach()
+        self.guarded("tensors", self._capture)
+        if self.agent.profiling is not None:
+            self.agent.profiling.attach()
 
-    def _capture(self, tensors: TensorCapture) -> None:
-        self.hooks.capture = TFCapture(tensors, self.agent.recorder, self.agent.faults)
-        self.hooks.capture.install()
+    def _capture(self) -> None:
+        tensors = self.agent.tensors
+        if tensors is not None and self.hooks.capture is None:
+            self.hooks.capture = TFCapture(tensors, self.agent.recorder, self.agent.faults)
+            self.hooks.capture.install()
 
     def detach(self) -> None:
         self.guarded("step-hooks", self._remove)
@@ -44,7 +54,7 @@ class TensorFlowFramework(HookedAdapter[TFHooks]):
         self.hooks.remove()
 
 
-class KerasFramework(Adapter):
+class KerasFramework:
     """Keras 3, attached once ``keras`` has finished importing (after TensorFlow, which
     its TensorFlow backend imports): its hooks go on the TensorFlow adapter's."""
 
@@ -52,7 +62,6 @@ class KerasFramework(Adapter):
     module = "keras"
 
     def __init__(self, tf: TensorFlowFramework) -> None:
-        super().__init__(tf.agent)
         self.tf = tf
         self._attached = False
 
@@ -60,10 +69,23 @@ class KerasFramework(Adapter):
     def attached(self) -> bool:
         return self._attached
 
+    def version(self) -> str | None:
+        return _version(self.module)
+
     def attach(self) -> None:
-        if self.guarded("step-hooks", self.tf.hooks.install_keras):
+        try:
+            self.tf.hooks.install_keras()
             self._attached = True
+        except Exception as exc:
+            self.tf.agent.faults.record("step-hooks", exc)
 
     def detach(self) -> None:
-        self.guarded("step-hooks", self.tf.hooks.remove_keras)
+        try:
+            self.tf.hooks.remove_keras()
+        except Exception as exc:
+            self.tf.agent.faults.record("step-hooks", exc)
         self._attached = False
+
+
+def _version(module: str) -> str | None:
+    return str(getattr(sys.modules.get(module), "__version__", "")) or None
