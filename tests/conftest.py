@@ -224,3 +224,28 @@ def run_job(tmp_path: Path) -> Any:
         return stepscope_run(tmp_path, script_args, *opts, **kw)
 
     return go
+
+
+# -- a headless browser for the UI tests (Debian's chromium; never `playwright install`) -----
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]  # fmt: skip
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Chromium for one test (the leak guard wants no browser left between tests)."""
+    from playwright.sync_api import sync_playwright
+
+    before = set(threading.enumerate())
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+    # Playwright's event loop shuts its executor down without waiting for the thread.
+    for t in set(threading.enumerate()) - before:
+        t.join(timeout=10)

@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import stepscope
+from conftest import CHROMIUM
 from stepscope.report import write_report
 from stepscope.report._html import fmt_number
 from stepscope.testing import SyntheticJob, write_synthetic_job
 from stepscope.webcharts import script_text, style_text
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage",
-]  # fmt: skip
 pytestmark = [
     pytest.mark.process,  # Chromium
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium"),
@@ -54,19 +47,6 @@ DRAW = """async ([spec]) => {
 
 T0 = 1_763_850_000.0  # a quarter past a minute, to make the first tick fall inside
 SPANS = {"10 s": 10, "2 min": 120, "3 min": 180, "4 min": 240, "2 h": 7200, "3 days": 3 * 86400}
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    before = set(threading.enumerate())
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-    for t in set(threading.enumerate()) - before:  # Playwright's loop thread ends late
-        t.join(timeout=10)
 
 
 def page_of(browser: Any, width: int) -> Any:

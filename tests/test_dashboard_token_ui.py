@@ -9,7 +9,6 @@ wrong token is asked again; Cancel leaves the control refused and nothing writte
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,25 +20,7 @@ from conftest import BIN, env_for_tests
 from stepscope.testing import SyntheticJob, write_synthetic_job
 
 pytestmark = pytest.mark.process
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage",
-]  # fmt: skip
 WAIT_MS = 30_000
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    before = set(threading.enumerate())
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-    for t in set(threading.enumerate()) - before:  # Playwright's loop thread ends late
-        t.join(timeout=10)
 
 
 @pytest.fixture

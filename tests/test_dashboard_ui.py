@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,26 +22,8 @@ from stepscope.testing import SyntheticJob, write_synthetic_job
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage",
-]  # fmt: skip
 WAIT_MS = 60_000
 pytestmark = pytest.mark.process
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    before = set(threading.enumerate())
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-    for t in set(threading.enumerate()) - before:  # Playwright's loop thread ends late
-        t.join(timeout=10)
 
 
 class Procs:

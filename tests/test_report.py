@@ -6,8 +6,6 @@ import json
 import math
 import os
 import re
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import numpy as np
 import pytest
 
 import stepscope
+from conftest import CHROMIUM
 from stepscope.analysis.report_data import per_step, split_totals
 from stepscope.report import write_report
 from stepscope.testing import SyntheticJob, write_synthetic_job
@@ -23,18 +22,6 @@ from stepscope.testing import SyntheticJob, write_synthetic_job
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 SCRIPTS = Path(__file__).parent / "scripts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 
 pytestmark = [
     pytest.mark.process,  # Chromium
@@ -141,21 +128,6 @@ class Page:
     text: str = ""
     pwned: Any = None
     alts: dict[str, str] = field(default_factory=dict)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Chromium for one test (the leak guard wants no browser left between tests)."""
-    from playwright.sync_api import sync_playwright
-
-    before = set(threading.enumerate())
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-    # Playwright's event loop shuts its executor down without waiting for the thread.
-    for t in set(threading.enumerate()) - before:
-        t.join(timeout=10)
 
 
 def render(browser: Any, report: str, shot: str) -> Page:

@@ -16,15 +16,13 @@ import numpy as np
 import pytest
 
 import stepscope
-import test_report
-from conftest import SCRIPTS, stepscope_run
+from conftest import CHROMIUM, SCRIPTS, stepscope_run
 from stepscope.report import render_report, write_report
 from stepscope.report._profile_data import pyinstrument_functions
 from stepscope.report._profiles import safe_key, window_kind
 from stepscope.testing import SyntheticJob, write_synthetic_job
-from test_report import CHROMIUM, assert_clean, close, render
+from test_report import assert_clean, close, render
 
-browser = test_report.browser  # the same fixture: Chromium for one test
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
 TRAIN = str(SCRIPTS / "tensors_train.py")
 CONFIG = """

@@ -160,12 +160,13 @@ def test_watched_training_is_bit_for_bit_the_bare_one(tmp_path: Path, script: st
 # Runs the script after breaking the recorder the TensorFlow hooks call: every
 # forward end raises inside stepscope. Training must not notice.
 BROKEN = """
-import runpy, sys
+import os, runpy, sys
 from stepscope.agent import bootstrap
 def boom(*a):
     raise RuntimeError("planted fault in a TensorFlow hook")
 bootstrap.current().recorder.on_forward_end = boom
 sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python script.py` does
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 

@@ -13,8 +13,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import _tf_setup
 import keras
-import numpy as np
 import tensorflow as tf
 
 
@@ -33,14 +33,7 @@ def main() -> None:
     p.add_argument("--save", default="")
     a = p.parse_args()
 
-    keras.utils.set_random_seed(a.seed)
-    tf.config.experimental.enable_op_determinism()
-    n = a.batches * a.batch
-    rng = np.random.default_rng(a.seed)
-    x = rng.normal(size=(n, 32)).astype("float32")
-    y = (x[:, :4].sum(axis=1, keepdims=True) > 0).astype("float32")
-    if a.nan_from >= 0:
-        y[a.nan_from * a.batch :] = np.nan
+    x, y = _tf_setup.seeded_data(a, a.batches * a.batch, 32)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(a.batch)
     if a.slow_data > 0:
 
@@ -73,8 +66,7 @@ def main() -> None:
     model.fit(ds, epochs=a.epochs, verbose=0, callbacks=[Stall()], validation_data=val)
     if a.validate:
         model.predict(ds.take(3), verbose=0)
-    if a.save:
-        np.savez(a.save, *[v.numpy() for v in model.weights])
+    _tf_setup.save(model, a.save)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import _tf_setup
 import keras
 import numpy as np
 import tensorflow as tf
@@ -35,13 +36,7 @@ def main() -> None:
     p.add_argument("--save", default="")
     a = p.parse_args()
 
-    keras.utils.set_random_seed(a.seed)
-    tf.config.experimental.enable_op_determinism()
-    rng = np.random.default_rng(a.seed)
-    x = rng.normal(size=(a.steps * a.batch, 256)).astype("float32")
-    y = (x[:, :4].sum(axis=1, keepdims=True) > 0).astype("float32")
-    if a.nan_from >= 0:
-        y[a.nan_from * a.batch :] = np.nan
+    x, y = _tf_setup.seeded_data(a, a.steps * a.batch, 256)
 
     def batches() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for i in range(a.steps):
@@ -75,8 +70,7 @@ def main() -> None:
         step_fn(xb, yb)
         if i == a.stall_at:
             time.sleep(a.stall)
-    if a.save:
-        np.savez(a.save, *[v.numpy() for v in model.weights])
+    _tf_setup.save(model, a.save)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from stepscope.rules._reduce import Groups
 from stepscope.rules._system_base import SystemRule, lasted
 from stepscope.rules._text import versus
 from stepscope.rules._types import Finding, RuleResult
-from stepscope.rules._windows import Hit, node_gpus, runs, severity, window_index
+from stepscope.rules._windows import Hit, node_gpus, run_finding, runs, window_index
 
 RANKS = "_rank_medians"
 STEP_COLUMNS = ("duration", "data_wait", "forward", "backward", "optimizer", "other")
@@ -75,17 +75,12 @@ class LoadBalancing(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = max(h.value for h in run), self.p_float("threshold")
-        return Finding(
+        text = (
             f"{run[0].key} on {node}: utilization differs by "
-            f"{versus(value * 100, threshold * 100, '%')} of the busier GPU for {lasted(run)}",
-            self.recommendation,
-            severity(value, threshold, 1.0),
-            node=node,
-            device=run[0].key,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+            f"{versus(value * 100, threshold * 100, '%')} of the busier GPU for {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 1.0, node=node, device=run[0].key
         )
 
     def _rank_medians(self, data: RuleInput) -> pd.DataFrame:
@@ -141,17 +136,19 @@ class LoadBalancing(SystemRule):
         words = run[0].key.split()
         slow, fast = int(words[1]), int(words[-1])
         metric = self.p_str("rank_metric")
-        return Finding(
+        text = (
             f"rank {slow} (node {nodes.get(slow)}) vs rank {fast} (node {nodes.get(fast)}): "
             f"median {metric} differs by {versus(value * 100, threshold * 100, '%')} of the "
-            f"slower rank for {lasted(run)}",
+            f"slower rank for {lasted(run)}"
+        )
+        return run_finding(
+            text,
             self.recommendation,
-            severity(value, threshold, 1.0),
+            run,
+            value,
+            threshold,
+            1.0,
             node=nodes.get(slow),
             rank=slow,
             device=run[0].key,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
         )

@@ -17,7 +17,7 @@ from stepscope.rules._windows import (
     gpu_indices,
     no_gpu_reason,
     node_gpus,
-    severity,
+    run_finding,
     worst_of,
 )
 
@@ -83,15 +83,10 @@ class GPUIdleBetweenSteps(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("threshold")
-        return Finding(
+        text = (
             f"{run[0].key} on {node} idle in {versus(value, threshold, '%')} of the training "
-            f"loop's samples for {lasted(run)}",
-            self.recommendation,
-            severity(value, threshold, 100.0),
-            node=node,
-            device=run[0].key,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+            f"loop's samples for {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 100.0, node=node, device=run[0].key
         )

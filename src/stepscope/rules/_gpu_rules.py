@@ -16,12 +16,7 @@ from stepscope.rules._system_base import SystemRule, lasted, pct
 from stepscope.rules._text import versus
 from stepscope.rules._trend import COLUMNS, compact, trend_rise
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import (
-    Hit,
-    node_gpus,
-    severity,
-    worst_of,
-)
+from stepscope.rules._windows import Hit, node_gpus, run_finding, severity, worst_of
 
 
 def mem_percent(w: Windows, framed: pd.DataFrame, g: int) -> npt.NDArray[np.float64]:
@@ -160,15 +155,10 @@ class GPUMemoryIncrease(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run), self.p_float("increase")
-        return Finding(
+        text = (
             f"{run[0].key} on {node}: memory rose by {versus(value, threshold, 'points')} of "
-            f"its total over {lasted(run)}",
-            self.recommendation,
-            severity(value, threshold, 50.0),
-            node=node,
-            device=run[0].key,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+            f"its total over {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 50.0, node=node, device=run[0].key
         )

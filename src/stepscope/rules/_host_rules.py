@@ -19,7 +19,7 @@ from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import lasted, pct
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import Hit, severity, worst_of
+from stepscope.rules._windows import Hit, run_finding, worst_of
 
 TOP = 3  # other processes named in a finding
 SCAN_SLACK_S = 5.0  # an others/ row covers the few seconds before its time
@@ -123,18 +123,12 @@ class HostContention(HostRule):
         steal = f", steal {m['steal']:.0f}%" if m["steal"] >= 1 else ""
         top = _named(top_others(data.others, run[0].start, run[-1].end))
         value, threshold = worst_of(run), self.p_float("others_threshold")
-        return Finding(
+        text = (
             f"other processes used {m['others']:.0f}% of {node}'s CPU (median; the job "
             f"{m['job']:.0f}%, run queue {m['run_queue']:.0f} on {m['cores']:.0f} cores{steal}) "
-            f"for {lasted(run)}; {top}; {effect.text()}",
-            self.recommendation,
-            severity(value, threshold, 100.0),
-            node=node,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+            f"for {lasted(run)}; {top}; {effect.text()}"
         )
+        return run_finding(text, self.recommendation, run, value, threshold, 100.0, node=node)
 
 
 class MemoryPressure(HostRule):
@@ -186,14 +180,8 @@ class MemoryPressure(HostRule):
         value = swap_mb if swapped else m["mem"]
         threshold = swap_threshold if swapped else self.p_float("mem_threshold")
         worst = 10 * swap_threshold if swapped else 100.0
-        return Finding(
+        text = (
             f"{node}: memory {m['mem']:.0f}% used, {swap} (medians{rss}) for {lasted(run)}; "
-            f"{effect.text()}",
-            self.recommendation,
-            severity(value, threshold, worst),
-            node=node,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+            f"{effect.text()}"
         )
+        return run_finding(text, self.recommendation, run, value, threshold, worst, node=node)

@@ -20,7 +20,7 @@ from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct
 from stepscope.rules._text import versus
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import Hit, severity, worst_of
+from stepscope.rules._windows import Hit, run_finding, worst_of
 
 
 class _ShareRule(SystemRule):
@@ -48,18 +48,12 @@ class _ShareRule(SystemRule):
         return w.columns(framed, [self.host_column])[:, 0]
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
-        value = worst_of(run)
-        return Finding(
-            f"{self.what} on {node}: {versus(value, self.p_float('threshold'), '%')} of "
-            f"samples bottlenecked for {lasted(run)}",
-            self.recommendation,
-            severity(value, self.p_float("threshold"), 100.0),
-            node=node,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=self.p_float("threshold"),
+        value, threshold = worst_of(run), self.p_float("threshold")
+        text = (
+            f"{self.what} on {node}: {versus(value, threshold, '%')} of "
+            f"samples bottlenecked for {lasted(run)}"
         )
+        return run_finding(text, self.recommendation, run, value, threshold, 100.0, node=node)
 
 
 class CPUBottleneck(_ShareRule):
@@ -165,17 +159,12 @@ class BatchSize(SystemRule):
 
     def finding(self, node: str, run: list[Hit]) -> Finding:
         value, threshold = worst_of(run, higher_is_worse=False), self.p_float("gpu_threshold_p95")
-        return Finding(
+        text = (
             f"{run[0].key} on {node}: p95 GPU utilization {value:.0f}% with CPU and GPU memory "
-            f"also below their p95 thresholds, for {lasted(run)}",
-            self.recommendation,
-            severity(value, threshold, 0.0),
-            node=node,
-            device=run[0].key,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+            f"also below their p95 thresholds, for {lasted(run)}"
+        )
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 0.0, node=node, device=run[0].key
         )
 
 
@@ -217,16 +206,9 @@ class LowGPUUtilization(SystemRule):
         low = kind == "low"
         threshold = self._p95 if low else self._p5
         what = "underused: p95 utilization" if low else "fluctuates: p5 utilization"
-        return Finding(
-            f"{device} on {node} {what} {versus(value, threshold, '%', '<')} for {lasted(run)}",
-            self.recommendation,
-            severity(value, threshold, 0.0),
-            node=node,
-            device=device,
-            start=run[0].start,
-            end=run[-1].end,
-            value=value,
-            threshold=threshold,
+        text = f"{device} on {node} {what} {versus(value, threshold, '%', '<')} for {lasted(run)}"
+        return run_finding(
+            text, self.recommendation, run, value, threshold, 0.0, node=node, device=device
         )
 
 

@@ -59,6 +59,35 @@ def share_finding(
     )
 
 
+def run_finding(
+    message: str,
+    recommendation: str,
+    run: list[Hit],
+    value: float,
+    threshold: float,
+    worst: float,
+    *,
+    node: str | None,
+    device: str | None = None,
+    rank: int | None = None,
+) -> Finding:
+    """A finding on a run of windows (from its first window's start to its last's end)
+    whose measure ``value`` is compared with ``threshold``; ``worst`` is where the
+    severity reaches 1 (see :func:`severity`)."""
+    return Finding(
+        message,
+        recommendation,
+        severity(value, threshold, worst),
+        node=node,
+        device=device,
+        rank=rank,
+        start=run[0].start,
+        end=run[-1].end,
+        value=value,
+        threshold=threshold,
+    )
+
+
 def gpu_indices(system: pd.DataFrame) -> list[int]:
     """The GPUs (``gpu<i>_util`` columns) with at least one value."""
     cols = {c: int(m.group(1)) for c in system.columns if (m := GPU_UTIL.match(str(c)))}

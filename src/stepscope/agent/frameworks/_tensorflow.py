@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from stepscope.agent.frameworks._adapter import HookedAdapter
 from stepscope.agent.frameworks._tf_capture import TFCapture
 from stepscope.agent.frameworks._tf_hooks import TFHooks
 
@@ -21,48 +22,37 @@ if TYPE_CHECKING:
     from stepscope.agent.frameworks._torch import TorchFramework
 
 
-class TensorFlowFramework:
+class TensorFlowFramework(HookedAdapter[TFHooks]):
     """TensorFlow 2.x, attached once ``tensorflow`` is imported."""
 
     name = "tensorflow"
     module = "tensorflow"
 
     def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.hooks = TFHooks(agent.recorder, agent.faults)
+        super().__init__(agent, TFHooks(agent.recorder, agent.faults))
         self.hooks.event = agent.writer.event
 
-    @property
-    def attached(self) -> bool:
-        return self.hooks.installed
-
-    def version(self) -> str | None:
-        return _version(self.module)
-
     def attach(self) -> None:
-        agent, faults = self.agent, self.agent.faults
-        try:
-            self.hooks.install()
-        except Exception as exc:
-            faults.record("step-hooks", exc)
+        if not self.guarded("step-hooks", self.hooks.install):
             return
-        try:
-            if agent.tensors is not None and self.hooks.capture is None:
-                self.hooks.capture = TFCapture(agent.tensors, agent.recorder, faults)
-                self.hooks.capture.install()
-        except Exception as exc:
-            faults.record("tensors", exc)
-        if agent.profiling is not None:
-            agent.profiling.attach()
+        self.guarded("tensors", self._capture)
+        if self.agent.profiling is not None:
+            self.agent.profiling.attach()
+
+    def _capture(self) -> None:
+        tensors = self.agent.tensors
+        if tensors is not None and self.hooks.capture is None:
+            self.hooks.capture = TFCapture(tensors, self.agent.recorder, self.agent.faults)
+            self.hooks.capture.install()
 
     def detach(self) -> None:
-        try:
-            if self.hooks.capture is not None:
-                self.hooks.capture.remove()
-                self.hooks.capture = None
-            self.hooks.remove()
-        except Exception as exc:
-            self.agent.faults.record("step-hooks", exc)
+        self.guarded("step-hooks", self._remove)
+
+    def _remove(self) -> None:
+        if self.hooks.capture is not None:
+            self.hooks.capture.remove()
+            self.hooks.capture = None
+        self.hooks.remove()
 
 
 class KerasFramework:

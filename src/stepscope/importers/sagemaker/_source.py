@@ -77,23 +77,21 @@ def open_source(url: str) -> tuple[Store, Listing]:
 def classify(keys: list[str]) -> Listing:
     """Sort ``keys`` into the parts of the layout (deterministic: sorted input)."""
     out = Listing()
+    # The first pattern that matches says the part (system minute files are parsed).
+    parts = (
+        (_TIMELINE, out.timelines),
+        (_DETAILED, out.detailed),
+        (_PYTHON, out.python),
+        (_INDEX, out.index),
+        (_EVENTS, out.events),
+        (_COLLECTIONS, out.collections),
+    )
     for key in sorted(keys):
         if m := _SYSTEM.search(key):
             out.system.append(SystemFile(key, m.group(1), int(m.group(2)), m.group(3)))
-        elif _TIMELINE.search(key):
-            out.timelines.append(key)
-        elif _DETAILED.search(key):
-            out.detailed.append(key)
-        elif _PYTHON.search(key):
-            out.python.append(key)
-        elif _INDEX.search(key):
-            out.index.append(key)
-        elif _EVENTS.search(key):
-            out.events.append(key)
-        elif _COLLECTIONS.search(key):
-            out.collections.append(key)
-        else:
-            out.other.append(key)
+            continue
+        part = next((found for pattern, found in parts if pattern.search(key)), out.other)
+        part.append(key)
     # A minute can be split across two hour folders: order by minute, then hour.
     out.system.sort(key=lambda f: (f.node, f.minute, f.hour, f.key))
     return out
