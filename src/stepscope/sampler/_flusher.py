@@ -54,7 +54,8 @@ class Stalls:
 
 
 class Flusher:
-    """A thread that runs ``flush`` every ``every_s`` and ``poll`` when it is due."""
+    """A thread that runs ``first`` once, then ``flush`` every ``every_s`` and ``poll``
+    when it is due."""
 
     def __init__(
         self,
@@ -62,8 +63,9 @@ class Flusher:
         every_s: float,
         poll: Callable[[], None],
         poll_due: Callable[[], bool],
+        first: Callable[[], None],
     ) -> None:
-        self._flush, self._every_s = flush, every_s
+        self._flush, self._every_s, self._first = flush, every_s, first
         self._poll, self._poll_due = poll, poll_due
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stepscope-sampler-flush")
@@ -81,7 +83,8 @@ class Flusher:
         return not self._thread.is_alive()
 
     def _run(self) -> None:
-        due = time.monotonic()  # at once: the node's facts, then every_s
+        self._first()  # the node's facts, at once
+        due = time.monotonic() + self._every_s
         while not self._stopping.is_set():
             if self._poll_due():
                 self._poll()
