@@ -327,6 +327,9 @@ def test_a_killed_torchrun_launcher_leaves_a_job_that_ends_right(tmp_path: Path)
     for rank in (0, 1):
         assert sorted(job.steps(phase="train").query(f"rank == {rank}")["step"]) == list(range(150))
     assert "launcher" in components(job)
+    (node,) = (tmp_path / "j" / "launchers").glob("*.json")  # ended by the sampler
+    record = json.loads(node.read_text())
+    assert (record["status"], record["exit_code"]) == ("Completed", 0), record
     times = sorted(float(t) for t in job.system()["time"])
     assert times[-1] > killed, "the sampler kept sampling"
     assert not unexplained_gaps(job)
