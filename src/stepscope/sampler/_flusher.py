@@ -7,7 +7,8 @@ records, the node's facts and (once the launcher is gone) its heartbeat. A store
 that blocks (an object store that does not answer: each call waits for its
 timeouts) then holds back only this thread: sampling goes on, and the rows are
 stored when the store is back. A store call that blocks longer than ``STALL_S``
-is recorded in ``faults/sampler-store-<node>-<pid>.json`` with its duration.
+and failed (or any over ``SLOW_S``) is recorded in
+``faults/sampler-store-<node>-<pid>.json`` with its duration.
 
 :meth:`Flusher.stop` ends the thread; the sampler then makes its last flush on
 its own thread. A thread stuck in a store call is waited for up to
@@ -23,7 +24,9 @@ from collections.abc import Callable
 
 from stepscope.jobfolder import FaultLog
 
-STALL_S = 1.0  # a store call longer than this is recorded as a stall
+STALL_S = 1.0  # a store call that failed after this long is recorded as a stall
+SLOW_S = 10.0  # and one this long even if it worked (a busy node's local flush can
+# take a second: no fault for it)
 JOIN_TIMEOUT_S = 60.0
 COMPONENT = "sampler-store"
 ERROR_CHARS = 160
@@ -37,9 +40,12 @@ class Stalls:
         self.total_s = self.longest_s = 0.0
         self.count = 0
 
-    def took(self, what: str, began_wall: float, took_s: float, error: str | None) -> None:
-        """``what`` began at ``began_wall`` and took ``took_s``: recorded if a stall."""
-        if took_s <= STALL_S:
+    def took(
+        self, what: str, began_wall: float, took_s: float, error: str | None, failed: bool
+    ) -> None:
+        """``what`` began at ``began_wall``, took ``took_s`` and ``failed`` or not:
+        recorded if a stall."""
+        if took_s <= (STALL_S if failed else SLOW_S):
             return
         self.count += 1
         self.total_s += took_s

@@ -132,7 +132,7 @@ class Sampler:
         ``final``: the last flush tries the store even while a retry is not due.
         Run by the flush thread while :meth:`run` samples (and by it at the end).
         """
-        began, wall = time.monotonic(), time.time()
+        began, wall, errors = time.monotonic(), time.time(), self.faults.doc["count"]
         if not self._node_written:
             self._guard(self._write_node)
         stored = self._guard(lambda: self._pending.store(self._writer, final))
@@ -143,8 +143,8 @@ class Sampler:
         self.gaps.save()
         self.faults.save()
         self.orphan.beat()
-        error = self.faults.doc.get("error")
-        self.stalls.took("a flush", wall, time.monotonic() - began, error)
+        error, failed = self.faults.doc.get("error"), self.faults.doc["count"] > errors
+        self.stalls.took("a flush", wall, time.monotonic() - began, error, failed)
         self.log.flush()
 
     def _first(self) -> None:
@@ -153,9 +153,9 @@ class Sampler:
     def _take_requests(self) -> None:
         """Apply the ``config`` requests in ``control/`` (the flush thread, once a second)."""
         began, wall = time.monotonic(), time.time()
-        self._guard(lambda: self.requests.take(self))
+        ok = self._guard(lambda: self.requests.take(self))
         took, error = time.monotonic() - began, self.faults.doc.get("error")
-        self.stalls.took("reading control requests", wall, took, error)
+        self.stalls.took("reading control requests", wall, took, error, not ok)
 
     def close(self) -> None:
         """Release NVML and the wake-up pipe (:meth:`run` does it on its way out)."""
