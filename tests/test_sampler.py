@@ -538,18 +538,53 @@ def test_a_full_buffer_drops_the_oldest_rows_and_counts_them(tmp_path: Path) -> 
     for _ in range(5):  # 5 failing flushes of 2 rows each
         for _ in range(2):
             sampler.sample()
-            times.append(sampler._pending[-1]["time"])
+            times.append(sampler.gaps.last_wall)
         sampler.flush()
     # The first 2 rows went to the segment writer before its write failed; of the
     # 8 that followed, the buffer kept the newest 4.
     assert sampler.faults.doc["dropped_rows"] == 4 and sampler.faults.doc["count"] == 5
+    assert len(sampler._pending) == 4
+    gap_file = tmp_path / "faults" / f"sampling-gap-{NODE}-{os.getpid()}.json"
+    assert not gap_file.exists(), "a drop's gap is recorded once the store is back"
     (tmp_path / "system" / NODE).unlink()
     sampler.flush()
     sampler.close()
-    assert columns(read_system(tmp_path))["time"] == times[:2] + times[-4:]
+    stored = columns(read_system(tmp_path))["time"]
+    assert stored == times[:2] + times[-4:]
     fault = json.loads((tmp_path / "faults" / f"sampler-{NODE}-{os.getpid()}.json").read_text())
     assert fault["dropped_rows"] == 4
     assert (fault["dropped_first_time"], fault["dropped_last_time"]) == (times[2], times[5])
+    # the hole in system/: from the newest stored row to the oldest kept one, with its cause
+    (gap,) = json.loads(gap_file.read_text())["gaps"]
+    assert (gap["start"], gap["end"]) == (times[1], times[6])
+    assert gap["cause"].startswith("4 sample(s) dropped") and "36,000" not in gap["cause"]
+    assert "buffer of 4 rows" in gap["cause"]
+
+
+def test_the_row_buffer_holds_its_bound_and_loses_nothing_within_it(tmp_path: Path) -> None:
+    from stepscope.sampler._output import Faults, RowBuffer
+    from stepscope.store import SegmentWriter
+
+    store = open_store(tmp_path)
+    faults = Faults(store, NODE)
+    rows = [{"time": 100.0 + i, "node": NODE, "interval_ms": 1000} for i in range(10)]
+    within = RowBuffer(10, faults)  # silent twin: 10 rows in a buffer of 10
+    for r in rows:
+        within.add(r)
+    assert len(within) == 10 and within.dropped_span() is None
+    full = RowBuffer(6, faults)
+    for r in rows:
+        full.add(r)
+    assert len(full) == 6 and faults.doc["dropped_rows"] == 4  # the oldest 4 went
+    assert full.dropped_span() == (100.0, 104.0, 4)  # no row stored before: from the first
+    assert full.dropped_span() is None  # handed over once
+    writer = SegmentWriter(store, "system/" + NODE)
+    full.store(writer)
+    assert len(full) == 0
+    assert columns(read_system(tmp_path))["time"] == [104.0 + i for i in range(6)]
+    for i in range(8):  # after a store: a new span starts at the newest stored row
+        full.add({"time": 200.0 + i, "node": NODE, "interval_ms": 1000})
+    assert full.dropped_span() == (109.0, 202.0, 2)
 
 
 def test_pool_children_are_told_from_main_processes() -> None:

@@ -136,7 +136,8 @@ class FaultJson(TypedDict, total=False):
     the control channel's lists the last ``requests`` it refused.
     The launcher's record of a helper that died adds its ``exit_code`` or
     ``signal``, the last lines of its ``stderr`` and the ``restarts`` so far; a
-    ``sampling-gap`` record lists its ``gaps`` (``start``, ``end``, ``cause``).
+    ``sampling-gap`` record lists its ``gaps`` (``start``, ``end``, ``cause``); a
+    ``sampler-store`` record sums the seconds its store calls ``blocked_seconds``.
     """
 
     component: str
@@ -158,6 +159,7 @@ class FaultJson(TypedDict, total=False):
     requests: list[JsonObject]
     gaps: list[JsonObject]
     gap_seconds: float
+    blocked_seconds: float
     exit_code: int | None
     signal: str | None
     stderr: list[str]

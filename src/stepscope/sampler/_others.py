@@ -13,9 +13,11 @@ that lives less than a scan interval is not named, as in ``proc_cpu``'s tree.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 
 import psutil
+import pyarrow as pa
 
 from stepscope.jobfolder import paths
 from stepscope.sampler._encoding import others_batch
@@ -75,11 +77,14 @@ class OtherProcesses:
 
 
 class OthersStream:
-    """The sampler's ``others/<node>/`` stream: scans when due, stores at each flush."""
+    """The sampler's ``others/<node>/`` stream: scans when due (the sampling thread),
+    stores at each flush (the flush thread: only it touches the writer, whose own
+    bound holds the rows while the store fails)."""
 
     def __init__(self, store: Store, node: str, root: int | None) -> None:
         self.node, self.scanner = node, OtherProcesses(root)
         self._writer = SegmentWriter(store, paths.others_stream(node))
+        self._scanned: deque[pa.RecordBatch] = deque()  # thread-safe append and popleft
 
     def sample(self, mono: float, time: float, interval_s: float) -> None:
         """Scan if one is due (every ``EVERY_S`` s, or ``interval_s`` if longer)."""
@@ -88,9 +93,11 @@ class OthersStream:
             rows = self.scanner.scan(mono)
             head: Row = {"time": time, "node": self.node}
             if rows:
-                self._writer.append(others_batch([head | r for r in rows]))
+                self._scanned.append(others_batch([head | r for r in rows]))
 
     def flush(self, final: bool = False) -> None:
+        while self._scanned:
+            self._writer.append(self._scanned.popleft())
         self._writer.flush(final)
 
 

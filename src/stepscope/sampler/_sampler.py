@@ -1,8 +1,10 @@
 """The sampler's loop: :class:`Sampler`, run by :mod:`stepscope.sampler.main` (the
 process, its command line and signals; its docstring says what the loop does).
 
-It samples on a fixed schedule (:func:`next_tick`), stores rows through the buffered
-writers of :mod:`._output`, and is the fault boundary (:meth:`Sampler._guard`).
+It samples on a fixed schedule (:func:`next_tick`) into a bounded buffer
+(:class:`._output.RowBuffer`); a thread of its own (:mod:`._flusher`) makes every
+store call while it runs, so a store that blocks never stops the sampling. It is
+the fault boundary (:meth:`Sampler._guard`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,19 @@ import contextlib
 import math
 import os
 import select
+import sys
 import time
-from collections import deque
 from collections.abc import Callable
 
 from stepscope.jobfolder import FaultLog, paths
 from stepscope.process import ExitWatch
 from stepscope.sampler._control import IntervalRequests
-from stepscope.sampler._gaps import GapWatch, Orphan, stored_until
+from stepscope.sampler._flusher import Flusher, Stalls
+from stepscope.sampler._gaps import GapWatch, stored_until
 from stepscope.sampler._nvml import Gpus, Row
+from stepscope.sampler._orphan import Orphan
 from stepscope.sampler._others import OthersStream
-from stepscope.sampler._output import MAX_BUFFER_ROWS, Faults, buffer_row, node_facts, store_rows
+from stepscope.sampler._output import MAX_BUFFER_ROWS, Faults, RowBuffer, node_facts
 from stepscope.sampler._probe import SystemProbe, validate_interval_ms
 from stepscope.store import SegmentWriter, Store
 
@@ -62,22 +66,26 @@ class Sampler:
         # The watched process and the launcher: their pidfds wake the sampler's sleep.
         self._exits = ExitWatch({"watched process exited": watch_pid, PARENT_EXITED: parent_pid})
         self._writer = SegmentWriter(store, paths.system_stream(node))
-        self._pending: deque[Row] = deque(maxlen=max_buffer_rows)
         self.others = OthersStream(store, node, watch_pid)  # others/<node>/, every few s
         self.faults = Faults(store, node)
+        self._pending = RowBuffer(max_buffer_rows, self.faults)
         self.log = FaultLog(store, node, os.getpid())
+        self.stalls = Stalls(self.log)
         self.gaps, self.orphan = GapWatch(self.log), Orphan(store, node, self.log)
         self._watching = watch_pid is not None
         if gap is not None:  # restarted: the gap from what the dead sampler stored
             self.gaps.restarted(stored_until(store, node, gap[0]), gap[1])
         self.requests = IntervalRequests(store, node)  # live interval changes (control/)
+        self._flusher = Flusher(  # a late lookup of flush: benchmarks/sampler.py times it
+            lambda: self.flush(), self.flush_s, self._take_requests, self.requests.due, self._first
+        )
         # offset: None when it could not be measured (times stay on this node's clock);
         # skew: tests only, a known error of this node's clock (as in the agent's Clock).
         self.clock_offset_s = clock_offset_s
         self._wall0 = time.time() + clock_skew_s + (clock_offset_s or 0.0)
         self._mono0 = time.monotonic()
         self._tick: float | None = None  # monotonic time of the last tick
-        self._flushed, self._sampled, self.samples = self._mono0, -math.inf, 0
+        self._sampled, self.samples = -math.inf, 0
         self._node_written = self._stopped = self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -96,15 +104,24 @@ class Sampler:
 
     def run(self) -> str:
         """Sample until stopped or a watched process ends; returns why it ended."""
-        self._guard(self._write_node)
-        while (reason := self._sleep()) is None:
-            self._guard(self.sample)
-            if time.monotonic() - self._flushed >= self.flush_s:
-                self.flush()
-        ended = time.time()  # when the watched process ended (its pidfd woke us)
-        if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
-            self._guard(self.sample)  # the state at the end, unless the last one is it
-        self.flush(final=True)
+        self._flusher.start()
+        try:
+            while (reason := self._sleep()) is None:
+                self._guard(self.sample)
+            ended = time.time()  # when the watched process ended (its pidfd woke us)
+            if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
+                self._guard(self.sample)  # the state at the end, unless the last one is it
+        finally:
+            stopped = self._flusher.stop()
+        if stopped:
+            self.flush(final=True)
+        else:  # stuck in a store call: a second flush beside it would race it
+            print(
+                f"stepscope: sampler: the store did not answer the flush thread; "
+                f"{len(self._pending)} sample(s) not stored",
+                file=sys.stderr,
+                flush=True,
+            )
         self.orphan.end(ended)
         self.close()
         return reason
@@ -113,21 +130,37 @@ class Sampler:
         """Store buffered rows (and what failed before); faults are caught and recorded.
 
         ``final``: the last flush tries the store even while a retry is not due.
+        Run by the flush thread while :meth:`run` samples (and by it at the end).
         """
-        self._flushed = began = time.monotonic()
+        began, wall, errors = time.monotonic(), time.time(), self.faults.doc["count"]
         if not self._node_written:
             self._guard(self._write_node)
-        self._guard(lambda: store_rows(self._writer, self._pending, final))
+        stored = self._guard(lambda: self._pending.store(self._writer, final))
         self._guard(lambda: self.others.flush(final))
+        span = self._pending.dropped_span() if stored or final else None
+        if span is not None:  # recorded once the store is back: one gap per outage
+            self.gaps.dropped(span, self._pending.max_rows, self.faults.doc.get("error"))
+        self.gaps.save()
         self.faults.save()
-        self.log.flush()
         self.orphan.beat()
-        error = self.faults.doc.get("error")
-        self.gaps.waited("a store write", time.monotonic() - began, self.interval_ms / 1e3, error)
+        error, failed = self.faults.doc.get("error"), self.faults.doc["count"] > errors
+        self.stalls.took("a flush", wall, time.monotonic() - began, error, failed)
+        self.log.flush()
+
+    def _first(self) -> None:
+        self._guard(self._write_node)
+
+    def _take_requests(self) -> None:
+        """Apply the ``config`` requests in ``control/`` (the flush thread, once a second)."""
+        began, wall = time.monotonic(), time.time()
+        ok = self._guard(lambda: self.requests.take(self))
+        took, error = time.monotonic() - began, self.faults.doc.get("error")
+        self.stalls.took("reading control requests", wall, took, error, not ok)
 
     def close(self) -> None:
         """Release NVML and the wake-up pipe (:meth:`run` does it on its way out)."""
         if not self._closed:
+            self._flusher.stop()
             self._closed = True
             if self.probe.gpus is not None:
                 self.probe.gpus.close()
@@ -135,9 +168,10 @@ class Sampler:
             os.close(self._wake_w)
             self._exits.close()
 
-    def _guard(self, action: Callable[[], None]) -> None:
-        """The fault boundary: nothing raised while sampling or storing stops the sampler."""
-        self.faults.guard(action)
+    def _guard(self, action: Callable[[], None]) -> bool:
+        """The fault boundary: nothing raised while sampling or storing stops the sampler.
+        True if ``action`` went through."""
+        return self.faults.guard(action)
 
     def sample(self) -> None:
         """Take one sample now into the buffer (:meth:`run` calls it on schedule)."""
@@ -146,7 +180,7 @@ class Sampler:
         row: Row = {"time": wall, "node": self.node}
         row["interval_ms"] = self.interval_ms
         row.update(self.probe.read(mono))
-        buffer_row(self._pending, row, self.faults)
+        self._pending.add(row)
         self.samples += 1
         self.gaps.sampled(wall, self.interval_ms / 1e3)
         self.others.sample(mono, wall, self.interval_ms / 1e3)
@@ -159,11 +193,6 @@ class Sampler:
         """Wait for the next tick; the reason to end instead, if there is one."""
         due = self._due()
         while (reason := self._end_reason()) is None:
-            if self.requests.due():
-                began = time.monotonic()
-                self._guard(lambda: self.requests.take(self))
-                took, error = time.monotonic() - began, self.faults.doc.get("error")
-                self.gaps.waited("reading control requests", took, self.interval_ms / 1e3, error)
             left = due - time.monotonic()
             if left <= 0:
                 self._tick = due

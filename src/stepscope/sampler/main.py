@@ -15,7 +15,9 @@ It never imports torch, pandas or duckdb: start-up is pyarrow's import.
 
 Fault boundary: every exception of sampling or storing goes to :meth:`Sampler._guard`,
 which logs the first one to stderr, records all in ``faults/sampler-<node>-<pid>.json``
-and carries on. Unstored rows wait in a bounded buffer (:mod:`._sampler_output`).
+and carries on. Store calls run in a flush thread (:mod:`._flusher`), so a store
+that blocks never stops the sampling; unstored rows wait in a bounded buffer
+(:mod:`._output`).
 
 Sample times are on the job's reference clock: ``--clock-offset-s`` is the node's
 measured offset (the one its ranks' agents add, docs/distributed.md), added to
