@@ -73,6 +73,45 @@ def test_ls_of_a_folder_without_jobs_says_what_it_expected(
     assert "no jobs in" in err and "one folder per job" in err
 
 
+_DAMAGE = {
+    "not-json": ("{\"name\": ", "not valid JSON"),
+    "not-an-object": ("[1, 2]", "not a JSON object"),
+    "wrong-type": (None, "status is 7, expected a string"),
+    "a-folder": (None, "is a folder, not a file"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(_DAMAGE))
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ls_lists_every_readable_job_and_names_the_damaged_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, as_json: bool
+) -> None:
+    """One bad job.json stopped the whole listing with one error line."""
+    _job(tmp_path, "job-a")
+    _job(tmp_path, "job-c")
+    meta = _job(tmp_path, "job-b") / "job.json"
+    body, why = _DAMAGE[damage]
+    if damage == "wrong-type":
+        body = json.dumps({**json.loads(meta.read_text()), "status": 7})
+    if damage == "a-folder":
+        meta.unlink()
+        meta.mkdir()
+    else:
+        meta.write_text(body or "")
+    assert main(["ls", *(["--json"] if as_json else []), str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    if as_json:
+        rows = {r["name"]: r for r in json.loads(out)}
+        assert [rows[n]["status"] for n in ("job-a", "job-c")] == ["Completed"] * 2
+        assert rows["job-a"]["steps"] == 30 and rows["job-a"]["problem"] is None
+        assert rows["job-b"]["status"] == "Damaged" and why in rows["job-b"]["problem"]
+    else:
+        lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+        assert set(lines) == {"job-a", "job-b", "job-c"}
+        assert lines["job-a"].split()[1] == "Completed" and lines["job-a"].endswith(" 30")
+        assert lines["job-b"].split()[1] == "Damaged" and why in lines["job-b"]
+
+
 # -- show: initialization never longer than the job ----------------------------------
 
 
