@@ -74,7 +74,7 @@ def test_ls_of_a_folder_without_jobs_says_what_it_expected(
 
 
 _DAMAGE = {
-    "not-json": ("{\"name\": ", "not valid JSON"),
+    "not-json": ('{"name": ', "not valid JSON"),
     "not-an-object": ("[1, 2]", "not a JSON object"),
     "wrong-type": (None, "status is 7, expected a string"),
     "a-folder": (None, "is a folder, not a file"),
