@@ -253,6 +253,54 @@ def test_run_names_the_interval_flag_in_its_error(
     assert "interval_ms" not in err and not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ("detailed_profiling_config", "A planned detailed window of 1,000 steps"),
+        ("python_profiling_config", "A planned python (cprofile) window of 100,001 steps"),
+        ("dataloader_profiling_config", "A planned dataloader window of 4e+03 s"),
+    ],
+)
+def test_run_refuses_a_planned_window_over_the_live_limits(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    table: str,
+    said: str,
+) -> None:
+    """The configuration's windows are held to the limits of a live request."""
+    monkeypatch.chdir(tmp_path)
+    span = {
+        "detailed_profiling_config": "start_step = 5\nnum_steps = 1000",
+        "python_profiling_config": "start_step = 5\nnum_steps = 100001",
+        "dataloader_profiling_config": "start_unix_time = 1800000000\nduration = 4000",
+    }[table]
+    (tmp_path / "c.toml").write_text(f"[profiler.framework_profile_params.{table}]\n{span}\n")
+    out = tmp_path / "runs"
+    assert main(["run", "-o", str(out), "--config", "c.toml", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stepscope: error: ") and said in err and err.count("\n") == 1
+    assert "over the limit of" in err and "plan a shorter window, or several" in err
+    assert not out.exists()
+
+
+def test_a_planned_window_at_the_limits_is_accepted() -> None:
+    """The silent twin: the longest window of each kind passes, as a live one would."""
+    from stepscope.config import LIVE_WINDOW_LIMITS, FrameworkProfile, ProfilingCostWarning
+
+    with pytest.warns(ProfilingCostWarning, match="costly"):  # still said, not refused
+        profile = FrameworkProfile.from_dict(
+            {
+                "detailed_profiling_config": {"start_step": 5, "num_steps": 200},
+                "python_profiling_config": {"start_step": 5, "num_steps": 100_000},
+                "dataloader_profiling_config": {"start_unix_time": 1.8e9, "duration": 3600},
+            }
+        )
+    sizes = [w.num_steps or w.duration for w in profile.windows()]
+    assert sizes == [200, 3600, 100_000]
+    assert LIVE_WINDOW_LIMITS["detailed"].steps == 200
+
+
 @pytest.mark.process
 @pytest.mark.parametrize(
     "rules",
