@@ -154,10 +154,10 @@ def _ack(store: Store, name: str) -> control.Ack | None:
     except ValueError as exc:  # not JSON, not an object, a link, a FIFO, too big...
         problem = str(exc)
     else:
-        problem = None if ack is None else _shape_problem(ack)
-        if problem is None:
+        shape = None if ack is None else _shape_problem(ack)
+        if shape is None:
             return ack
-        problem = f"the acknowledgement '{control.ACK}/{name}' {problem}"
+        problem = f"the acknowledgement '{control.ACK}/{name}' {shape}"
     raise DamagedAck(
         f"{problem}: damaged, so whether the job applied request {name!r} is unknown; "
         "look at the job's log, or send the request again."
