@@ -35,7 +35,7 @@ READ_S = 0.0008  # per sample: 26 ms+ a batch of 32, several times the step's co
 # The planted slow start is a wait (a download), over the demo's threshold alone
 # (_demo.RULES: 6 s), whatever the machine; the fixed job's start is CPU work (Python,
 # torch's import: 2 to 3 s of CPU), and MaxInitializationTime leaves out the time it
-# waits for a core on a busy machine (7 to 17 s of wall time measured at a load of 10).
+# waits for a core on a busy machine (7 to 19 s of wall time measured at a load of 10).
 SLOW_START_S = 8.0
 
 
