@@ -73,6 +73,45 @@ def test_ls_of_a_folder_without_jobs_says_what_it_expected(
     assert "no jobs in" in err and "one folder per job" in err
 
 
+_DAMAGE = {
+    "not-json": ('{"name": ', "not valid JSON"),
+    "not-an-object": ("[1, 2]", "not a JSON object"),
+    "wrong-type": (None, "status is 7, expected a string"),
+    "a-folder": (None, "is a folder, not a file"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(_DAMAGE))
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ls_lists_every_readable_job_and_names_the_damaged_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, as_json: bool
+) -> None:
+    """One bad job.json stopped the whole listing with one error line."""
+    _job(tmp_path, "job-a")
+    _job(tmp_path, "job-c")
+    meta = _job(tmp_path, "job-b") / "job.json"
+    body, why = _DAMAGE[damage]
+    if damage == "wrong-type":
+        body = json.dumps({**json.loads(meta.read_text()), "status": 7})
+    if damage == "a-folder":
+        meta.unlink()
+        meta.mkdir()
+    else:
+        meta.write_text(body or "")
+    assert main(["ls", *(["--json"] if as_json else []), str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    if as_json:
+        rows = {r["name"]: r for r in json.loads(out)}
+        assert [rows[n]["status"] for n in ("job-a", "job-c")] == ["Completed"] * 2
+        assert rows["job-a"]["steps"] == 30 and rows["job-a"]["problem"] is None
+        assert rows["job-b"]["status"] == "Damaged" and why in rows["job-b"]["problem"]
+    else:
+        lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+        assert set(lines) == {"job-a", "job-b", "job-c"}
+        assert lines["job-a"].split()[1] == "Completed" and lines["job-a"].endswith(" 30")
+        assert lines["job-b"].split()[1] == "Damaged" and why in lines["job-b"]
+
+
 # -- show: initialization never longer than the job ----------------------------------
 
 
@@ -212,6 +251,54 @@ def test_run_names_the_interval_flag_in_its_error(
     err = capsys.readouterr().err
     assert err.startswith("stepscope: error: --interval-ms 123: ") and "100, 200, 500" in err
     assert "interval_ms" not in err and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ("detailed_profiling_config", "A planned detailed window of 1,000 steps"),
+        ("python_profiling_config", "A planned python (cprofile) window of 100,001 steps"),
+        ("dataloader_profiling_config", "A planned dataloader window of 4e+03 s"),
+    ],
+)
+def test_run_refuses_a_planned_window_over_the_live_limits(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    table: str,
+    said: str,
+) -> None:
+    """The configuration's windows are held to the limits of a live request."""
+    monkeypatch.chdir(tmp_path)
+    span = {
+        "detailed_profiling_config": "start_step = 5\nnum_steps = 1000",
+        "python_profiling_config": "start_step = 5\nnum_steps = 100001",
+        "dataloader_profiling_config": "start_unix_time = 1800000000\nduration = 4000",
+    }[table]
+    (tmp_path / "c.toml").write_text(f"[profiler.framework_profile_params.{table}]\n{span}\n")
+    out = tmp_path / "runs"
+    assert main(["run", "-o", str(out), "--config", "c.toml", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stepscope: error: ") and said in err and err.count("\n") == 1
+    assert "over the limit of" in err and "plan a shorter window, or several" in err
+    assert not out.exists()
+
+
+def test_a_planned_window_at_the_limits_is_accepted() -> None:
+    """The silent twin: the longest window of each kind passes, as a live one would."""
+    from stepscope.config import LIVE_WINDOW_LIMITS, FrameworkProfile, ProfilingCostWarning
+
+    with pytest.warns(ProfilingCostWarning, match="costly"):  # still said, not refused
+        profile = FrameworkProfile.from_dict(
+            {
+                "detailed_profiling_config": {"start_step": 5, "num_steps": 200},
+                "python_profiling_config": {"start_step": 5, "num_steps": 100_000},
+                "dataloader_profiling_config": {"start_unix_time": 1.8e9, "duration": 3600},
+            }
+        )
+    sizes = [w.num_steps or w.duration for w in profile.windows()]
+    assert sizes == [200, 3600, 100_000]
+    assert LIVE_WINDOW_LIMITS["detailed"].steps == 200
 
 
 @pytest.mark.process

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -269,3 +270,69 @@ def test_on_an_object_store_a_damaged_segment_is_skipped_when_read(job: Path) ->
         f"skipped {SECOND}: not a Parquet file (no magic bytes): cut short or not a segment"
     ]
     store.delete("")
+
+
+def _ack_damage(ack: Path, damage: str) -> None:
+    if damage == "link":  # inside the job (one leading outside leaves the job unserved)
+        ack.symlink_to(ack.parents[2] / "job.json")
+    elif damage == "fifo":
+        os.mkfifo(ack)
+    else:
+        ack.write_text(damage)
+
+
+ACK_DAMAGE = {
+    "not JSON": ("{not json", "JSON"),
+    "a list": ("[1, 2]", "not a JSON object"),
+    "wrong shape": ('{"accepted": "yes", "detail": "x", "time": 1}', "accepted='yes'"),
+    "link": ("link", "symbolic link"),
+    "fifo": ("fifo", "not a regular file"),
+}
+
+
+@pytest.mark.process
+def test_a_damaged_acknowledgement_is_a_clear_error_of_the_real_server(job: Path) -> None:
+    """``/control/{name}`` answered 500 on a damaged ack: now 422 and what was wrong,
+    nothing written into the job; a good ack (the silent twin) answers 200."""
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    from conftest import BIN, env_for_tests
+    from stepscope.jobfolder import control
+    from stepscope.store import open_store
+
+    store = open_store(str(job))
+    names = {d: control.request_interval(store, 1000, "test") for d in [*ACK_DAMAGE, "good"]}
+    (job / "control" / "ack").mkdir(parents=True, exist_ok=True)
+    for damage, (body, _) in ACK_DAMAGE.items():
+        _ack_damage(job / "control" / "ack" / names[damage], body)
+    control.acknowledge(store, names["good"], True, "every 1000 ms")
+    before = sorted(p.relative_to(job) for p in job.rglob("*"))
+    cmd = [str(BIN / "stepscope"), "ui", str(job.parent), "--port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for_tests())  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" at ", 1)[1].strip().split("?")[0].rstrip("/")
+
+        def get(name: str) -> tuple[int, dict[str, object]]:
+            try:
+                with urllib.request.urlopen(f"{url}/api/jobs/job/control/{name}") as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as exc:
+                return exc.code, json.loads(exc.read())
+
+        for damage, (_, said) in ACK_DAMAGE.items():
+            code, answer = get(names[damage])
+            assert code == 422, (damage, code, answer)
+            error = str(answer["error"])
+            assert said in error and f"control/ack/{names[damage]}" in error, error
+            assert "send the request again" in error
+        code, answer = get(names["good"])
+        assert code == 200 and answer["ack"]["accepted"] is True  # type: ignore[index]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err, err
+    assert sorted(p.relative_to(job) for p in job.rglob("*")) == before  # nothing recorded

@@ -4,12 +4,16 @@ on the same job with the problems fixed (same rules, same steps)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import stepscope
 from conftest import BIN, env_for_tests, stepscope_run
 from stepscope.cli import demo_train
 from stepscope.cli._demo import PLANTED, RULES
@@ -62,3 +66,58 @@ def test_fixed_demo_job_has_no_finding(tmp_path: Path) -> None:
     verdicts = _verdicts(r.job_path)
     assert {n: verdicts[n]["status"] for n in NAMED} == dict.fromkeys(NAMED, "NoIssuesFound")
     assert all(verdicts[n]["datapoints"] > 0 for n in NAMED)
+
+
+def test_the_planted_start_alone_is_over_the_demo_threshold() -> None:
+    """The planted start is a wait, which load does not stretch: it fires at any load."""
+    from stepscope.cli._demo import INIT_THRESHOLD_MIN
+
+    assert demo_train.SLOW_START_S > INIT_THRESHOLD_MIN * 60 + 1
+    assert f"{demo_train.SLOW_START_S:g} s" in PLANTED[0][0]
+
+
+@pytest.fixture
+def busy_loops() -> Iterator[list[int]]:
+    """One busy-loop process per core, each in a session of its own (as
+    tests/test_contention_e2e.py does: autogroup shares the CPU per session)."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(os.cpu_count() or 1)
+    ]
+    try:
+        yield [p.pid for p in loops]
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+def _init_s(job: Path) -> float:
+    """Process start to first step (wall time), read with pyarrow alone."""
+    opened = stepscope.open(str(job))
+    events = opened.arrow("events", ["time", "kind"]).to_pylist()
+    start = min(e["time"] for e in events if e["kind"] == "process_start")
+    return min(opened.arrow("steps/rank-0", ["start"]).column("start").to_pylist()) - start
+
+
+def test_under_load_the_fixed_demo_stays_silent_and_its_twin_fires(
+    tmp_path: Path, busy_loops: list[int]
+) -> None:
+    """A busy machine stretches the CPU work of any start (the fixed job fired
+    MaxInitializationTime at a load average of 10 on 2 cores); not the planted wait."""
+    config = _config(tmp_path)
+    fixed = stepscope_run(tmp_path, ["-m", "stepscope.cli.demo_train", "--fixed"], "--config",
+                          config, job="fixed")  # fmt: skip
+    twin = stepscope_run(tmp_path, ["-m", "stepscope.cli.demo_train"], "--config", config,
+                         job="twin")  # fmt: skip
+    assert fixed.code == 0 and twin.code == 0, fixed.stderr + twin.stderr
+    quiet, loud = _verdicts(fixed.job_path), _verdicts(twin.job_path)
+    init = {"fixed": _init_s(fixed.job_path), "twin": _init_s(twin.job_path)}
+    assert {n: quiet[n]["status"] for n in NAMED} == dict.fromkeys(NAMED, "NoIssuesFound"), init
+    assert all(quiet[n]["datapoints"] > 0 for n in NAMED)
+    # the twin's start and data loader (waits): StepOutlier's 0.8 s checkpoints can
+    # drown in the noise of steps on a machine this busy
+    waits = ["MaxInitializationTime", "DataLoading"]
+    assert {n: loud[n]["status"] for n in waits} == dict.fromkeys(waits, "IssuesFound"), init
+    assert init["twin"] > demo_train.SLOW_START_S  # the fixed one's: as the load makes it
+    print(f"under load: start of the fixed demo {init['fixed']:.1f} s, twin {init['twin']:.1f} s")

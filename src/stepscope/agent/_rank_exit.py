@@ -4,19 +4,30 @@ Written ``Running`` when the agent starts, then once more when the process
 ends: ``Failed`` (an uncaught exception, from ``sys.excepthook``),
 ``Terminated`` (SIGTERM, e.g. torchrun stopping the survivors of a failed
 rank) or ``Exited`` (the interpreter ended normally), with the ``exit_code``
-where the agent knows it (``sys.exit(n)`` or a normal end: ``n`` or 0; an uncaught
-exception: 1; ``raise SystemExit(n)`` bypasses it and is recorded as 0). A
-launcher that died reads it from here (``end_without_launcher``). A process
+where the agent knows it (``sys.exit(n)``, ``raise SystemExit(n)`` or a normal end:
+``n`` or 0; an uncaught exception: 1). A launcher that died reads it from here
+(``end_without_launcher``). A process
 killed hard (SIGKILL, a segfault) leaves ``Running``: the launcher reports such
 ranks as ended without a record.
 The launcher reads these files to say which rank on which node failed first.
+
+``raise SystemExit(n)`` (and ``exit(n)``) pass no hook: the interpreter takes the
+code from the exception and clears it before ``atexit`` runs. Between the two, for
+a script (``python train.py``), it flushes ``sys.stderr`` with no Python frame left
+(CPython's ``flush_io``): our ``flush`` on that stream object looks, then only,
+for the exception still held (gc), and for ``python -m`` the runner is wrapped.
+A script that replaces ``sys.stderr`` keeps the old behaviour (recorded as 0).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import gc
+import runpy
 import sys
 import traceback
+from collections.abc import Callable
 from types import TracebackType
 from typing import NoReturn
 
@@ -24,6 +35,31 @@ from stepscope.agent._agent import Agent
 from stepscope.jobfolder import paths
 
 STATUSES = ("Running", "Failed", "Terminated", "Exited")
+
+
+def exit_code(status: object) -> int:
+    """The code the interpreter ends with for ``SystemExit(status)``."""
+    return 0 if status is None else int(status) if isinstance(status, int) else 1
+
+
+def pending_system_exit() -> SystemExit | None:
+    """The SystemExit the interpreter is ending with, once the script's frames are
+    gone: the newest one not caught on the way (young objects first)."""
+    for generation in (0, 1, 2):
+        found = [
+            o
+            for o in gc.get_objects(generation)
+            if isinstance(o, SystemExit) and _from_main(o.__traceback__)
+        ]
+        if found:
+            return found[-1]
+    return None
+
+
+def _from_main(tb: TracebackType | None) -> bool:
+    """Not one caught and kept by the script: CPython 3.11 sets ``__traceback__`` only
+    where the exception is caught; 3.12 as it is raised (out of ``__main__`` here)."""
+    return tb is None or tb.tb_frame.f_globals.get("__name__") == "__main__"
 
 
 class RankExit:
@@ -35,12 +71,20 @@ class RankExit:
         self.ended = False
         self._previous_hook = sys.excepthook
         self._previous_exit = sys.exit
+        self._stderr = sys.stderr
+        self._previous_flush: Callable[[], None] | None = None
+        self._previous_run_main = runpy._run_module_as_main  # type: ignore[attr-defined]
         self.exit_code = 0
 
     def install(self) -> None:
         self._write("Running")
         sys.excepthook = self._excepthook
         sys.exit = self._exit
+        runpy._run_module_as_main = self._run_module_as_main  # type: ignore[attr-defined]
+        with contextlib.suppress(AttributeError, TypeError):  # None, or a stream without a dict
+            previous = self._stderr.flush
+            self._stderr.flush = self._flush  # type: ignore[method-assign]
+            self._previous_flush = previous
         atexit.register(self.exited)
 
     def uninstall(self) -> None:
@@ -49,11 +93,35 @@ class RankExit:
             sys.excepthook = self._previous_hook
         if sys.exit == self._exit:
             sys.exit = self._previous_exit
+        if runpy._run_module_as_main == self._run_module_as_main:  # type: ignore[attr-defined]
+            runpy._run_module_as_main = self._previous_run_main  # type: ignore[attr-defined]
+        if self._previous_flush is not None:
+            with contextlib.suppress(AttributeError):
+                del self._stderr.flush
+            self._previous_flush = None
 
     def _exit(self, status: object = None) -> NoReturn:
         """``sys.exit``, noting the exit code the interpreter will end with."""
-        self.exit_code = 0 if status is None else status if isinstance(status, int) else 1
+        self.exit_code = exit_code(status)
         self._previous_exit(status)  # type: ignore[arg-type]  # sys.exit takes any object
+
+    def _flush(self) -> None:
+        """``sys.stderr.flush``; called with no Python frame left, the interpreter is
+        ending the script: note the code of a SystemExit it still holds."""
+        if self._previous_flush is not None:
+            self._previous_flush()
+        if sys._getframe().f_back is None and not self.ended:
+            with contextlib.suppress(Exception):  # never in the way of the exit
+                if (pending := pending_system_exit()) is not None:
+                    self.exit_code = exit_code(pending.code)
+
+    def _run_module_as_main(self, *args: object, **kwargs: object) -> object:
+        """runpy's runner of ``python -m``, noting the code of a SystemExit out of it."""
+        try:
+            return self._previous_run_main(*args, **kwargs)
+        except SystemExit as exc:
+            self.exit_code = exit_code(exc.code)
+            raise
 
     def _excepthook(
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None

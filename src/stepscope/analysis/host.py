@@ -78,6 +78,25 @@ def others_during(
     return during(system, others, starts, ends)
 
 
+def run_wait_seconds(system: pd.DataFrame, start: float, end: float) -> float:
+    """Seconds the node's training processes waited, runnable, for a core between
+    ``start`` and ``end``: ``proc_run_wait`` over the samples whose interval ends in it
+    (summed over the main processes). The part before the first such sample (a
+    process starts before the sampler reads it) is given their median rate; 0 where
+    no sample tells."""
+    if not len(system) or "proc_run_wait" not in system:
+        return 0.0
+    times = system["time"].to_numpy(np.float64)
+    wait = system["proc_run_wait"].to_numpy(np.float64) / 100.0
+    seconds = system["interval_ms"].to_numpy(np.float64) / 1000.0
+    known = (times > start) & (times <= end) & np.isfinite(wait) & np.isfinite(seconds)
+    if not known.any():
+        return 0.0
+    first = int(np.flatnonzero(known)[np.argmin(times[known])])
+    head = max(times[first] - seconds[first] - start, 0.0)
+    return float(np.sum(wait[known] * seconds[known]) + head * np.median(wait[known]))
+
+
 def run_wait_during(system: pd.DataFrame, starts: FloatArray, ends: FloatArray) -> FloatArray:
     """Seconds per second the node's training loops waited, runnable, for a core
     (``proc_run_wait`` / 100, summed over its main processes) during each

@@ -2,7 +2,9 @@
 
 It reads each job's ``job.json`` and heartbeats, and of its steps only the
 ``phase`` column of rank 0's segments (pyarrow alone: no DuckDB, no pandas), so
-that listing a folder of jobs answers in a fraction of a second.
+that listing a folder of jobs answers in a fraction of a second. A job whose
+``job.json`` cannot be read is listed as ``Damaged`` with the reason, after the
+others; it never stops the listing.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import sys
 import time
 from typing import TYPE_CHECKING, TypedDict
 
-from stepscope.errors import UsageError
+from stepscope.errors import JobFolderError, UsageError
 
 if TYPE_CHECKING:
     from stepscope.read import Job
+    from stepscope.store import Store
+
+#: The status of a job whose job.json cannot be read (``problem`` says why).
+DAMAGED = "Damaged"
 
 
 class LsRow(TypedDict):
@@ -27,6 +33,7 @@ class LsRow(TypedDict):
     start_time: float | None
     duration_seconds: float
     steps: int
+    problem: str | None
 
 
 def train_steps(job: Job) -> int:
@@ -43,7 +50,6 @@ def ls_rows(output: str) -> list[LsRow]:
     """One row per job under ``output``, oldest first; a clear error when ``output``
     is not an output folder (missing, a file, or a job folder itself)."""
     from stepscope.jobfolder import is_job
-    from stepscope.read import list_jobs
     from stepscope.store import open_store
 
     store = open_store(output)
@@ -58,21 +64,38 @@ def ls_rows(output: str) -> list[LsRow]:
             f"no folder {output!r}: give the output folder of your jobs "
             "(stepscope run -o FOLDER, default ./stepscope-runs), or run one first."
         )
-    rows: list[LsRow] = []
-    for job in list_jobs(output):
+    rows = [_row(store, name) for name in store.listdir() if is_job(store, name)]
+    # oldest first; the damaged ones (no start time to trust) after the others
+    return sorted(rows, key=lambda r: (r["problem"] is not None, r["start_time"] or 0.0))
+
+
+def _row(store: Store, name: str) -> LsRow:
+    """The row of the job ``name`` of ``store``; a Damaged one when it cannot be read."""
+    from stepscope.read import Job
+
+    try:
+        job = Job(store.sub(name))
         meta = job.meta
         end = meta.get("end_time") or time.time()
-        rows.append(
-            {
-                "name": meta["name"],
-                "path": job.path,
-                "status": meta["status"],
-                "start_time": meta.get("start_time"),
-                "duration_seconds": end - meta.get("start_time", end),
-                "steps": train_steps(job),
-            }
-        )
-    return rows
+        return {
+            "name": meta["name"],
+            "path": job.path,
+            "status": meta["status"],
+            "start_time": meta.get("start_time"),
+            "duration_seconds": end - meta.get("start_time", end),
+            "steps": train_steps(job),
+            "problem": None,
+        }
+    except (JobFolderError, OSError) as exc:  # a store error is an OSError too
+        return {
+            "name": name,
+            "path": store.sub(name).url,
+            "status": DAMAGED,
+            "start_time": None,
+            "duration_seconds": 0.0,
+            "steps": 0,
+            "problem": str(exc),
+        }
 
 
 def ls_text(output: str, as_json: bool) -> str:

@@ -160,6 +160,9 @@ def render_ls(rows: list[LsRow]) -> str:
     out = [head]
     for r in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["start_time"] or 0))
+        if r["problem"] is not None:  # no start, duration nor steps to trust: say why
+            out.append(f"{r['name']:<32} {r['status']:<10} {r['problem']}")
+            continue
         out.append(
             f"{r['name']:<32} {r['status']:<10} {started:<20} "
             f"{fmt_seconds(r['duration_seconds']):>10} {r['steps']:>8}"

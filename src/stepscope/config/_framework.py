@@ -28,7 +28,7 @@ from stepscope.config._metrics import (
     check_range_conflict,
 )
 from stepscope.config._ranges import StepRange, TimeRange
-from stepscope.config._window import ProfilingWindow
+from stepscope.config._window import ProfilingWindow, check_live_limits
 from stepscope.errors import ConfigError
 
 _OPTIONS: dict[str, type[MetricsConfigBase]] = {
@@ -93,6 +93,7 @@ class FrameworkProfile:
         for name, value in {**steps.to_dict(), **times.to_dict()}.items():
             object.__setattr__(self, name, value)
         for window in self.windows():
+            check_live_limits(window, planned=True)  # the limits of a live request
             _warn_if_costly(window)
 
     @property

@@ -132,13 +132,13 @@ class ProfilingWindow:
 
 @dataclass(frozen=True)
 class WindowLimit:
-    """The longest window of one kind that a live request may open."""
+    """The longest window of one kind that a live request or the configuration may open."""
 
     steps: int
     seconds: float
 
 
-#: The longest live window of each kind (docs/profiling.md, "Limits"). A profiler's
+#: The longest window of each kind, live or planned (docs/profiling.md, "Limits"). A profiler's
 #: cost grows with its window: the PyTorch profiler keeps every event in memory until
 #: the window closes, pyinstrument one sample a millisecond, the data loader one record
 #: a batch; cProfile only one entry per function.
@@ -161,19 +161,27 @@ def live_limit(window: ProfilingWindow) -> tuple[str, WindowLimit]:
     return name, LIVE_WINDOW_LIMITS[name]
 
 
-def check_live_limits(window: ProfilingWindow) -> None:
-    """Raise ConfigError if a live ``window`` is longer than its kind's limit."""
+def check_live_limits(window: ProfilingWindow, planned: bool = False) -> None:
+    """Raise ConfigError if ``window`` is longer than its kind's limit: a live one
+    (a request), or ``planned`` in the configuration (the same limits)."""
     name, limit = live_limit(window)
-    fix = "profile less, or ask for another window later"
+    what = f"A {'planned' if planned else 'live'} {name} window"
+    fix = (
+        "plan a shorter window, or several"
+        if planned
+        else "profile less, or ask for another window later"
+    )
     if window.num_steps is not None and window.num_steps > limit.steps:
         raise ConfigError(
-            f"A live {name} window of {_count(window.num_steps)} steps is over the limit of "
-            f"{limit.steps:,} steps: {fix} (e.g. num_steps={min(limit.steps, 5)})."
+            f"{what} of {_count(window.num_steps)} steps is over the limit of "
+            f"{limit.steps:,} steps (num_steps 1 to {limit.steps:,}): {fix} "
+            f"(e.g. num_steps={min(limit.steps, 5)})."
         )
     if window.duration is not None and window.duration > limit.seconds:
         raise ConfigError(
-            f"A live {name} window of {window.duration:.3g} s is over the limit of "
-            f"{limit.seconds:g} s: {fix} (e.g. duration={min(limit.seconds, 5.0):g})."
+            f"{what} of {window.duration:.3g} s is over the limit of {limit.seconds:g} s "
+            f"(duration up to {limit.seconds:g}): {fix} "
+            f"(e.g. duration={min(limit.seconds, 5.0):g})."
         )
     if window.start_step is not None and window.start_step > MAX_START_STEP:
         raise ConfigError(

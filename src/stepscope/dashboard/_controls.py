@@ -12,7 +12,7 @@ import re
 from typing import TypedDict
 
 from stepscope.config import SYSTEM_MONITOR_INTERVALS, ConfigError
-from stepscope.errors import UsageError
+from stepscope.errors import JobFolderError, UsageError
 from stepscope.jobfolder import JsonObject, control
 from stepscope.store import Store
 
@@ -26,6 +26,10 @@ TIMERS = ("total_time", "cpu_time", "off_cpu_time")
 
 class BadRequest(UsageError, ValueError):
     """A body the dashboard refuses (HTTP 400, the message says why)."""
+
+
+class DamagedAck(JobFolderError):
+    """The job's answer to a request cannot be read (HTTP 422, the message says why)."""
 
 
 class RequestState(TypedDict):
@@ -139,5 +143,32 @@ def status(store: Store, name: str) -> RequestState:
         raise LookupError(f"no control request named {name!r}")
     if not store.exists(f"{control.CONTROL}/{name}"):
         raise LookupError(f"no control request named {name!r}")
-    ack = control.acknowledgement(store, name)
-    return {"name": name, "pending": ack is None, "ack": ack}
+    return {"name": name, "pending": (ack := _ack(store, name)) is None, "ack": ack}
+
+
+def _ack(store: Store, name: str) -> control.Ack | None:
+    """The job's answer to ``name``; DamagedAck says what is wrong with a bad one
+    (nothing is written into the job: the dashboard only reads it)."""
+    try:
+        ack = control.acknowledgement(store, name)
+    except ValueError as exc:  # not JSON, not an object, a link, a FIFO, too big...
+        problem = str(exc)
+    else:
+        shape = None if ack is None else _shape_problem(ack)
+        if shape is None:
+            return ack
+        problem = f"the acknowledgement '{control.ACK}/{name}' {shape}"
+    raise DamagedAck(
+        f"{problem}: damaged, so whether the job applied request {name!r} is unknown; "
+        "look at the job's log, or send the request again."
+    )
+
+
+def _shape_problem(ack: control.Ack) -> str | None:
+    """Why ``ack`` is not an acknowledgement (``accepted`` true or false, a ``detail``)."""
+    accepted, detail = ack.get("accepted"), ack.get("detail")
+    if not isinstance(accepted, bool):
+        return f"has accepted={accepted!r}, expected true or false"
+    if detail is not None and not isinstance(detail, str):
+        return f"has detail={str(detail)[:40]!r}, expected a string"
+    return None

@@ -12,7 +12,7 @@ import pandas as pd
 
 from stepscope.analysis import outliers as out
 from stepscope.analysis.downsample import FloatArray
-from stepscope.analysis.host import others_during, run_wait_during
+from stepscope.analysis.host import others_during, run_wait_during, run_wait_seconds
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
@@ -207,30 +207,38 @@ class MaxInitializationTime(NodeRule):
             first[rank] = min(first.get(rank, t), t)
         findings = []
         for _, row in starts.iterrows():
-            finding = self._judge(row, first.get(int(row["rank"])), min(float(end), data.now))
+            first_step = first.get(int(row["rank"]))
+            t1 = first_step if first_step is not None else min(float(end), data.now)
+            # waiting for a core (another process's work) is not this start's:
+            # shared by the node's processes that started together
+            queued = run_wait_seconds(data.system, float(row["time"]), t1) / len(starts)
+            finding = self._judge(row, first_step, t1, queued)
             if finding is not None:
                 findings.append(finding)
         # Cost: the slowest rank's start beyond the threshold (value, threshold: minutes).
         over = [60.0 * ((f.value or 0.0) - (f.threshold or 0.0)) for f in findings]
         return Part(findings, len(findings), len(starts), cost_seconds=max(over, default=None))
 
-    def _judge(self, row: pd.Series, first_step: float | None, now: float) -> Finding | None:
+    def _judge(
+        self, row: pd.Series, first_step: float | None, t1: float, queued: float
+    ) -> Finding | None:
         limit = float(self.p_float("threshold")) * 60.0
         t0 = float(row["time"])
-        waited = (first_step if first_step is not None else now) - t0
+        waited = max(t1 - t0 - queued, 0.0)
         if waited <= limit:
             return None
         rank = int(row["rank"])
         what = "took" if first_step is not None else "has no step yet after"
+        busy = f" ({queued:.0f} s waiting for a CPU core left out)" if queued >= 1 else ""
         return Finding(
             f"rank {rank} {what} {versus(waited / 60, limit / 60, 'min')} from process start "
-            "to its first step",
+            f"to its first step{busy}",
             self.recommendation,
             severity(waited, limit, 3 * limit),
             node=str(row["node"]),
             rank=rank,
             start=t0,
-            end=t0 + waited,
+            end=t1,
             value=waited / 60,
             threshold=limit / 60,
         )

@@ -294,7 +294,12 @@
           out.textContent = (st.ack.accepted ? "done: " : "rejected: ") + (st.ack.detail || "");
           return;
         }
-      } catch (err) { if (gen === S.gen) setConn(false, err.message); }
+      } catch (err) {
+        if (gen !== S.gen) return;
+        // the server answered (e.g. 422: the job's answer is damaged): not a lost connection
+        if (err.status) { out.dataset.state = "error"; out.textContent = err.message; return; }
+        setConn(false, err.message);
+      }
     }
     if (gen !== S.gen) return;
     out.dataset.state = "timeout";
