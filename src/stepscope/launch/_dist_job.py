@@ -137,8 +137,10 @@ class NodeLauncher:
     def sampler_args(self) -> list[str]:
         """The node's clock for its system sampler: the same offset as its agents'."""
         offset = repr(self.offset.offset_s) if self.offset is not None else "none"
-        skew = ["--clock-skew-s", repr(self.plan.clock_skew_s)] if self.plan.clock_skew_s else []
-        return ["--clock-offset-s", offset, *skew]
+        # "--opt=value": argparse takes a negative value in e-notation ("-1.2e-05", a
+        # node on the reference's machine) for an option and the sampler would not start.
+        skew = [f"--clock-skew-s={self.plan.clock_skew_s!r}"] if self.plan.clock_skew_s else []
+        return [f"--clock-offset-s={offset}", *skew]
 
     def _sync_clock(self) -> None:
         if not self.plan.multi_node:
