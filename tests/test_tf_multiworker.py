@@ -248,6 +248,8 @@ def test_straggler_names_the_worker_with_the_slow_input_pipeline(jobs: Path) -> 
     assert found.status is Status.ISSUES_FOUND, found.message
     assert {(f.rank, f.message.split(" of ")[0]) for f in found.findings} == {(1, "data_wait")}
     assert "forward" in found.details["not_judged"]
+    live = job.store.read_json("rules/Straggler.json")  # the live runner, on rank 0's node
+    assert live["datapoints"] > 0 and 0 not in {f["rank"] for f in live["findings"]}
     (quiet,) = evaluate_job(stepscope.open(jobs / "calm"), [{"name": "Straggler"}])
     assert quiet.status is Status.NO_ISSUES_FOUND, quiet.message
     assert quiet.datapoints > 0
