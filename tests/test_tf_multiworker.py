@@ -26,7 +26,7 @@ from stepscope.launch._clocksync import Offset
 from stepscope.launch._dist_job import NodeLauncher
 from stepscope.launch._tfconfig import TFConfigError, tf_plan
 from stepscope.launch._torchrun import Plan
-from stepscope.rules import RuleInput, Status, evaluate_job
+from stepscope.rules import LoadBalancing, RuleInput, Status, evaluate_job
 from stepscope.rules.straggler import Straggler
 from stepscope.sampler.main import _parser as sampler_parser
 from stepscope.store import open_store
@@ -147,6 +147,17 @@ def test_straggler_without_a_column_it_can_judge_is_not_applicable() -> None:
     result = rule.evaluate(RuleInput(steps=_tf_steps(SLOW_S), meta=UNMEASURED))
     assert result.status is Status.NOT_APPLICABLE
     assert result.reason is not None and "not judged: forward, busy" in result.reason
+
+
+def test_load_balancing_does_not_compare_ranks_on_a_column_that_holds_waits() -> None:
+    steps = _tf_steps(SLOW_S)
+    blind = LoadBalancing().evaluate(RuleInput(steps=steps))
+    assert [f.rank for f in blind.findings] == [0]  # rank 0 only waits in its forward
+    result = LoadBalancing().evaluate(RuleInput(steps=steps, meta=UNMEASURED))
+    assert result.status is Status.NOT_APPLICABLE and not result.findings
+    assert result.reason is not None and "ranks not judged: forward" in result.reason
+    own = LoadBalancing(rank_metric="data_wait").evaluate(RuleInput(steps=steps, meta=UNMEASURED))
+    assert [f.rank for f in own.findings] == [1]
 
 
 # -- real workers ------------------------------------------------------------------------
