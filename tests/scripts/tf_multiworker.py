@@ -34,6 +34,7 @@ def main() -> None:
     p.add_argument("--slow-data", type=float, default=0.0)
     p.add_argument("--fail-rank", type=int, default=-1)
     p.add_argument("--fail-at", type=int, default=-1)
+    p.add_argument("--save", default="", help="final weights to SAVE-<worker>.npz")
     a = p.parse_args()
 
     cfg = json.loads(os.environ["TF_CONFIG"])
@@ -84,6 +85,8 @@ def main() -> None:
             time.sleep(a.slow)  # Python between steps: the peers wait in their next step
         if me == a.fail_rank and i == a.fail_at:
             raise RuntimeError(f"planted failure after step {i}")
+    if a.save:
+        np.savez(f"{a.save}-{me}.npz", *[v.numpy() for v in model.trainable_variables])
     print(f"worker {me} done", flush=True)
 
 
