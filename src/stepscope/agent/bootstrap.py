@@ -4,8 +4,9 @@ The launcher puts ``stepscope/agent/_bootstrap`` first on ``PYTHONPATH``; its
 ``sitecustomize`` calls :func:`start_from_env`. This is the only place where the
 agent reads the environment: ``STEPSCOPE_AGENT`` holds the resolved settings
 as JSON (its ``clock`` holds the node's clock offset, docs/distributed.md);
-torch's ``RANK``/``LOCAL_RANK`` say which rank this is; ``STEPSCOPE_NATIVE_HOOKS=0``
-turns the hooks' C fast path off.
+torch's ``RANK``/``LOCAL_RANK`` say which rank this is, else the settings' ``rank``
+(a TensorFlow worker's, which the launcher took from ``TF_CONFIG``: docs/tensorflow.md),
+else 0; ``STEPSCOPE_NATIVE_HOOKS=0`` turns the hooks' C fast path off.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
     return AgentSettings(
         job_url=spec["job_url"],
         node=spec["node"],
-        rank=int(env.get("RANK", "0")),
+        rank=int(env.get("RANK", spec.get("rank", 0))),
         local_rank=int(env.get("LOCAL_RANK", "0")),
         flush_s=float(spec.get("flush_s", 2.0)),
         config=spec.get("config", {}),

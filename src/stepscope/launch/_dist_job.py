@@ -109,7 +109,10 @@ class NodeLauncher:
 
     def begin(self, meta: JobMeta) -> None:
         """Job metadata, this node's record, and its clock offset (before training starts)."""
-        meta.extra["distributed"] = {"launcher": "torchrun", "nnodes": self.plan.nnodes}
+        dist: JsonObject = {"launcher": self.plan.launcher, "nnodes": self.plan.nnodes}
+        if self.plan.launcher == "tf_config":  # inside the compiled step, out of reach
+            dist["collectives"] = "unmeasured"
+        meta.extra["distributed"] = dist
         if self.plan.leader or not is_job(self.store):
             write_meta(self.store, meta)
         self.record = {
@@ -127,11 +130,17 @@ class NodeLauncher:
         offset = self.offset.offset_s if self.offset is not None else 0.0
         return {"offset_s": offset, "skew_s": self.plan.clock_skew_s}
 
+    def agent_rank(self) -> int | None:
+        """The rank the agent takes when torchrun sets no ``RANK`` (a TensorFlow worker)."""
+        return self.plan.rank
+
     def sampler_args(self) -> list[str]:
         """The node's clock for its system sampler: the same offset as its agents'."""
         offset = repr(self.offset.offset_s) if self.offset is not None else "none"
-        skew = ["--clock-skew-s", repr(self.plan.clock_skew_s)] if self.plan.clock_skew_s else []
-        return ["--clock-offset-s", offset, *skew]
+        # "--opt=value": argparse takes a negative value in e-notation ("-1.2e-05", a
+        # node on the reference's machine) for an option and the sampler would not start.
+        skew = [f"--clock-skew-s={self.plan.clock_skew_s!r}"] if self.plan.clock_skew_s else []
+        return [f"--clock-offset-s={offset}", *skew]
 
     def _sync_clock(self) -> None:
         if not self.plan.multi_node:
@@ -187,7 +196,8 @@ class NodeLauncher:
 
     def finish(self, code: int, stop_reason: str | None) -> JobJson:
         """Record this node's end; rewrite job.json with every node's and rank's status."""
-        status, reason = node_status(code, stop_reason, "torchrun")
+        what = "torchrun" if self.plan.launcher == "torchrun" else "the worker"
+        status, reason = node_status(code, stop_reason, what)
         self.record |= {"status": status, "reason": reason, "exit_code": code}
         self.record["end_time"] = time.time()
         self.store.write_json(self.key, self.record)

@@ -81,6 +81,8 @@ def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
     agent: JsonObject = {"job_url": store.url, "node": spec.node, "config": spec.config}
     if spec.dist is not None:
         agent["clock"] = spec.dist.agent_clock()
+        if (rank := spec.dist.agent_rank()) is not None:
+            agent["rank"] = rank
     env["STEPSCOPE_AGENT"] = json.dumps(agent)
     return env
 

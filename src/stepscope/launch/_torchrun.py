@@ -51,13 +51,15 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class Plan:
-    """What this launcher is in a torchrun job."""
+    """What this launcher is in a torchrun job (or a TensorFlow worker's, ``_tfconfig``)."""
 
     nnodes: str
     node_rank: int
     rendezvous_host: str
     node: str
     clock_skew_s: float = 0.0
+    launcher: str = "torchrun"  # or "tf_config": one TensorFlow worker of TF_CONFIG
+    rank: int | None = None  # the agent's rank, when no RANK comes from torchrun
 
     @property
     def max_nodes(self) -> int:
@@ -162,9 +164,13 @@ def default_node() -> str:
 
 
 def prepare(args: argparse.Namespace, command: list[str]) -> tuple[list[str], Plan | None]:
-    """The command to run (wrapped in torchrun if asked) and this node's plan in it."""
+    """The command to run (wrapped in torchrun if asked) and this node's plan in it:
+    torchrun's, else the TensorFlow worker's of ``TF_CONFIG``, else None."""
+    from stepscope.launch._tfconfig import tf_plan
+
     command = torchrun_command(args, command)
-    return command, plan(command, os.environ, default_node())
+    found = plan(command, os.environ, default_node())
+    return command, found if found is not None else tf_plan(os.environ, default_node())
 
 
 def attach(spec: RunSpec, plan: Plan) -> RunSpec:
@@ -189,7 +195,8 @@ def _check_join(store: Store, plan: Plan) -> None:
     if store.exists(f"launchers/{plan.node}.json"):
         raise TorchrunUsageError(
             f"node {plan.node!r} is already part of job {store.url}: give every node its own "
-            "--node-rank (or STEPSCOPE_NODE), or choose another --job."
+            + ("task index in TF_CONFIG" if plan.launcher == "tf_config" else "--node-rank")
+            + " (or STEPSCOPE_NODE), or choose another --job."
         )
     if is_job(store) and read_meta(store).get("status") != "Running":
         raise TorchrunUsageError(

@@ -19,6 +19,7 @@ from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Groups
+from stepscope.rules._straggler_scope import split, why
 from stepscope.rules._system_base import SystemRule, lasted
 from stepscope.rules._text import versus
 from stepscope.rules._types import Finding, RuleResult
@@ -106,7 +107,10 @@ class LoadBalancing(SystemRule):
         medians = [p.details.pop(RANKS) for p in parts if RANKS in p.details]
         frames = [m for m in medians if isinstance(m, pd.DataFrame) and len(m)]
         ranks = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        if len(ranks) and ranks["rank"].nunique() > 1:
+        # Collectives the agent cannot time (TensorFlow workers): a rank waiting for a
+        # slower one shows the wait in forward; such a column names the waiting rank.
+        _, skipped = split(data.meta, [self.p_str("rank_metric")])
+        if len(ranks) and ranks["rank"].nunique() > 1 and not skipped:
             hits = self._rank_hits(ranks)
             found = runs(hits)
             nodes = {int(r): str(n) for r, n in zip(ranks["rank"], ranks["node"], strict=True)}
@@ -114,6 +118,7 @@ class LoadBalancing(SystemRule):
             parts = [*parts, Part(findings, sum(map(len, found)), len(ranks))]
         elif all(p.na_reason for p in parts):
             reason = "needs at least 2 GPUs on a node or 2 ranks; this job has neither"
+            reason = f"fewer than 2 GPUs on a node; ranks {why(skipped)}" if skipped else reason
             parts = [Part(na_reason=reason)]
         return super().combine(parts, data)
 

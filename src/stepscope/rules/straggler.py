@@ -16,7 +16,9 @@ the step it is slow in, while its peers show the wait as ``collective``.
 wait, forward, optimizer, the rest) is not named again for it. In jobs whose
 ranks do not wait for each other, or written before ``collective`` existed,
 ``busy`` is ``duration``. ``backward`` still names the waiting ranks and is
-not compared by default. docs/distributed.md.
+not compared by default. docs/distributed.md. Where the agent cannot time the
+collectives (TensorFlow workers), only the columns that hold no wait for a peer
+are judged (``_straggler_scope``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import peer_medians
 from stepscope.rules._straggler_advice import advice, has_gpu
+from stepscope.rules._straggler_scope import drop_waiting, split, unmeasured, why
 from stepscope.rules._text import num, waiting_reason
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules._windows import Hit, runs, severity
@@ -83,8 +86,12 @@ class Straggler(Rule):
         ranks = steps["rank"].nunique() if len(steps) else 0
         if ranks < 2:
             return self.not_applicable(data, self._waiting(data.steps))
+        judged, skipped = split(data.meta, self.metrics())
+        if not judged:
+            return self.not_applicable(data, why(skipped))
         medians = self._medians(steps)
-        hits = [h for m in self.metrics() for h in self._hits(medians, m)]
+        hits = [h for m in judged for h in self._hits(medians, m)]
+        hits = drop_waiting(hits) if unmeasured(data.meta) else hits
         found = _specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
         gpu = has_gpu(data)
         findings = [self._finding(run, medians, gpu) for run in found]
@@ -95,8 +102,11 @@ class Straggler(Rule):
             f"{max(findings, key=lambda f: f.severity).message}"
             if findings
             else f"No straggler among {ranks} ranks in {len(steps)} steps."
-        )
-        details = {"ranks": ranks, "windows": int(medians.index.get_level_values(0).nunique())}
+        ) + (f"; {why(skipped)}" if skipped else "")
+        details: dict[str, object] = {"ranks": ranks}
+        details |= {"windows": int(medians.index.get_level_values(0).nunique())}
+        if skipped:
+            details["not_judged"] = skipped
         return self.result(
             status,
             data,
