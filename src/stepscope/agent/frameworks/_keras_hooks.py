@@ -36,6 +36,7 @@ class KerasHooks:
     _patches: Patches
     _keras_patches: Patches
     _keras_depth: int
+    _keras_kind: str  # the Keras step function being called: train, test, predict
     _model_depth: int
     _eager: Callable[[], bool]
     _recording: Callable[[], bool]
@@ -73,6 +74,9 @@ class KerasHooks:
         from keras.src.models.model import Model
 
         self._patch(Model, "__call__", self._wrap_model_call, into)
+        from keras.src.metrics.reduction_metrics import Mean
+
+        self._patch(Mean, "update_state", self._wrap_update_state, into)
         for edge in ("begin", "end"):
             self._patch(CallbackList, f"on_epoch_{edge}", self._wrap_epoch(edge), into)
         self.keras = True
@@ -107,10 +111,12 @@ class KerasHooks:
             except Exception as exc:
                 faults.record(_SCOPE, exc)
             self._keras_depth += 1
+            outer, self._keras_kind = self._keras_kind, kind
             try:
                 out = fn(*args, **kwargs)
             finally:
                 self._keras_depth -= 1
+                self._keras_kind = outer
             t = perf_counter()
             try:
                 capture = self.capture
@@ -125,6 +131,21 @@ class KerasHooks:
 
         step_function._stepscope = True  # type: ignore[attr-defined]  # wrapped once
         return step_function
+
+    def _wrap_update_state(self, update: Fn) -> Fn:
+        """A Keras step's ``loss`` tracker: the batch's loss goes to the capture (traced:
+        a side variable the step writes), since the logs' ``loss`` is the epoch's mean."""
+
+        def update_state(metric: object, values: object, *args: object, **kw: object) -> object:
+            if self._keras_kind and getattr(metric, "name", None) == "loss":
+                try:
+                    if self.capture is not None and self._keras_kind != "predict":
+                        self.capture.stash.keep_loss(self._keras_kind, values)
+                except Exception as exc:
+                    self.faults.record(_SCOPE, exc)
+            return update(metric, values, *args, **kw)
+
+        return update_state
 
     # -- eager forwards and epochs ---------------------------------------------------------
     def _wrap_model_call(self, call: Fn) -> Fn:
