@@ -58,10 +58,12 @@ class GraphStash:
     def keep_gradients(self, pairs: list[tuple[str, Any]]) -> None:
         """``(gradient/<path>, gradient)`` of an ``apply`` being traced: the wanted ones
         are copied to side variables on the steps the flag is on."""
+        pairs = [(n, g) for n, g in pairs if g is not None and self.wants("gradient", n)]
+        if not pairs:
+            return  # the default: nothing is added to the graph
         import tensorflow as tf
 
-        pairs = [(n, g) for n, g in pairs if g is not None and self.wants("gradient", n)]
-        if not pairs or tf.distribute.has_strategy():
+        if tf.distribute.has_strategy():
             return
         shaped = [(n, g, _shape(tf, g)) for n, g in pairs]
         shaped = [(n, g, s) for n, g, s in shaped if s is not None]
@@ -85,9 +87,11 @@ class GraphStash:
     def keep_loss(self, kind: str, value: Any) -> None:
         """The batch loss of a Keras ``kind`` step (``train``, ``test``), as its ``loss``
         tracker receives it; eagerly, the tensor itself."""
+        if not self.wants("loss", "loss"):
+            return
         import tensorflow as tf
 
-        if not self.wants("loss", "loss") or tf.distribute.has_strategy():
+        if tf.distribute.has_strategy():
             return
         if tf.executing_eagerly():
             self.losses[kind] = value
