@@ -12,13 +12,18 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
+from stepscope.agent._faults import FaultBoundary
+from stepscope.agent._recorder import new_recorder
+from stepscope.agent.frameworks._tf_hooks import TFHooks
 from stepscope.agent.frameworks._tf_stash import GraphStash
 from stepscope.agent.tensors._collections import resolve
 from stepscope.agent.tensors._plans import SavePlanner
@@ -54,6 +59,33 @@ def test_by_default_a_trace_gets_no_gradient_side_variables() -> None:
     assert not stash.wants("gradient", "gradient/dense/kernel")
 
 
+class _BrokenStash:
+    def keep_gradients(self, pairs: object) -> None:
+        raise RuntimeError("planted fault in the gradients' stash")
+
+    def keep_loss(self, kind: str, value: object) -> None:
+        raise RuntimeError("planted fault in the loss's stash")
+
+
+def test_a_fault_while_a_step_is_traced_is_recorded_and_the_step_goes_on() -> None:
+    """The hooks that add the side variables run behind the fault boundary: a bug there
+    is a fault of ``step-hooks``, and the optimizer's ``apply`` and the loss tracker's
+    ``update_state`` still run, with what they were given."""
+    faults = FaultBoundary(None, {})
+    hooks = TFHooks(new_recorder(deque(maxlen=10)), faults)
+    hooks._eager = lambda: False  # as while a tf.function is traced
+    hooks.capture = SimpleNamespace(stash=_BrokenStash(), variables=(), armed=True)  # type: ignore[assignment]
+    seen: list[object] = []
+    apply = hooks._wrap_apply(lambda opt, grads, variables: seen.append(grads) or "applied")
+    assert apply(object(), [1.0], [SimpleNamespace(path="dense/kernel")]) == "applied"
+    hooks._keras_kind = "train"
+    update = hooks._wrap_update_state(lambda metric, values: seen.append(values) or "updated")
+    assert update(SimpleNamespace(name="loss"), 0.5) == "updated"
+    assert seen == [[1.0], 0.5]
+    assert set(faults.log.records) == {"step-hooks"}
+    assert faults.log.records["step-hooks"]["count"] == 2
+
+
 def _run(tmp: Path, job: str, script: str, *args: str) -> tuple[Path, dict[str, object]]:
     config = tmp / "grads.toml"
     config.write_text(CONFIG)
@@ -78,7 +110,7 @@ def test_vanishing_gradients_in_fit_fire_and_the_healthy_twin_trains_bit_for_bit
 ) -> None:
     planted, fired = _run(tmp_path, "sigmoid", FIT, *FIT_ARGS, "--deep", "sigmoid")
     assert fired["status"] == "IssuesFound", fired["message"]
-    low = {f["message"].split(":")[0] for f in fired["findings"]}  # type: ignore[attr-defined]
+    low = {f["message"].split(":")[0] for f in fired["findings"]}
     assert "gradient/sequential/dense/kernel" in low  # the first layer's
     assert "gradient/sequential/dense_6/kernel" not in low  # the output layer's is not
 
