@@ -9,11 +9,12 @@ benchmarks/tf_overhead.py), one ``tf.function`` per variant over the same model:
   (the steps that do not save, once a collection asks for gradients);
 * ``grads_on``: the same with the flag on (a saving step, before reading them).
 
-Interleaved rounds of ``--calls`` calls each; per variant the median over rounds of
-the per-step time, and its difference to ``bare``. The stash is the agent's
+Interleaved rounds of ``--calls`` calls each (the order rotated every round); per
+variant the quartiles, over rounds, of its per-step CPU time (the process's) minus
+``bare``'s in the same round. The stash is the agent's
 (:class:`~stepscope.agent.frameworks._tf_stash.GraphStash`).
 
-    PYTHONPATH=src python benchmarks/tf_stash_costs.py --rounds 15 --calls 200
+    PYTHONPATH=src python benchmarks/tf_stash_costs.py --rounds 40 --calls 100
 """
 
 from __future__ import annotations
@@ -78,18 +79,20 @@ def main() -> None:
     }
     for fn in variants.values():
         fn(x, y)  # trace
-    times: dict[str, list[float]] = {k: [] for k in ("bare", "loss", "grads_off", "grads_on")}
-    for _ in range(a.rounds):
-        for name in times:
+    order = ["bare", "loss", "grads_off", "grads_on"]
+    times: dict[str, list[float]] = {k: [] for k in order}
+    for r in range(a.rounds):
+        for name in order[r % 4 :] + order[: r % 4]:  # rotated: no variant always last
             fn = variants[name.split("_")[0]]
             grads.arm(name == "grads_on")
-            t0 = time.perf_counter()
+            t0 = time.process_time()  # CPU time: less sensitive to a loaded machine
             for _ in range(a.calls):
                 fn(x, y)
-            times[name].append((time.perf_counter() - t0) / a.calls * 1e6)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    out = {f"{k}_us": round(v, 1) for k, v in med.items()}
-    out |= {f"{k}_minus_bare_us": round(v - med["bare"], 1) for k, v in med.items() if k != "bare"}
+            times[name].append((time.process_time() - t0) / a.calls * 1e6)
+    out: dict[str, object] = {"bare_us": round(statistics.median(times["bare"]), 1)}
+    for k in order[1:]:  # paired with the same round's bare: quartiles of the differences
+        diffs = [v - b for v, b in zip(times[k], times["bare"], strict=True)]
+        out[f"{k}_minus_bare_us"] = [round(q, 1) for q in statistics.quantiles(diffs, n=4)]
     print(json.dumps(out))
 
 
