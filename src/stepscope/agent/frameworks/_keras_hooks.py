@@ -1,8 +1,9 @@
 """The Keras 3 part of the TensorFlow hooks (:class:`._tf_hooks.TFHooks` mixes it in).
 
 Keras' step functions (``make_train_function`` and its test and predict twins, the
-function each sets wrapped in turn), the outermost eager ``Model.__call__`` and the
-epochs of ``CallbackList``; the optimizers' ``apply`` is wrapped by
+function each sets wrapped in turn), the outermost eager ``Model.__call__``, the
+epochs of ``CallbackList`` and ``Mean.update_state`` (a step's ``loss`` tracker: the
+batch's loss, :mod:`._tf_stash`); the optimizers' ``apply`` is wrapped by
 ``TFHooks._wrap_apply``. See :mod:`._tf_hooks` for what each is as a step.
 """
 

@@ -12,7 +12,9 @@
   Called eagerly, it is the step's ``optimizer`` part and ends the step. Called
   while a ``tf.function`` is traced, it marks the outermost function being
   called as a train function: each later call of it is one training step, its
-  time the step's ``forward`` (``tf.function``'s ``__call__`` is wrapped).
+  time the step's ``forward`` (``tf.function``'s ``__call__`` is wrapped). Traced
+  (a custom loop's or Keras'), its gradients go to the capture's side variables
+  when a collection wants them (:mod:`._tf_stash`).
 * eager parts of custom loops: the outermost Keras ``Model.__call__``
   (``forward``; called with ``training=False``, or outside any ``GradientTape``, it
   is an evaluation step, as a torch forward outside training is),
