@@ -3,7 +3,8 @@
 ``--compiled`` puts the step in a ``tf.function``. Planted problems: ``--stall-at N
 --stall S`` (a sleep after step N), ``--slow-data S`` (a Python generator that sleeps
 S seconds per batch: a starved input pipeline), ``--nan-from N`` (NaN labels from
-step N on).
+step N on), ``--deep sigmoid`` (a deep sigmoid stack with tiny initial weights:
+vanishing gradients; ``--deep relu`` is its healthy twin).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main() -> None:
     p.add_argument("--stall", type=float, default=0.0)
     p.add_argument("--nan-from", type=int, default=-1)
     p.add_argument("--slow-data", type=float, default=0.0)
+    p.add_argument("--deep", choices=["sigmoid", "relu"], default="")
     p.add_argument("--save", default="")
     a = p.parse_args()
 
@@ -46,13 +48,12 @@ def main() -> None:
 
     spec = (tf.TensorSpec((None, 256), tf.float32), tf.TensorSpec((None, 1), tf.float32))
     ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
-    model = keras.Sequential(
-        [
-            keras.Input((256,)),
-            keras.layers.Dense(a.hidden, activation="relu"),
-            keras.layers.Dense(1),
-        ]
-    )
+    if a.deep:  # sigmoid: each layer shrinks the gradient ~100x on its way back
+        init = keras.initializers.RandomNormal(stddev=0.01) if a.deep == "sigmoid" else "he_normal"
+        hidden = [keras.layers.Dense(32, a.deep, kernel_initializer=init) for _ in range(6)]
+    else:
+        hidden = [keras.layers.Dense(a.hidden, activation="relu")]
+    model = keras.Sequential([keras.Input((256,)), *hidden, keras.layers.Dense(1)])
     loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
     opt = keras.optimizers.SGD(0.05)
     if a.loss_scale:  # applies through its inner optimizer's apply: one step, not two

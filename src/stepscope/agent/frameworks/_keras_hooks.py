@@ -2,9 +2,11 @@
 
 Keras' step functions (``make_train_function`` and its test and predict twins of
 the trainer of the backend that runs, the function each sets wrapped in turn), the
-outermost eager ``Model.__call__`` and the epochs of ``CallbackList``; the
-optimizers' ``apply`` is wrapped by ``TFHooks._wrap_apply`` (on JAX and PyTorch
-through :mod:`._keras_split`). See :mod:`._tf_hooks` for what each is as a step.
+outermost eager ``Model.__call__``, the epochs of ``CallbackList`` and
+``Mean.update_state`` (a step's ``loss`` tracker: the batch's loss,
+:mod:`._tf_stash`); the optimizers' ``apply`` is wrapped by ``TFHooks._wrap_apply``
+(on JAX and PyTorch through :mod:`._keras_split`). See :mod:`._tf_hooks` for what
+each is as a step.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class KerasHooks(KerasSplitHooks):
     _patches: Patches
     _keras_patches: Patches
     _keras_depth: int
+    _keras_kind: str  # the Keras step function being called: train, test, predict
     _model_depth: int
     _eager: Callable[[], bool]
     _recording: Callable[[], bool]
@@ -89,6 +92,10 @@ class KerasHooks(KerasSplitHooks):
 
         if self.backend != "jax":  # eager forwards; JAX's custom loops are jitted
             self._patch(Model, "__call__", self._wrap_model_call, into)
+        if self.backend == "tensorflow":  # the batch loss is kept in TensorFlow's terms
+            from keras.src.metrics.reduction_metrics import Mean
+
+            self._patch(Mean, "update_state", self._wrap_update_state, into)
         for edge in ("begin", "end"):
             self._patch(CallbackList, f"on_epoch_{edge}", self._wrap_epoch(edge), into)
         self.keras = True
@@ -126,10 +133,12 @@ class KerasHooks(KerasSplitHooks):
             except Exception as exc:
                 faults.record(_SCOPE, exc)
             self._keras_depth += 1
+            outer, self._keras_kind = self._keras_kind, kind
             try:
                 out = fn(*args, **kwargs)
             finally:
                 self._keras_depth -= 1
+                self._keras_kind = outer
             t = perf_counter()
             try:
                 capture = self.capture
@@ -147,6 +156,21 @@ class KerasHooks(KerasSplitHooks):
 
         step_function._stepscope = True  # type: ignore[attr-defined]  # wrapped once
         return step_function
+
+    def _wrap_update_state(self, update: Fn) -> Fn:
+        """A Keras step's ``loss`` tracker: the batch's loss goes to the capture (traced:
+        a side variable the step writes), since the logs' ``loss`` is the epoch's mean."""
+
+        def update_state(metric: object, values: object, *args: object, **kw: object) -> object:
+            if self._keras_kind and getattr(metric, "name", None) == "loss":
+                try:
+                    if self.capture is not None and self._keras_kind != "predict":
+                        self.capture.stash.keep_loss(self._keras_kind, values)
+                except Exception as exc:
+                    self.faults.record(_SCOPE, exc)
+            return update(metric, values, *args, **kw)
+
+        return update_state
 
     # -- eager forwards and epochs ---------------------------------------------------------
     def _wrap_model_call(self, call: Fn) -> Fn:

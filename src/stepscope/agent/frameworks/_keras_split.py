@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
-from stepscope.agent.frameworks._tf_capture import _name
+from stepscope.agent.frameworks._tf_values import var_name
 
 if TYPE_CHECKING:
     from stepscope.agent.frameworks._tf_capture import TFCapture
@@ -133,7 +133,9 @@ class KerasSplitHooks:
             if isinstance(grads, list | tuple) and isinstance(variables, list | tuple):
                 for g, v in zip(grads, variables, strict=False):
                     if g is not None:
-                        capture.take(plan, "gradient", ("train", step, f"gradient/{_name(v)}"), g)
+                        capture.take(
+                            plan, "gradient", ("train", step, f"gradient/{var_name(v)}"), g
+                        )
         except Exception as exc:
             self.faults.record("tensors", exc)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from stepscope.agent.frameworks._adapter import HookedAdapter
+from stepscope.agent.frameworks._adapter import Adapter, HookedAdapter
 from stepscope.agent.frameworks._tf_capture import TFCapture
 from stepscope.agent.frameworks._tf_hooks import TFHooks
 
@@ -55,7 +55,7 @@ class TensorFlowFramework(HookedAdapter[TFHooks]):
         self.hooks.remove()
 
 
-class KerasFramework:
+class KerasFramework(Adapter):
     """Keras 3, attached once ``keras`` has finished importing: its hooks go on the
     TensorFlow adapter's, whatever its backend. On the PyTorch backend (whose layers
     are torch modules) Keras times the forwards and owns the loss of its steps; the
@@ -65,6 +65,7 @@ class KerasFramework:
     module = "keras"
 
     def __init__(self, tf: TensorFlowFramework, torch: TorchFramework | None = None) -> None:
+        super().__init__(tf.agent)
         self.tf, self.torch = tf, torch
         self._attached = False
         self._capture = False  # the capture is ours (TensorFlow was not attached)
@@ -72,9 +73,6 @@ class KerasFramework:
     @property
     def attached(self) -> bool:
         return self._attached
-
-    def version(self) -> str | None:
-        return _version(self.module)
 
     def detail(self) -> dict[str, object]:
         """More for the ``framework`` event: the Keras backend that runs."""
@@ -113,6 +111,3 @@ class KerasFramework:
             self.tf.agent.faults.record("step-hooks", exc)
         self._attached = self._capture = False
 
-
-def _version(module: str) -> str | None:
-    return str(getattr(sys.modules.get(module), "__version__", "")) or None

@@ -4,13 +4,15 @@ The collections, their save schedules and the writer are the agent's
 (:class:`~stepscope.agent.tensors.TensorCapture`'s planner and writer); only the
 taking differs. What is taken, on saving steps only (``armed``):
 
-* ``loss`` and the metrics: the logs a Keras step function returns (the metrics
-  as scalars beside the loss, the ``metrics`` collection); in custom loops the
-  target of an eager ``GradientTape.gradient`` (summed over the step), or what a
-  compiled train function returns when it is a scalar or a dict with ``loss``;
+* ``loss``: in Keras step functions the batch's loss as Keras' ``loss`` tracker
+  receives it (carried out of the compiled step by :mod:`._tf_stash`), else the
+  ``loss`` of the logs; in custom loops the target of an eager
+  ``GradientTape.gradient`` (summed over the step), or what a compiled train
+  function returns when it is a scalar or a dict with ``loss``;
+* metrics: the other scalars of a Keras step's logs (the ``metrics`` collection);
 * weights and biases (``trainable_variables`` before the update in eager custom
-  loops, after it at the end of a compiled step) and gradients (eager ``apply``
-  only: inside a compiled function they are never materialised in Python).
+  loops, after it at the end of a compiled step) and gradients (at an eager
+  ``apply``; from a compiled step, the side variables of :mod:`._tf_stash`).
 
 Values are read to numpy on the training thread (``.numpy()`` waits for the
 step's result); reductions are computed in numpy. Nothing imports torch.
@@ -19,14 +21,16 @@ step's result); reductions are computed in numpy. Nothing imports torch.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, SupportsFloat
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import EVERY_STEP, StepRecorder
+from stepscope.agent.frameworks._tf_stash import GraphStash
+from stepscope.agent.frameworks._tf_values import Host, reduce, to_numpy, var_name
 from stepscope.agent.tensors import StepBatch, TensorCapture
 from stepscope.agent.tensors._pending import KIND_COLLECTION
 from stepscope.jobfolder import VALUE_KEY
@@ -36,45 +40,6 @@ if TYPE_CHECKING:
 
 Row = tuple[str, int, str, str]
 _PARAM_KINDS = frozenset({"weight", "bias", "gradient"})
-_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
-    "min": np.min,
-    "max": np.max,
-    "mean": np.mean,
-    "std": np.std,
-    "variance": np.var,
-    "sum": np.sum,
-    "prod": np.prod,
-    "l1": lambda x: np.sum(np.abs(x)),
-    "l2": lambda x: np.sqrt(np.sum(np.square(x))),
-}
-
-
-class _Host:
-    """The writer's view of a batch's values (``HostVector``'s duck): already on the host."""
-
-    def __init__(self, values: list[float]) -> None:
-        self.values = np.asarray(values, dtype=np.float64)
-
-    def wait(self) -> None:
-        return None
-
-    def read(self) -> npt.NDArray[np.float64]:
-        return self.values
-
-
-def _numpy(value: object) -> npt.NDArray[np.float64] | None:
-    to_numpy = getattr(value, "numpy", None)
-    try:
-        out: object = to_numpy() if callable(to_numpy) else value
-        return np.asarray(out, dtype=np.float64)
-    except (TypeError, ValueError):
-        return None
-
-
-def _reduce(x: npt.NDArray[np.float64], name: str) -> float:
-    base = name.removeprefix("abs_")
-    data = np.abs(x) if base != name else x
-    return float(_REDUCE[base](data)) if data.size else float("nan")
 
 
 class TFCapture:
@@ -96,6 +61,7 @@ class TFCapture:
         self._members: dict[str, set[str]] = {}
         self._loss: list[float] = []
         self._wake = (0, 0)
+        self.stash = GraphStash(self.planner)
 
     def install(self) -> None:
         self.rec.listen(self._on_boundary)
@@ -130,6 +96,8 @@ class TFCapture:
             train if self.armed else plan.next_saving("train", train),
             evals if self.armed_eval else plan.next_saving("eval", evals),
         )
+        # Compiled steps copy their gradients out only on steps that save some.
+        self.stash.arm(any("gradient" in c.kinds for c in plan.plan("train", train)))
 
     def _phase_step(self, training: bool) -> tuple[str, int]:
         return ("train", self.rec.train_steps) if training else ("eval", self.rec.eval_steps)
@@ -140,43 +108,53 @@ class TFCapture:
         chosen = [c for c in plan if c.selects(kind, key[2])]
         if not chosen:
             return
-        x = _numpy(value)
+        x = to_numpy(value)
         if x is None:
             return
         for c in chosen:
             self._members.setdefault(c.name, set()).add(key[2])
         self._members.setdefault(KIND_COLLECTION[kind], set()).add(key[2])
-        if x.ndim == 0 or x.size == 1:
+        # A value, as torch's 0-dim tensors; a (1,)-shaped bias or gradient gets its
+        # reductions (a value would stand for every reduction, abs_mean included).
+        if x.ndim == 0 or (x.size == 1 and kind == "loss"):
             self._keys.append((*key, VALUE_KEY))
             self._values.append(float(x.reshape(())))
             return
         for r in dict.fromkeys(r for c in chosen for r in c.reductions):
             self._keys.append((*key, r))
-            self._values.append(_reduce(x, r))
+            self._values.append(reduce(x, r))
         if any(c.save_raw for c in chosen):
             self._raws.append((*key, np.array(value.numpy() if hasattr(value, "numpy") else x)))
 
     def scalar(self, plan: Plan, key: tuple[str, int, str], value: object) -> None:
         """A metric beside the loss, kept on the steps that save the loss."""
-        x = _numpy(value)
+        x = to_numpy(value)
         if x is not None and x.size == 1 and any(c.selects("loss", "loss") for c in plan):
             self._members.setdefault("metrics", set()).add(key[2])
             self._keys.append((*key, VALUE_KEY))
             self._values.append(float(x.reshape(())))
 
     def on_logs(self, training: bool, logs: object, model: object) -> None:
-        """A Keras step function's logs (``loss`` and metrics), then its weights."""
+        """A Keras step function's logs (``loss`` and metrics), then its weights and
+        the gradients its compiled step copied out."""
         phase, step = self._phase_step(training)
         plan = self.planner.plan(phase, step)
         if not plan or not isinstance(logs, Mapping):
             return
-        for name, value in logs.items():
-            if name == "loss":
-                self.take(plan, "loss", (phase, step, "loss"), value)
-            else:
-                self.scalar(plan, (phase, step, str(name)), value)
+        batch = self.stash.losses.get("train" if training else "test")
+        self._logs(plan, (phase, step), logs, batch)
         if training:
             self.on_variables(plan, step, getattr(model, "trainable_variables", ()))
+            self._stashed(plan, step)
+
+    def _logs(
+        self, plan: Plan, at: tuple[str, int], logs: Mapping[object, object], loss: object
+    ) -> None:
+        for name, value in logs.items():
+            if name == "loss":  # the batch's own loss when known, not the epoch's mean
+                self.take(plan, "loss", (*at, "loss"), value if loss is None else loss)
+            else:
+                self.scalar(plan, (*at, str(name)), value)
 
     def on_function_output(self, out: object) -> None:
         """What a compiled custom train step returned: its loss, if it says which."""
@@ -185,16 +163,31 @@ class TFCapture:
         if not plan:
             return
         if isinstance(out, Mapping):
-            self.on_logs(True, out, None)
+            self._logs(plan, (phase, step), out, None)
         else:
-            x = _numpy(out)
+            x = to_numpy(out)
             if x is not None and x.size == 1:
                 self.take(plan, "loss", (phase, step, "loss"), out)
         self.on_variables(plan, step, self.variables)
+        self._stashed(plan, step)
+
+    def _stashed(self, plan: Plan, step: int) -> None:
+        if any("gradient" in c.kinds for c in plan):
+            for name, slot in self.stash.written():
+                self.take(plan, "gradient", ("train", step, name), slot)
+
+    def on_gradients(self, grads: object, variables: object) -> None:
+        """An eager ``apply`` inside a Keras step (``run_eagerly=True``): its gradients."""
+        phase, step = self._phase_step(True)
+        plan = self.planner.plan(phase, step)
+        if isinstance(grads, list | tuple) and isinstance(variables, list | tuple):
+            for g, v in zip(grads, variables, strict=False):
+                if g is not None:
+                    self.take(plan, "gradient", (phase, step, f"gradient/{var_name(v)}"), g)
 
     def on_loss(self, target: object) -> None:
         """The target of an eager ``GradientTape.gradient``: the step's loss."""
-        x = _numpy(target)
+        x = to_numpy(target)
         if x is not None and x.size == 1:
             self._loss.append(float(x.reshape(())))
 
@@ -214,13 +207,13 @@ class TFCapture:
         grads = list(grads) if isinstance(grads, list | tuple) else []
         for g, v in zip(grads, variables, strict=False):
             if g is not None:
-                self.take(plan, "gradient", (phase, step, f"gradient/{_name(v)}"), g)
+                self.take(plan, "gradient", (phase, step, f"gradient/{var_name(v)}"), g)
 
     def on_variables(self, plan: Plan, step: int, variables: Iterable[object]) -> None:
         if not any(c.kinds & _PARAM_KINDS for c in plan):
             return
         for v in variables:
-            name = _name(v)
+            name = var_name(v)
             kind = "bias" if name.rsplit("/", 1)[-1].startswith("bias") else "weight"
             self.take(plan, kind, ("train", step, name), v)
 
@@ -231,15 +224,9 @@ class TFCapture:
         batch = StepBatch(
             time=time.time(),
             keys=self._keys,
-            values=_Host(self._values),  # type: ignore[arg-type]  # HostVector's duck
+            values=Host(self._values),  # type: ignore[arg-type]  # HostVector's duck
             raws=self._raws,
             members=self._members,
         )
         self._keys, self._values, self._raws, self._members = [], [], [], {}
         self.writer.put(batch)
-
-
-def _name(variable: object) -> str:
-    """A Keras 3 variable's path (``dense/kernel``), else a tf.Variable's name."""
-    name = getattr(variable, "path", None) or getattr(variable, "name", "variable")
-    return str(name).removesuffix(":0")

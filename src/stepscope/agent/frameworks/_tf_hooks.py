@@ -12,7 +12,9 @@
   Called eagerly, it is the step's ``optimizer`` part and ends the step. Called
   while a ``tf.function`` is traced, it marks the outermost function being
   called as a train function: each later call of it is one training step, its
-  time the step's ``forward`` (``tf.function``'s ``__call__`` is wrapped).
+  time the step's ``forward`` (``tf.function``'s ``__call__`` is wrapped). Traced
+  (a custom loop's or Keras'), its gradients go to the capture's side variables
+  when a collection wants them (:mod:`._tf_stash`).
 * eager parts of custom loops: the outermost Keras ``Model.__call__``
   (``forward``; called with ``training=False``, or outside any ``GradientTape``, it
   is an evaluation step, as a torch forward outside training is),
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
 from stepscope.agent.frameworks._keras_hooks import KerasHooks, Patches, restore
+from stepscope.agent.frameworks._tf_values import var_name
 
 if TYPE_CHECKING:
     from stepscope.agent.frameworks._tf_capture import TFCapture
@@ -51,7 +54,9 @@ class TFHooks(KerasHooks):
         self.train_fns: set[int] = set()  # ids of tf.functions whose trace applied gradients
         self._calls: list[object] = []  # tf.functions being called (outermost first)
         self._keras_depth = 0  # inside a Keras step function: the other hooks stand back
+        self._keras_kind = ""  # which one (train, test, predict)
         self._opt_depth = 0
+        self._inner_depth = 0  # inside an apply of a Keras step or a trace
         self._model_depth = 0
         self._eager: Callable[[], bool] = lambda: True
         self._recording: Callable[[], bool] = lambda: True  # a GradientTape is active
@@ -81,11 +86,15 @@ class TFHooks(KerasHooks):
     # -- custom loops: optimizers and tf.functions --------------------------------------
     def _wrap_apply(self, apply: Fn) -> Fn:
         def wrapped(opt: object, grads: object, *args: object, **kwargs: object) -> object:
-            if self._keras_depth:
-                return apply(opt, grads, *args, **kwargs)
-            if not self._eager():
-                self._mark_traced(_variables(opt, args, kwargs))
-                return apply(opt, grads, *args, **kwargs)
+            if self._keras_depth or not self._eager():  # Keras' own step, or traced
+                if self._inner_depth:
+                    return apply(opt, grads, *args, **kwargs)
+                self._apply_inside(opt, grads, _variables(opt, args, kwargs))
+                self._inner_depth = 1
+                try:
+                    return apply(opt, grads, *args, **kwargs)
+                finally:
+                    self._inner_depth = 0
             self._opt_depth += 1
             if self._opt_depth == 1:
                 self._opt_start(opt, grads, args, kwargs)
@@ -98,12 +107,26 @@ class TFHooks(KerasHooks):
 
         return wrapped
 
-    def _mark_traced(self, variables: object) -> None:
+    def _apply_inside(self, opt: object, grads: object, variables: object) -> None:
+        """The outermost ``apply`` of a Keras step or of a trace: a custom loop's traced
+        step marks its train function; the gradients go to the capture (traced: into
+        side variables the step writes, docs/tensorflow.md)."""
         try:
-            if self._calls:
+            traced = not self._eager()
+            if traced and not self._keras_depth and self._calls:
                 self.train_fns.add(id(self._calls[0]))
                 if self.capture is not None and isinstance(variables, list | tuple):
                     self.capture.variables = list(variables)
+            capture = self.capture
+            if capture is None or not isinstance(grads, list | tuple):
+                return
+            if not isinstance(variables, list | tuple):
+                return
+            if traced:
+                pairs = zip(grads, variables, strict=False)
+                capture.stash.keep_gradients([(f"gradient/{var_name(v)}", g) for g, v in pairs])
+            elif capture.armed:  # Keras' step run eagerly
+                capture.on_gradients(grads, variables)
         except Exception as exc:
             self.faults.record(_SCOPE, exc)
 
