@@ -49,7 +49,9 @@ def pending_system_exit() -> SystemExit | None:
         found = [
             o
             for o in gc.get_objects(generation)
-            if isinstance(o, SystemExit) and _from_main(o.__traceback__)
+            # type(), not isinstance(): an object's own __class__ may run code (torch's
+            # deprecated module attributes warn when looked at)
+            if issubclass(type(o), SystemExit) and _from_main(o.__traceback__)
         ]
         if found:
             return found[-1]

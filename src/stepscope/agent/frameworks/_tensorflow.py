@@ -110,4 +110,3 @@ class KerasFramework(Adapter):
         except Exception as exc:
             self.tf.agent.faults.record("step-hooks", exc)
         self._attached = self._capture = False
-
