@@ -106,6 +106,15 @@ def thread_state(tid: int) -> tuple[float, int, float]:
     return wall, vol, wall - (cpu_ns + queue_ns) / 1e9
 
 
+def _module(p: psutil.Process) -> str:
+    """The ``-m`` module a helper runs (``stepscope.sampler.main``), else its pid."""
+    try:
+        args = p.cmdline()
+        return args[args.index("-m") + 1] if "-m" in args else str(p.pid)
+    except (psutil.Error, IndexError):
+        return str(p.pid)
+
+
 def pace_writers(agent: bootstrap.Agent, held: bool) -> tuple[threading.Event, list[int]]:
     """Make the agent's writers flush only while the returned event is set (it is now).
 
@@ -221,7 +230,7 @@ def run_blocks(
     flushes0 = switch.flushes[0]
     times: list[tuple[str, float]] = []
     cpu_times: list[tuple[str, float]] = []  # the training's CPU time per block
-    idle_cpu = 0.0
+    agent_cpu = {"b": 0.0, "w": 0.0}  # the agent's threads' CPU seconds in each side's blocks
     helper_cpu = {"b": 0.0, "w": 0.0}  # the helpers' CPU seconds within each side's blocks
     tid, sleeps = threading.get_native_id(), {"b": [0, 0.0], "w": [0, 0.0]}
     for r in range(blocks):
@@ -236,10 +245,9 @@ def run_blocks(
             _, v1, b1 = thread_state(tid)
             sleeps[side][0] += v1 - v0
             sleeps[side][1] += b1 - b0
-            if side == "b":
-                idle_cpu += agent_threads_cpu() - cpu0
-                if not same:
-                    switch.on()
+            agent_cpu[side] += agent_threads_cpu() - cpu0
+            if side == "b" and not same:
+                switch.on()
     secs = {side: sum(t for s, t in times if s == side) for side in ("b", "w")}
     bare_s = secs["b"]
     return {
@@ -251,10 +259,13 @@ def run_blocks(
         "watched_s": secs["w"],
         # the steps writer's flushes per second of watched time (a run: 1 / 2 s)
         "flushes_per_s": (switch.flushes[0] - flushes0) / secs["w"],
-        "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
+        "idle_threads_ms_per_s": agent_cpu["b"] / bare_s * 1e3,
+        "agent_threads_ms_per_s": {s: agent_cpu[s] / secs[s] * 1e3 for s in secs},
         # compared with an A/A run's (nothing paused): more in watched blocks is
         # their catch-up after each pause (work of the bare blocks done in them)
         "helpers_ms_per_s": {s: helper_cpu[s] / secs[s] * 1e3 for s in secs},
+        # each helper's CPU seconds over its life so far (start-up included)
+        "helpers_life_cpu_s": {_module(p): helpers_cpu([p]) for p in switch.helpers},
         # the main thread's sleeps (GIL waits) and blocked time per second
         "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},
         "blocked_ms_per_s": {s: sleeps[s][1] / secs[s] * 1e3 for s in secs},

@@ -49,7 +49,9 @@ def _watched(out: str, job: str, script: list[str]) -> dict[str, Any]:
 
 
 # -- switched blocks ------------------------------------------------------------------------
-def switched(modes: list[str], variants: list[str], seconds: float, rounds: int) -> None:
+def switched(
+    modes: list[str], variants: list[str], seconds: float, rounds: int, save: str | None
+) -> None:
     """Per mode and variant ("all", "same", or one part), runs of switched blocks, pooled."""
     blocks = max(int(seconds), 2) // 2 * 2  # even: ratios come in pairs sharing neighbours
     pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -63,6 +65,8 @@ def switched(modes: list[str], variants: list[str], seconds: float, rounds: int)
                     res = _watched(out, f"{mode}-{v}-{r}", script)
                     pooled.setdefault((mode, v), []).append(res)
                     print(f"round {r} {mode} {v}: {_line(res)}", flush=True)
+    if save:
+        Path(save).write_text(json.dumps([[m, v, runs] for (m, v), runs in pooled.items()]))
     for (mode, v), runs in pooled.items():
         summary(mode, v, runs)
 
@@ -89,14 +93,16 @@ def summary(mode: str, variant: str, runs: list[dict[str, Any]]) -> None:
     loads = [x for r in runs for x in r["load"]]
     bare = sum(r["bare_s"] for r in runs)
     helpers = [r["helpers_ms_per_s"] for r in runs]
+    agent = [r["agent_threads_ms_per_s"] for r in runs]
     print(
         f"{mode} {label}: {len(ratios)} blocks a side, load {min(loads):.1f}-{max(loads):.1f}\n"
         f"  wall ratio {_stats(ratios)}\n  training CPU ratio {_stats(cpu)}\n"
         f"  bare {bare:.1f} s, watched {sum(r['watched_s'] for r in runs):.1f} s; "
-        f"helpers' CPU bare / watched "
+        f"CPU bare / watched, ms per s: helpers "
         f"{statistics.mean(h['b'] for h in helpers):.1f} / "
-        f"{statistics.mean(h['w'] for h in helpers):.1f} ms per s; agent threads in bare "
-        f"blocks {statistics.mean(r['idle_threads_ms_per_s'] for r in runs):.2f} ms per s",
+        f"{statistics.mean(h['w'] for h in helpers):.1f}, agent threads "
+        f"{statistics.mean(a['b'] for a in agent):.2f} / "
+        f"{statistics.mean(a['w'] for a in agent):.2f}",
         flush=True,
     )
 
@@ -135,6 +141,7 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60, help="switched: training a side, a run")
     p.add_argument("--rounds", type=int, default=2, help="switched: runs of each variant")
     p.add_argument("--parts", nargs="*", default=[], choices=["hooks", "helpers", "writers"])
+    p.add_argument("--save", help="switched: write every run's JSON line to this file")
     p.add_argument("--whole-runs", action="store_true", help="interleave whole runs instead")
     p.add_argument("--pairs", type=int, default=6, help="whole runs: watched runs")
     p.add_argument("--steps", type=int, default=2000, help="whole runs: steps of a run")
@@ -145,7 +152,7 @@ def main() -> None:
             print(json.dumps(whole_runs(mode, a.steps, a.pairs)), flush=True)
     else:
         variants = ["all", *a.parts, "same"]
-        switched(modes, variants, a.seconds, a.rounds)
+        switched(modes, variants, a.seconds, a.rounds, a.save)
 
 
 if __name__ == "__main__":
