@@ -1,6 +1,8 @@
 """The MLP loop under `stepscope run`, with stepscope switched off and on by blocks.
 
-Run by benchmarks/overhead.py as ``stepscope run -- python _switched.py ...``.
+Run by benchmarks/overhead.py as ``stepscope run -- python _switched.py ...``;
+its machinery (``Switch``, ``run_blocks``) also serves benchmarks/_tf_switched.py,
+which passes its own hooks and training (torch is imported only here, by ``main``).
 Two processes of the same loop differ by up to +-6% for their whole life (two
 bare processes taking turns block by block: medians 0.94 and 1.05,
 BENCHMARKS.md), so bare and watched are compared inside one process, in
@@ -35,18 +37,45 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
-from _mlp_loop import Loop
 
 from stepscope.agent import bootstrap
-from stepscope.agent.frameworks._torch import TorchFramework
+
+if TYPE_CHECKING:
+    from stepscope.agent.frameworks._torch import TorchFramework
+
+Hooks = tuple[Callable[[], None], Callable[[], None]]  # (off, on)
 
 
-def agent_threads_cpu(me: psutil.Process) -> float:
-    """CPU seconds of this process's threads other than the main one."""
-    return sum(t.user_time + t.system_time for t in me.threads() if t.id != me.pid)
+def _tasks_cpu(tids: set[int] | None = None) -> float:
+    """CPU seconds of this process's threads (those of ``tids`` if given), to the ns."""
+    total = 0
+    for tid in os.listdir("/proc/self/task") if tids is None else tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass  # a thread that ended
+    return total / 1e9
+
+
+def _agent_tids() -> set[int]:
+    main = threading.main_thread().native_id
+    return {t.native_id for t in threading.enumerate() if t.native_id is not None} - {main}
+
+
+def agent_threads_cpu() -> float:
+    """CPU seconds of this process's Python threads other than the main one: the agent's.
+
+    (Not every other thread: TensorFlow's thread pools are native threads that train.)"""
+    return _tasks_cpu(_agent_tids())
+
+
+def training_cpu() -> float:
+    """CPU seconds of every thread of this process but the agent's (TensorFlow's pools)."""
+    return _tasks_cpu() - _tasks_cpu(_agent_tids())
 
 
 def helpers_cpu(helpers: list[psutil.Process]) -> float:
@@ -75,6 +104,15 @@ def thread_state(tid: int) -> tuple[float, int, float]:
         cpu_ns, queue_ns, _ = map(int, f.read().split())
     wall = time.perf_counter()
     return wall, vol, wall - (cpu_ns + queue_ns) / 1e9
+
+
+def _module(p: psutil.Process) -> str:
+    """The ``-m`` module a helper runs (``stepscope.sampler.main``), else its pid."""
+    try:
+        args = p.cmdline()
+        return args[args.index("-m") + 1] if "-m" in args else str(p.pid)
+    except (psutil.Error, IndexError):
+        return str(p.pid)
 
 
 def pace_writers(agent: bootstrap.Agent, held: bool) -> tuple[threading.Event, list[int]]:
@@ -107,6 +145,8 @@ def _paced(
 
 
 def _torch(agent: bootstrap.Agent) -> TorchFramework:
+    from stepscope.agent.frameworks._torch import TorchFramework
+
     fw = agent.framework("torch")
     assert isinstance(fw, TorchFramework)
     return fw
@@ -136,25 +176,100 @@ def ratios(times: list[tuple[str, float]]) -> list[float]:
 
 
 class Switch:
-    """Turns the watched side on and off: the agent's torch hooks and the helpers."""
+    """Turns the watched side on and off: the agent's hooks (torch's unless ``hooks``
+    gives others) and the helpers."""
 
-    def __init__(self, agent: bootstrap.Agent, held: bool) -> None:
-        self.agent = agent
+    PARTS = ("hooks", "helpers", "writers")
+
+    def __init__(
+        self,
+        agent: bootstrap.Agent,
+        held: bool,
+        hooks: Hooks | None = None,
+        parts: tuple[str, ...] = PARTS,
+    ) -> None:
+        self.agent, self.parts = agent, parts  # parts: what bare blocks switch off
         me = os.getpid()
         self.helpers = [p for p in psutil.Process(os.getppid()).children() if p.pid != me]
         self.watched, self.flushes = pace_writers(agent, held)
+        self.hooks = hooks or (lambda: hooks_off(agent), lambda: hooks_on(agent))
 
     def off(self) -> None:
-        hooks_off(self.agent)
-        for p in self.helpers:
+        if "hooks" in self.parts:
+            self.hooks[0]()
+        for p in self.helpers if "helpers" in self.parts else ():
             p.suspend()
-        self.watched.clear()
+        if "writers" in self.parts:
+            self.watched.clear()
 
     def on(self) -> None:
         self.watched.set()
-        for p in self.helpers:
+        for p in self.helpers if "helpers" in self.parts else ():
             p.resume()
-        hooks_on(self.agent)
+        if "hooks" in self.parts:
+            self.hooks[1]()
+
+
+def warm_up(train: Callable[[], float], seconds: float = 10) -> None:
+    """Train for ``seconds``: the helpers start and import meanwhile."""
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        train()
+
+
+def run_blocks(
+    switch: Switch,
+    train: Callable[[], float],
+    blocks: int,
+    same: bool,
+    cpu: Callable[[], float] = time.thread_time,
+) -> dict[str, Any]:
+    """``blocks`` blocks of each side, B W W B B W ...; ``train()`` trains one block and
+    returns its wall seconds, ``cpu()`` is the training's CPU seconds so far. The
+    result is the JSON line of ``main``."""
+    flushes0 = switch.flushes[0]
+    times: list[tuple[str, float]] = []
+    cpu_times: list[tuple[str, float]] = []  # the training's CPU time per block
+    agent_cpu = {"b": 0.0, "w": 0.0}  # the agent's threads' CPU seconds in each side's blocks
+    helper_cpu = {"b": 0.0, "w": 0.0}  # the helpers' CPU seconds within each side's blocks
+    tid, sleeps = threading.get_native_id(), {"b": [0, 0.0], "w": [0, 0.0]}
+    for r in range(blocks):
+        for side in ("b", "w") if r % 2 == 0 else ("w", "b"):  # B W W B B W ...
+            if side == "b" and not same:
+                switch.off()
+            cpu0, (_, v0, b0) = agent_threads_cpu(), thread_state(tid)
+            own0, h0 = cpu(), helpers_cpu(switch.helpers)
+            times.append((side, train()))
+            cpu_times.append((side, cpu() - own0))
+            helper_cpu[side] += helpers_cpu(switch.helpers) - h0
+            _, v1, b1 = thread_state(tid)
+            sleeps[side][0] += v1 - v0
+            sleeps[side][1] += b1 - b0
+            agent_cpu[side] += agent_threads_cpu() - cpu0
+            if side == "b" and not same:
+                switch.on()
+    secs = {side: sum(t for s, t in times if s == side) for side in ("b", "w")}
+    bare_s = secs["b"]
+    return {
+        "ratios": ratios(times),
+        # the same for the training's CPU time: without the time it waits (GIL, run
+        # queue); measured as noisy as wall time for torch (BENCHMARKS.md)
+        "cpu_ratios": ratios(cpu_times),
+        "bare_s": bare_s,
+        "watched_s": secs["w"],
+        # the steps writer's flushes per second of watched time (a run: 1 / 2 s)
+        "flushes_per_s": (switch.flushes[0] - flushes0) / secs["w"],
+        "idle_threads_ms_per_s": agent_cpu["b"] / bare_s * 1e3,
+        "agent_threads_ms_per_s": {s: agent_cpu[s] / secs[s] * 1e3 for s in secs},
+        # compared with an A/A run's (nothing paused): more in watched blocks is
+        # their catch-up after each pause (work of the bare blocks done in them)
+        "helpers_ms_per_s": {s: helper_cpu[s] / secs[s] * 1e3 for s in secs},
+        # each helper's CPU seconds over its life so far (start-up included)
+        "helpers_life_cpu_s": {_module(p): helpers_cpu([p]) for p in switch.helpers},
+        # the main thread's sleeps (GIL waits) and blocked time per second
+        "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},
+        "blocked_ms_per_s": {s: sleeps[s][1] / secs[s] * 1e3 for s in secs},
+    }
 
 
 def main() -> None:
@@ -168,57 +283,14 @@ def main() -> None:
     agent = bootstrap.current()
     if agent is None:
         raise SystemExit("run under `stepscope run` (benchmarks/overhead.py does)")
+    from _mlp_loop import Loop
+
     loop = Loop(threads=a.threads)
-    t_end = time.monotonic() + 10  # the helpers start and import meanwhile
-    while time.monotonic() < t_end:
-        loop.run(a.steps)
-    switch, me = Switch(agent, a.flushes == "held"), psutil.Process()
-    flushes0 = switch.flushes[0]
-    times: list[tuple[str, float]] = []
-    cpu_times: list[tuple[str, float]] = []  # the training thread's CPU time per block
-    idle_cpu = 0.0
-    helper_cpu = {"b": 0.0, "w": 0.0}  # the helpers' CPU seconds within each side's blocks
-    tid, sleeps = threading.get_native_id(), {"b": [0, 0.0], "w": [0, 0.0]}
-    for r in range(a.blocks):
-        for side in ("b", "w") if r % 2 == 0 else ("w", "b"):  # B W W B B W ...
-            if side == "b" and not a.same:
-                switch.off()
-            cpu0, (_, v0, b0) = agent_threads_cpu(me), thread_state(tid)
-            own0, h0 = time.thread_time(), helpers_cpu(switch.helpers)
-            times.append((side, loop.run(a.steps)))
-            cpu_times.append((side, time.thread_time() - own0))
-            helper_cpu[side] += helpers_cpu(switch.helpers) - h0
-            _, v1, b1 = thread_state(tid)
-            sleeps[side][0] += v1 - v0
-            sleeps[side][1] += b1 - b0
-            if side == "b":
-                idle_cpu += agent_threads_cpu(me) - cpu0
-                if not a.same:
-                    switch.on()
-    secs = {side: sum(t for s, t in times if s == side) for side in ("b", "w")}
-    bare_s = secs["b"]
-    print(
-        json.dumps(
-            {
-                "ratios": ratios(times),
-                # the same for the training thread's CPU time: without the time it
-                # waits (GIL, run queue); measured as noisy as wall time (BENCHMARKS.md)
-                "cpu_ratios": ratios(cpu_times),
-                "bare_s": bare_s,
-                "watched_s": secs["w"],
-                "step_ms": bare_s / (a.blocks * a.steps) * 1e3,
-                # the steps writer's flushes per second of watched time (a run: 1 / 2 s)
-                "flushes_per_s": (switch.flushes[0] - flushes0) / secs["w"],
-                "idle_threads_ms_per_s": idle_cpu / bare_s * 1e3,
-                # compared with an A/A run's (nothing paused): more in watched blocks is
-                # their catch-up after each pause (work of the bare blocks done in them)
-                "helpers_ms_per_s": {s: helper_cpu[s] / secs[s] * 1e3 for s in secs},
-                # the training thread's sleeps (GIL waits) and blocked time per second
-                "sleeps_per_s": {s: sleeps[s][0] / secs[s] for s in secs},
-                "blocked_ms_per_s": {s: sleeps[s][1] / secs[s] * 1e3 for s in secs},
-            }
-        )
-    )
+    warm_up(lambda: loop.run(a.steps))
+    switch = Switch(agent, a.flushes == "held")
+    r = run_blocks(switch, lambda: loop.run(a.steps), a.blocks, a.same)
+    r["step_ms"] = r["bare_s"] / (a.blocks * a.steps) * 1e3
+    print(json.dumps(r))
 
 
 if __name__ == "__main__":
