@@ -46,15 +46,12 @@ def pending_system_exit() -> SystemExit | None:
     """The SystemExit the interpreter is ending with, once the script's frames are
     gone: the newest one not caught on the way (young objects first)."""
     for generation in (0, 1, 2):
-        found = [
-            o
-            for o in gc.get_objects(generation)
-            # type(), not isinstance(): an object's own __class__ may run code (torch's
-            # deprecated module attributes warn when looked at)
-            if issubclass(type(o), SystemExit) and _from_main(o.__traceback__)
-        ]
-        if found:
-            return found[-1]
+        # type(), not isinstance(): an object's own __class__ may run code (torch's
+        # deprecated module attributes warn when looked at)
+        found = [o for o in gc.get_objects(generation) if issubclass(type(o), SystemExit)]
+        kept = [e for e in found if isinstance(e, SystemExit) and _from_main(e.__traceback__)]
+        if kept:
+            return kept[-1]
     return None
 
 
