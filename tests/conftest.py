@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import multiprocessing.process
 import multiprocessing.util
@@ -249,3 +250,27 @@ def browser() -> Iterator[Any]:
     # Playwright's event loop shuts its executor down without waiting for the thread.
     for t in set(threading.enumerate()) - before:
         t.join(timeout=10)
+
+
+#: Skips a test where TensorFlow or Keras is missing, with the line that installs them.
+needs_tensorflow = pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None,
+    reason="TensorFlow is not installed: pip install -e '.[tensorflow]'",
+)
+
+
+@pytest.fixture
+def busy_loops() -> Iterator[list[int]]:
+    """One busy-loop process per core, killed at the end of the test. Each in a session
+    of its own, as a program started from another terminal: with Linux's autogroup
+    scheduling a session shares the CPU with the others as a whole."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(os.cpu_count() or 1)
+    ]
+    try:
+        yield [p.pid for p in loops]
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()

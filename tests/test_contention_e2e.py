@@ -9,11 +9,7 @@ above them: see docs/rules.md, HostContention.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +26,6 @@ name = "HostContention"
 parameters = { patience = 4, window = 10 }  # 5 s windows: a short job has several
 """
 STEPS = "3000"  # ~15 s of a tiny MLP on one core of this machine, longer when contended
-
-
-@pytest.fixture
-def busy_loops() -> Iterator[list[int]]:
-    """One busy-loop process per core, killed at the end of the test. Each in a session
-    of its own, as a program started from another terminal: with Linux's autogroup
-    scheduling a session shares the CPU with the others as a whole."""
-    loops = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-        for _ in range(os.cpu_count() or 1)
-    ]
-    try:
-        yield [p.pid for p in loops]
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
 
 
 def run(tmp_path: Path) -> dict[str, Any]:

@@ -4,10 +4,7 @@ on the same job with the problems fixed (same rules, same steps)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,22 +71,6 @@ def test_the_planted_start_alone_is_over_the_demo_threshold() -> None:
 
     assert demo_train.SLOW_START_S > INIT_THRESHOLD_MIN * 60 + 1
     assert f"{demo_train.SLOW_START_S:g} s" in PLANTED[0][0]
-
-
-@pytest.fixture
-def busy_loops() -> Iterator[list[int]]:
-    """One busy-loop process per core, each in a session of its own (as
-    tests/test_contention_e2e.py does: autogroup shares the CPU per session)."""
-    loops = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-        for _ in range(os.cpu_count() or 1)
-    ]
-    try:
-        yield [p.pid for p in loops]
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
 
 
 def _init_s(job: Path) -> float:

@@ -6,7 +6,6 @@ Skipped when TensorFlow is not installed: ``pip install -e '.[tensorflow]'``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,14 +15,11 @@ import numpy as np
 import pytest
 
 import stepscope
-from conftest import BIN, SCRIPTS, env_for_tests, stepscope_run
+from conftest import BIN, SCRIPTS, env_for_tests, needs_tensorflow, stepscope_run
 
 pytestmark = [
     pytest.mark.process,
-    pytest.mark.skipif(
-        importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None,
-        reason="TensorFlow is not installed: pip install -e '.[tensorflow]'",
-    ),
+    needs_tensorflow,
 ]
 
 FIT = str(SCRIPTS / "keras_fit.py")

@@ -8,7 +8,6 @@ loopback-only network namespace: their gRPC servers listen on the ports of
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ import pandas as pd
 import pytest
 
 import stepscope
-from conftest import BIN, SCRIPTS, env_for_tests
+from conftest import BIN, SCRIPTS, env_for_tests, needs_tensorflow
 from stepscope.agent.bootstrap import settings_from_env
 from stepscope.cli import main
 from stepscope.launch._clocksync import Offset
@@ -173,10 +172,7 @@ def _netns_works() -> bool:
 
 REAL = [
     pytest.mark.process,
-    pytest.mark.skipif(
-        importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None,
-        reason="TensorFlow is not installed: pip install -e '.[tensorflow]'",
-    ),
+    needs_tensorflow,
     pytest.mark.skipif(
         not _netns_works(),
         reason="needs `unshare -n` and `ip` (root or user namespaces): the workers' gRPC "

@@ -10,7 +10,6 @@ TensorFlow (a stand-in module).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from conftest import BIN, SCRIPTS, env_for_tests, stepscope_run
+from conftest import BIN, SCRIPTS, env_for_tests, needs_tensorflow, stepscope_run
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import StepRecorder
 from stepscope.agent.profilers import _tf_data, _tf_detailed, _tf_xplane
@@ -33,11 +32,7 @@ from stepscope.agent.profilers._tf_xplane import HostEvent
 from stepscope.config import ProfilingWindow
 from stepscope.store import open_store
 
-NO_TF = importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None
-needs_tf = [
-    pytest.mark.process,
-    pytest.mark.skipif(NO_TF, reason="TensorFlow is not installed: pip install -e '.[tensorflow]'"),
-]
+needs_tf = [pytest.mark.process, needs_tensorflow]
 FIT = str(SCRIPTS / "keras_fit.py")
 WINDOWS = """
 [profiler.framework_profile_params.detailed_profiling_config]

@@ -8,7 +8,6 @@ are skipped when TensorFlow is not installed: ``pip install -e '.[tensorflow]'``
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import numpy as np
 import pytest
 
 import stepscope
-from conftest import SCRIPTS, env_for_tests, stepscope_run
+from conftest import SCRIPTS, env_for_tests, needs_tensorflow, stepscope_run
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import new_recorder
 from stepscope.agent.frameworks._tf_hooks import TFHooks
@@ -28,10 +27,7 @@ from stepscope.agent.frameworks._tf_stash import GraphStash
 from stepscope.agent.tensors._collections import resolve
 from stepscope.agent.tensors._plans import SavePlanner
 
-needs_tf = pytest.mark.skipif(
-    importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None,
-    reason="TensorFlow is not installed: pip install -e '.[tensorflow]'",
-)
+needs_tf = needs_tensorflow
 FIT = str(SCRIPTS / "keras_fit.py")
 LOOP = str(SCRIPTS / "tf_loop.py")
 # The same rule parameters for the planted run and its healthy twin.
