@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import SupportsFloat, TypeAlias
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+
+from stepscope.jobfolder.reductions import np_reduce
 
 _NUMPY = {
     "float32": "<f4",
@@ -26,18 +28,6 @@ RawTensor: TypeAlias = npt.NDArray[np.number] | npt.NDArray[np.bool_]
 #: A saved tensor's value: a numpy array (a raw tensor) or a float (a scalar, a loss).
 TensorValue: TypeAlias = RawTensor | float
 
-_NP_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
-    "min": np.min,
-    "max": np.max,
-    "mean": np.mean,
-    "std": np.std,
-    "variance": np.var,
-    "sum": np.sum,
-    "prod": np.prod,
-    "l1": lambda x: np.abs(x).sum(),
-    "l2": lambda x: np.sqrt(np.square(x, dtype=np.float64).sum()),
-}
-
 
 def decode(data: bytes, dtype: str, shape: Sequence[int]) -> RawTensor:
     """A raw tensor's bytes as a numpy array (bfloat16 widened exactly to float32)."""
@@ -49,12 +39,4 @@ def decode(data: bytes, dtype: str, shape: Sequence[int]) -> RawTensor:
     return np.frombuffer(data, dtype=_NUMPY[dtype]).reshape(tuple(shape)).copy()
 
 
-def np_reduce(x: npt.ArrayLike, name: str) -> float:
-    """Reduction ``name`` (``l2``, ``abs_mean``, ...) of an array, as the agent computes it."""
-    base = name.removeprefix("abs_")
-    if base not in _NP_REDUCE:
-        raise KeyError(
-            f"Unknown reduction {name!r}. Known: {', '.join(_NP_REDUCE)} and their abs_ forms."
-        )
-    values = np.asarray(x, dtype=np.float64)
-    return float(_NP_REDUCE[base](np.abs(values) if base != name else values))
+__all__ = ["RawTensor", "TensorValue", "decode", "np_reduce"]

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import SupportsFloat
-
 import numpy as np
 import numpy.typing as npt
 
-_REDUCE: dict[str, Callable[[npt.NDArray[np.float64]], SupportsFloat]] = {
-    "min": np.min,
-    "max": np.max,
-    "mean": np.mean,
-    "std": np.std,
-    "variance": np.var,
-    "sum": np.sum,
-    "prod": np.prod,
-    "l1": lambda x: np.sum(np.abs(x)),
-    "l2": lambda x: np.sqrt(np.sum(np.square(x))),
-}
+from stepscope.jobfolder.reductions import np_reduce
 
 
 class Host:
@@ -46,9 +33,7 @@ def to_numpy(value: object) -> npt.NDArray[np.float64] | None:
 
 def reduce(x: npt.NDArray[np.float64], name: str) -> float:
     """Reduction ``name`` (``l2``, ``abs_mean``, ...) of ``x``; NaN when empty."""
-    base = name.removeprefix("abs_")
-    data = np.abs(x) if base != name else x
-    return float(_REDUCE[base](data)) if data.size else float("nan")
+    return np_reduce(x, name) if x.size else float("nan")
 
 
 def var_name(variable: object) -> str:
