@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
-from stepscope.agent._cuda import DeviceTimer, resolve
+from stepscope.agent._cuda import DeviceSampler, DeviceTimer, resolve
 from stepscope.agent._recorder import StepRecorder
 
 
@@ -17,10 +17,12 @@ class _Event:
 
     clock = itertools.count(0, 5)  # the device advances 5 ms between two records
     synced = 0
+    made = 0
 
     def __init__(self, enable_timing: bool = False) -> None:
         assert enable_timing
         self.t: int | None = None
+        _Event.made += 1
 
     def record(self) -> None:
         self.t = next(self.clock)
@@ -60,3 +62,80 @@ def test_cpu_steps_have_no_device_time():
     rec.on_optimizer_end(0.1)
     assert rows[0][-1] is None
     assert resolve(rows[0][-1]) == {"forward": None, "backward": None, "optimizer": None}
+
+
+def _train(rec: StepRecorder, steps: int, step_s: float, t0: float = 0.0) -> float:
+    """``steps`` training steps of ``step_s`` host seconds each, by the recorder's API."""
+    t = t0
+    for _ in range(steps):
+        rec.on_forward_start(t)
+        rec.on_forward_end(t + step_s / 4, training=True)
+        rec.on_backward_start()
+        rec.on_backward(t + step_s / 4, t + step_s / 2)
+        rec.on_optimizer_start(t + step_s / 2)
+        t += step_s
+        rec.on_optimizer_end(t)
+    return t
+
+
+def _timed(rows: deque) -> list[int]:
+    return [row[1] for row in rows if row[-1]]
+
+
+def test_short_steps_are_timed_once_per_period():
+    rows: deque = deque()
+    rec = StepRecorder(rows)
+    sampler = DeviceSampler(rec, DeviceTimer(_Cuda()), period_s=0.05)
+    sampler.attach()
+    _train(rec, 2000, 0.001)  # 1 ms steps: one timed step in 50
+    timed = _timed(rows)
+    assert timed[:2] == [0, 1]  # timed from the start, until the step time is known
+    gaps = [b - a for a, b in itertools.pairwise(timed[2:])]
+    assert gaps and all(g == 50 for g in gaps), gaps
+    assert 38 <= len(timed) <= 42  # 2 s of training, one per 50 ms
+    for row in rows:  # a timed step has every part; the others none
+        parts = resolve(row[-1])
+        assert (row[1] in timed) == all(v is not None and v > 0 for v in parts.values())
+
+
+def test_steps_longer_than_the_period_are_all_timed():
+    rows: deque = deque()
+    rec = StepRecorder(rows)
+    DeviceSampler(rec, DeviceTimer(_Cuda()), period_s=0.05).attach()
+    _train(rec, 30, 0.08)
+    assert _timed(rows) == list(range(30))
+
+
+def test_the_stride_follows_the_step_time():
+    rows: deque = deque()
+    rec = StepRecorder(rows)
+    DeviceSampler(rec, DeviceTimer(_Cuda()), period_s=0.05).attach()
+    t = _train(rec, 500, 0.001)  # one in 50
+    n = len(rows)
+    _train(rec, 100, 0.1, t0=t)  # slower steps: every one, once the wait for 50 is over
+    assert _timed(rows)[-50:] == list(range(n + 50, n + 100))
+
+
+def test_the_sampler_ignores_boundaries_it_did_not_ask_for():
+    rows: deque = deque()
+    rec = StepRecorder(rows)
+    sampler = DeviceSampler(rec, DeviceTimer(_Cuda()), period_s=0.05)
+    sampler.attach()
+    rec.listen(lambda phase, step, t: None)  # another listener: called at every step
+    _train(rec, 1000, 0.001)
+    timed = _timed(rows)
+    assert 18 <= len(timed) <= 22 and all(b - a == 50 for a, b in itertools.pairwise(timed[2:]))
+    sampler.detach()
+    _train(rec, 100, 0.001)
+    assert _timed(rows) == timed and rec.device is None
+
+
+def test_resolved_events_are_recorded_again():
+    rows: deque = deque()
+    timer = DeviceTimer(_Cuda())
+    rec = StepRecorder(rows, device=timer)
+    made0 = _Event.made
+    for _ in range(10):
+        _train(rec, 1, 0.01)
+        resolve(rows.popleft()[-1])
+    assert _Event.made - made0 == 6  # the first step's six events, then the pool's

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from stepscope.agent._cuda import DeviceTimer
+from stepscope.agent._cuda import DeviceSampler, DeviceTimer
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._native_hooks import Wrapped, call_hook, optimizer_hooks
 from stepscope.agent._recorder import StepRecorder
@@ -63,6 +63,7 @@ class TorchHooks:
         # torch's own predicates, looked up once: the hooks run on every step.
         self._grad_enabled: Callable[[], bool] = lambda: True
         self._cuda_initialized: Callable[[], bool] = lambda: False
+        self.device: DeviceSampler | None = None  # once the process uses CUDA
         self.installed = False
 
     # -- install / remove -------------------------------------------------------
@@ -145,7 +146,7 @@ class TorchHooks:
         except Exception as exc:
             self.faults.record("step-hooks", exc)
         if rec._hooks_pending or (rec.device is None and rec.train_steps & 255 == 1):
-            self._after_step()
+            self._after_step()  # (also every 256th untimed step on CUDA: a cheap return)
 
     def _after_step(self) -> None:
         """Root discovery ends at the first step; CUDA is looked for every 256 steps."""
@@ -156,7 +157,7 @@ class TorchHooks:
                     self.on_first_step()
             # A process that starts CUDA late (after its first steps) is looked at
             # again every 256 steps, not at every forward: the check is a Python call.
-            if self.rec.device is None and self.rec.train_steps & 255 == 1:
+            if self.device is None and self.rec.train_steps & 255 == 1:
                 self._watch_cuda()
         except Exception as exc:
             self.faults.record("step-hooks", exc)
@@ -184,7 +185,7 @@ class TorchHooks:
         try:
             if not self._stack and self._owns_params(module):
                 self._roots[id(module)] = module
-                if self.rec.device is None:
+                if self.device is None:
                     self._watch_cuda()
                 self.rec.on_forward_start(perf_counter())
             self._stack.append(id(module))
@@ -252,7 +253,8 @@ class TorchHooks:
     def _watch_cuda(self) -> None:
         """Start timing device work once the process has initialised CUDA itself."""
         # Never initialise CUDA ourselves: only follow a process that already did.
-        if self.rec.device is None and self._cuda_initialized():
+        if self.device is None and self._cuda_initialized():
             import torch
 
-            self.rec.device = DeviceTimer(torch.cuda)
+            self.device = DeviceSampler(self.rec, DeviceTimer(torch.cuda))
+            self.device.attach()

@@ -1,0 +1,232 @@
+"""Everything GPU in one call: the *_gpu.py tests, the GPU overhead benchmark, and
+three planted GPU jobs (plus a healthy twin) with their expected verdicts.
+
+    scripts/gpu-check OUT            # on a machine with an NVIDIA GPU (docs/gpu.md)
+    scripts/gpu-check --dry-run OUT  # anywhere: the same steps on the CPU, no benchmark
+
+Writes ``OUT/summary.json`` and ``OUT/summary.md`` (and each step's log) and exits
+non-zero if a step failed or a verdict was not the expected one. A dry run checks
+the script itself (CI does, tests/test_gpu_check.py): the jobs run on the CPU at a
+tenth of their steps, so only the verdicts that hold on a CPU are required.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPSCOPE = [sys.executable, "-m", "stepscope.cli"]
+Verdicts = dict[str, dict[str, Any]]  # rule name -> its verdict (`stepscope rules --json`)
+DETAILED = """[profiler]
+system_monitor_interval_millis = 100
+[profiler.framework_profile_params.detailed_profiling_config]
+start_step = 100
+num_steps = 3
+"""
+PLAIN = "[profiler]\nsystem_monitor_interval_millis = 100\n"
+
+
+def fired(v: Verdicts, rule: str) -> bool:
+    return v.get(rule, {}).get("status") == "IssuesFound"
+
+
+def stall_steps(v: Verdicts) -> set[int]:
+    """The steps StepOutlier flagged (its findings' step ranges)."""
+    out: set[int] = set()
+    for f in v.get("StepOutlier", {}).get("findings", []):
+        lo, hi = f.get("steps") or (None, None)
+        if lo is not None:
+            out.update(range(lo, hi + 1))
+    return out
+
+
+# (job, train.py arguments, config, {check name: (check, required on a dry run)})
+Check = tuple[Callable[[Verdicts, dict[str, Any]], bool], bool]
+JOBS: list[tuple[str, list[str], str, dict[str, Check]]] = [
+    (
+        "stall",
+        ["stall", "600"],
+        DETAILED,
+        {
+            "StepOutlier fired": (lambda v, s: fired(v, "StepOutlier"), False),
+            "at least 10 of the 12 stalls flagged": (
+                lambda v, s: len(stall_steps(v) & set(range(45, 620, 50))) >= 10,
+                False,
+            ),
+            "steps after the window judged": (
+                lambda v, s: v["StepOutlier"]["datapoints"] >= 400,
+                False,
+            ),
+        },
+    ),
+    (
+        "loader",
+        ["loader", "300"],
+        PLAIN,
+        {
+            "DataLoading fired": (lambda v, s: fired(v, "DataLoading"), True),
+            "DataLoaderWorkers fired": (lambda v, s: fired(v, "DataLoaderWorkers"), True),
+        },
+    ),
+    (
+        "leak",
+        ["leak", "450"],
+        PLAIN,
+        {"GPUMemoryIncrease fired": (lambda v, s: fired(v, "GPUMemoryIncrease"), False)},
+    ),
+    (
+        "healthy",
+        ["big", "600"],
+        PLAIN,
+        {
+            "nothing fired": (
+                lambda v, s: not [r for r, x in v.items() if x.get("status") == "IssuesFound"],
+                False,
+            ),
+            "show leads with the device split": (
+                lambda v, s: any(
+                    "device" in p for p in s.get("steps", {}).values() if isinstance(p, dict)
+                ),
+                False,
+            ),
+        },
+    ),
+]
+
+
+def sh(cmd: list[str], log: Path, timeout: float) -> tuple[int, str]:
+    """Run ``cmd``, its output to ``log``; (exit code, stdout)."""
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        code, out, err = r.returncode, r.stdout, r.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, out, err = 124, str(exc.stdout or ""), f"timed out after {timeout} s"
+    log.write_text(f"$ {' '.join(cmd)}\n# {time.monotonic() - t0:.1f} s, exit {code}\n{out}\n{err}")
+    return code, out
+
+
+def gpu_tests(out: Path) -> dict[str, Any]:
+    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*_gpu.py"))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *tests]
+    code, stdout = sh(cmd, out / "gpu_tests.log", 300)
+    last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+    return {"step": "gpu tests", "ok": code in (0, 5), "result": last}
+
+
+def benchmark(out: Path, dry: bool) -> dict[str, Any]:
+    if dry:
+        return {"step": "gpu overhead benchmark", "ok": True, "result": "skipped: dry run"}
+    result = out / "gpu_overhead.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks/gpu_overhead.py"), "--split", "--events"]
+    code, stdout = sh([*cmd, "--json", str(result)], out / "gpu_overhead.log", 420)
+    return {"step": "gpu overhead benchmark", "ok": code == 0, "result": stdout.strip()}
+
+
+def planted(out: Path, dry: bool) -> list[dict[str, Any]]:
+    runs, results = out / "runs", []
+    for name, args, config, checks in JOBS:
+        cfg = out / f"{name}.toml"
+        cfg.write_text(config)
+        run = [*STEPSCOPE, "run", "-o", str(runs), "--job", name, "--config", str(cfg), "--"]
+        code, _ = sh(
+            [*run, sys.executable, "scripts/gpu_train.py", *args], out / f"{name}.log", 240
+        )
+        job = str(runs / name)
+        _, rules = sh([*STEPSCOPE, "rules", job, "--json"], out / f"{name}.rules.json", 120)
+        _, show = sh([*STEPSCOPE, "show", job, "--json"], out / f"{name}.show.json", 120)
+        try:
+            verdicts = {v["rule"]: v for v in json.loads(rules)}
+            summary = json.loads(show)
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            results.append({"step": f"job {name}", "ok": False, "result": f"unreadable: {exc}"})
+            continue
+        got = {}
+        for what, (check, on_cpu) in checks.items():
+            try:
+                ok = bool(check(verdicts, summary))
+            except (KeyError, TypeError) as exc:
+                ok = False
+                what = f"{what} ({type(exc).__name__}: {exc})"
+            got[what] = ok if (on_cpu or not dry) else f"{ok} (not required on a dry run)"
+        required = [v for v in got.values() if isinstance(v, bool)]
+        fired_now = sorted(r for r, v in verdicts.items() if v.get("status") == "IssuesFound")
+        results.append(
+            {"step": f"job {name}", "ok": code == 0 and all(required), "checks": got,
+             "result": f"exit {code}; fired: {', '.join(fired_now) or 'nothing'}"}
+        )  # fmt: skip
+    return results
+
+
+def stale(installed: Path) -> list[str]:
+    """The source files of src/stepscope that the installed stepscope does not match
+    (a wheel in .whl/ older than the checkout: rebuild it with scripts/gpu-wheels)."""
+    src = ROOT / "src" / "stepscope"
+    return [
+        str(f.relative_to(src))
+        for f in sorted(src.rglob("*.py"))
+        if installed != src and f.read_bytes() != _read(installed / f.relative_to(src))
+    ]
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out", type=Path, help="folder for the summary and logs")
+    p.add_argument("--dry-run", action="store_true", help="on the CPU: check the script itself")
+    p.add_argument("--skip", nargs="*", default=[], choices=("tests", "bench", "jobs"))
+    a = p.parse_args()
+    import torch
+
+    dry = a.dry_run or not torch.cuda.is_available()
+    if not a.dry_run and dry:
+        raise SystemExit("scripts/gpu-check: no CUDA device here; use --dry-run on a CPU machine")
+    a.out.mkdir(parents=True, exist_ok=True)
+    import stepscope
+    from stepscope.agent._recorder import _native_class
+
+    steps: list[dict[str, Any]] = [
+        {
+            "step": "environment",
+            "ok": True,
+            "result": {
+                "python": sys.version.split()[0],
+                "torch": torch.__version__,
+                "device": torch.cuda.get_device_name() if not dry else "cpu (dry run)",
+                "native_hooks": _native_class() is not None,
+                "stepscope": str(Path(stepscope.__file__).parent),
+                "differs_from_src": stale(Path(stepscope.__file__).parent),
+            },
+        }
+    ]
+    if "tests" not in a.skip:
+        steps.append(gpu_tests(a.out))
+    if "jobs" not in a.skip:
+        steps += planted(a.out, dry)
+    if "bench" not in a.skip:
+        steps.append(benchmark(a.out, dry))
+    (a.out / "summary.json").write_text(json.dumps(steps, indent=1))
+    lines = [f"- {'ok  ' if s['ok'] else 'FAIL'} {s['step']}: {s.get('result', '')}" for s in steps]
+    for s in steps:
+        for what, ok in s.get("checks", {}).items():
+            lines.append(f"    - {what}: {ok}")
+    (a.out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    sys.exit(0 if all(s["ok"] for s in steps) else 1)
+
+
+if __name__ == "__main__":
+    main()
