@@ -125,6 +125,21 @@ def test_step_outlier_judges_the_steps_after_the_export_and_says_what_it_left_ou
     assert not blind.findings and blind.details[LEFT_OUT] == 300
 
 
+def test_the_diagnosis_says_how_many_steps_a_rule_left_out_when_more_than_a_handful() -> None:
+    from stepscope.analysis.diagnosis import JobFacts, diagnose_verdicts
+
+    def summary(left_out: int) -> str:
+        verdict = {"rule": "StepOutlier", "status": "NoIssuesFound", "datapoints": 90,
+                   "details": {LEFT_OUT: left_out}}  # fmt: skip
+        return diagnose_verdicts([verdict], JobFacts(20.0)).summary
+
+    assert summary(520).endswith(
+        "checked StepOutlier (90 datapoints; 520 steps left out: inside or slowed by "
+        "profiling windows)"
+    )
+    assert summary(5).endswith("checked StepOutlier (90 datapoints)")  # a handful: not said
+
+
 # -- a job recorded by an agent that left the mark on (H200) -------------------------------------
 
 
