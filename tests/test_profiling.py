@@ -16,7 +16,7 @@ import pytest
 import stepscope
 from conftest import SCRIPTS
 from stepscope.agent._faults import FaultBoundary
-from stepscope.agent._recorder import StepRecorder
+from stepscope.agent._recorder import StepRecorder, new_recorder
 from stepscope.agent._windows import WindowScheduler
 from stepscope.agent.profilers import ArtifactSink, FileBounds
 from stepscope.agent.profilers._trace import bound_trace
@@ -179,8 +179,8 @@ class _Clock:
         return self.t
 
 
-def _scheduler(tmp_path: Path, *windows: ProfilingWindow):
-    rec = StepRecorder(deque())
+def _scheduler(tmp_path: Path, *windows: ProfilingWindow, native: bool = False):
+    rec = new_recorder(deque(), native) if native else StepRecorder(deque())
     store = open_store(tmp_path)
     faults = FaultBoundary(store, {"node": "n", "pid": 1})
     events: list[tuple[str, dict]] = []
@@ -255,6 +255,34 @@ def test_off_closes_open_windows_and_drops_planned_ones(tmp_path):
     assert not sched.active and not sched.plan
     (record,) = [d for k, d in events if k == "profiling_window"]
     assert (record["start_step"], record["end_step"]) == (1, 3)  # applied after step 3
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+def test_marks_come_off_after_an_export_that_outlasts_several_steps(tmp_path, native):
+    """The regression test of windows that blinded the rules: an export that ended
+    after the boundary following the window left every later step ``profiled``."""
+    window = ProfilingWindow("dataloader", start_step=2, num_steps=2)
+    sched, rec, events, _, _store = _scheduler(tmp_path, window, native=native)
+    exports: list = []
+    sched.submit = exports.append  # the background thread, held: the export is slow
+    calls: list[int] = []  # the steps after which the scheduler was called
+
+    def listener(phase: str, step: int, t: float) -> tuple[int, int]:
+        calls.append(step)
+        return sched.on_boundary(phase, step, t)
+
+    rec.listeners[:] = [listener]
+    _steps(rec, 10)  # the window (2-3) closes after step 3; its export is still running
+    assert len(exports) == 1 and events[-1][0] != "profiling_window"
+    # While only the export runs, the scheduler is not called at every step.
+    assert not set(calls) & set(range(6, 10))
+    exports.pop()()  # the export ends (on the background thread), before step 10 ends
+    _steps(rec, 5)
+    flags = [row[10] for row in rec.rows]
+    # 2-3 the window, 4 pays for the stop, 4-10 ran while the export ran: 10 is the
+    # step during which it ended; none after it is marked.
+    assert flags == [False] * 2 + [True] * 9 + [False] * 4
+    assert events[-1][0] == "profiling_window" and not rec.profiled
 
 
 @pytest.mark.process

@@ -3,6 +3,9 @@
 Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
        [--stall-every K]
        [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N] [--workers W]
+       [--slow-export S]
+``--slow-export`` makes the background export of every detailed profiling window take S
+seconds more (under ``stepscope run`` only), as a many-module model's trace does.
 It prints one JSON line at the end with what it did, for the tests to compare.
 """
 
@@ -31,6 +34,24 @@ class Data(Dataset):
         return self.x[i], self.y[i]
 
 
+def slow_exports(seconds: float) -> None:
+    """Every detailed window's export, on the agent's background thread, sleeps first."""
+    from stepscope.agent.profilers import _detailed
+
+    stop = _detailed.DetailedProfiler.stop
+
+    def slow_stop(self):
+        finish = stop(self)
+
+        def slow_finish(sink, base):
+            time.sleep(seconds)
+            return finish(sink, base)
+
+        return slow_finish
+
+    _detailed.DetailedProfiler.stop = slow_stop
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=30)
@@ -47,7 +68,10 @@ def main() -> None:
     p.add_argument("--fail-at", type=int, default=-1)
     p.add_argument("--save", default="")
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--slow-export", type=float, default=0.0)
     a = p.parse_args()
+    if a.slow_export:
+        slow_exports(a.slow_export)
     if a.sleep_before:
         time.sleep(a.sleep_before)
     torch.manual_seed(0)

@@ -7,9 +7,10 @@ boundary before its first step and closes at the boundary after its last one;
 time windows open and close at the first boundary past their start and end.
 Steps inside a window, the step after it (which pays for stopping the
 profiler) and the steps during which its export still runs on the background
-thread are marked ``profiled``. Live requests (profilers/_live.py) arrive in an
-inbox and are applied here, at the next boundary. The rules of a window's timing
-are in :mod:`._window_state`. See docs/profiling.md.
+thread are marked ``profiled``; no step after the export ends is (the export's end
+pokes the recorder, and the next boundary takes the mark off). Live requests
+(profilers/_live.py) arrive in an inbox and are applied here, at the next boundary.
+The rules of a window's timing are in :mod:`._window_state`. See docs/profiling.md.
 """
 
 from __future__ import annotations
@@ -59,9 +60,13 @@ class WindowScheduler:
         """After a step (training thread); returns when the recorder calls again.
 
         Idle (nothing planned, open or asked for), it asks for no boundary: a live
-        request pokes the recorder when it arrives (``AgentProfiling``).
+        request pokes the recorder when it arrives (``AgentProfiling``), and so does
+        the end of an export (``_finish``). The steps after the last export are not
+        ``profiled``: a mark left on would hide every later step from the rules.
         """
-        if not (self.plan or self.active or self.inbox or self._tail or self._exporting):
+        if not (self.plan or self.active or self.inbox or self._tail):
+            # Only an export left, or nothing: no call per step until the export pokes.
+            self.rec.profiled = self._exporting > 0
             return NEVER
         train = phase == "train"
         self._guarded(lambda: self._advance(step + 1 if train else self.rec.train_steps, train))
@@ -232,6 +237,7 @@ class WindowScheduler:
         except Exception:
             with self._lock:
                 self._exporting -= 1
+            self.rec.poke = True
             raise
         self.submit(lambda: self._finish(finish, base, record))
 
@@ -244,3 +250,6 @@ class WindowScheduler:
         finally:
             with self._lock:
                 self._exporting -= 1
+            # After the decrement: the boundary that sees the poke sees the export done
+            # and takes the mark off the steps after it.
+            self.rec.poke = True

@@ -28,6 +28,7 @@ from stepscope.analysis.diagnosis_text import (
     label,
     percent_text,
 )
+from stepscope.analysis.profiled import profiled_count, profiled_text
 from stepscope.jobfolder import FindingJson, RuleVerdict
 
 __all__ = [
@@ -101,6 +102,14 @@ class Check:
     rule: str
     datapoints: int
     reason: str | None = None
+    profiled: int = 0  # steps it left out as profiled (stepscope.analysis.profiled)
+
+    @property
+    def text(self) -> str:
+        """``StepOutlier (90 datapoints)``, with the steps left out when many."""
+        points = f"{self.datapoints} datapoint{'s' if self.datapoints != 1 else ''}"
+        more = profiled_text(self.profiled)
+        return f"{self.rule} ({points}{'; ' + more if more else ''})"
 
     def to_dict(self) -> CheckJson:
         return {"rule": self.rule, "datapoints": self.datapoints, "reason": self.reason}
@@ -127,10 +136,7 @@ class Diagnosis:
             return f"{n} problem{'s' if n > 1 else ''} found in {job}, {order}"
         if not self.checked:
             return "nothing checked yet: " + (self._why_not() or "no rule results in this job")
-        done = ", ".join(
-            f"{c.rule} ({c.datapoints} datapoint{'s' if c.datapoints != 1 else ''})"
-            for c in self.checked
-        )
+        done = ", ".join(c.text for c in self.checked)
         text = f"no problem found in {job}: checked {done}"
         return text + (f"; not checked: {self._why_not()}" if self.not_checked else "")
 
@@ -186,6 +192,8 @@ def _entry(v: RuleVerdict, facts: JobFacts, counted: Counted) -> DiagnosisEntry:
         pct = f" ({percent_text(share)})" if share is not None else ""
         message = f"{label(rule)}: about {duration_text(cost)}{of}{pct}{left_out_text(counted)}"
         message += f"; {what}"
+    if more := profiled_text(profiled_count(v.get("details"))):
+        message += f" ({more})"
     fix = str(v.get("recommendation") or (worst.get("recommendation") if worst else "") or "")
     severity = max((finite(f.get("severity")) or 0.0 for f in findings), default=0.0)
     return DiagnosisEntry(rule, str(v.get("status")), cost, share, severity, message, fix,
@@ -199,7 +207,7 @@ def _check(v: RuleVerdict) -> Check:
         return Check(rule, points, f"error: {v.get('reason') or v.get('message')}")
     if status == "NotApplicable" or not points:
         return Check(rule, points, str(v.get("reason") or v.get("message") or "no datapoints"))
-    return Check(rule, points)
+    return Check(rule, points, profiled=profiled_count(v.get("details")))
 
 
 def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagnosis:

@@ -8,6 +8,7 @@ functions compute an answer from the parts it found.
 from __future__ import annotations
 
 from stepscope.analysis.outliers import Definition
+from stepscope.analysis.profiled import Spans
 from stepscope.analysis.report_data import SPLIT
 from stepscope.dashboard._cache import Sized
 from stepscope.dashboard._outliers import marks
@@ -46,16 +47,18 @@ def node_answer(job: Job, node: str, parts: tuple[Part, ...], window: Window, bu
 
 
 def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window, buckets: int,
-                 summaries: Sized, definition: Definition) -> JsonObject:  # fmt: skip
+                 summaries: Sized, definition: Definition,
+                 spans: Spans | None = None) -> JsonObject:  # fmt: skip
     """Chart specs of one rank's steps of ``phase`` that began in the window
-    (``Source.steps``), with the outliers ``definition`` marks."""
+    (``Source.steps``), with the outliers ``definition`` marks (leaving out the steps
+    that the windows of ``spans`` could have slowed)."""
     t0, start, end = window
     phased = [p.only("phase", phase) for p in parts]
     cuts = cut(phased, start, end)
     have = columns(parts)
     names = [c for c in ("duration", *SPLIT) if c in have]
     data = reducer(cuts, names, buckets, summaries)
-    found = marks(phased, cuts, rank, phase, definition)
+    found = marks(phased, cuts, rank, phase, definition, spans)
     last = last_value(cuts, "step")
     return {
         "rank": rank,

@@ -22,6 +22,8 @@ import pyarrow as pa
 
 from stepscope.analysis.diagnosis import JobFacts
 from stepscope.analysis.outliers import Definition
+from stepscope.analysis.profiled import KINDS as PROFILING_EVENTS
+from stepscope.analysis.profiled import Spans, profiling_spans
 from stepscope.analysis.report_data import rank_rules, read_rules
 from stepscope.dashboard._answers import node_answer, steps_answer
 from stepscope.dashboard._cache import Answers, Sized
@@ -115,6 +117,18 @@ class Source:
 
     def steps_parts(self, job: Job, rank: int) -> Stream:
         return self._stream(job, f"steps/rank-{rank}", "start", lambda: job.steps(ranks=[rank]))
+
+    def profiling_spans(self, job: Job, rank: int) -> Spans:
+        """What a rank's windows could have slowed (analysis.profiled), cached by its
+        events' signature: the outlier marks leave out only those steps."""
+        prefix = f"events/rank-{rank}"
+        sig = signature(job.store, prefix) if job.store.is_local else int(self._now())
+
+        def read() -> Spans:
+            with self._locks[job.name]:  # the job's DuckDB connection, one thread at a time
+                return profiling_spans(job.events(kinds=PROFILING_EVENTS, ranks=[rank]))
+
+        return self.answers.get(("spans", job.name, rank, sig), read)
 
     # -- answers -----------------------------------------------------------------------
     def jobs(self) -> list[JobRow]:
@@ -225,12 +239,14 @@ class Source:
         t0 = float(job.meta.get("start_time") or 0.0)
 
         definition = Definition.of_job(self.rules(name))  # the job's StepOutlier parameters
+        spans = self.profiling_spans(job, rank)
 
         def compute() -> bytes:
             window = (t0, start, end)
-            return encode(
-                steps_answer(parts, rank, phase, window, buckets, self.summaries, definition)
+            answer = steps_answer(
+                parts, rank, phase, window, buckets, self.summaries, definition, spans
             )
+            return encode(answer)
 
-        key = ("steps", name, rank, phase, sig, start, end, buckets, definition)
+        key = ("steps", name, rank, phase, sig, start, end, buckets, definition, spans)
         return self.answers.get(key, compute)

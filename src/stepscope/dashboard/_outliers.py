@@ -16,6 +16,7 @@ import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray, bucket_index
 from stepscope.analysis.outliers import Definition, judge_steps
+from stepscope.analysis.profiled import Spans, cap_profiled
 from stepscope.dashboard._reduce import Cut
 from stepscope.dashboard._streams import Part
 
@@ -44,14 +45,24 @@ Marks = tuple[FloatArray, dict[str, FloatArray]]
 
 
 def marks(
-    parts: Sequence[Part], cuts: Sequence[Cut], rank: int, phase: str, definition: Definition
+    parts: Sequence[Part],
+    cuts: Sequence[Cut],
+    rank: int,
+    phase: str,
+    definition: Definition,
+    spans: Spans | None = None,
 ) -> Marks | None:
     """The start times of the rows of ``cuts`` and, per row, the outlier limit and the
-    duration where the step is an outlier (else NaN). None: no step to judge."""
+    duration where the step is an outlier (else NaN). None: no step to judge.
+
+    ``spans``: the rank's profiling windows; a ``profiled`` flag stands only on the
+    steps they could have slowed (:mod:`stepscope.analysis.profiled`)."""
     x = np.concatenate([c.x for c in cuts]) if cuts else np.empty(0)
     steps = _frame(parts, rank, phase)
     if steps.empty or not len(x):
         return None
+    if spans is not None:
+        steps = cap_profiled(steps, spans)
     judged = judge_steps(steps, definition).drop_duplicates("start").set_index("start")
     found = judged.reindex(x)
     outlier = found["outlier"].fillna(False).to_numpy(dtype=bool)

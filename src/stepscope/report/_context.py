@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from stepscope.analysis.profiled import cap_profiled
 from stepscope.analysis.report_data import read_rules
 from stepscope.jobfolder import JobJson, RuleVerdict
 from stepscope.read import Job
@@ -38,7 +39,9 @@ class Context:
     def load(cls, job: Job, now: float | None = None) -> Context:
         """Read everything but the system samples (read per node, on first use)."""
         meta = job.meta
-        steps, events = job.steps(), job.events()
+        events = job.events()
+        # The steps a window could have slowed keep their mark, no others (older agents').
+        steps = cap_profiled(job.steps(), events)
         t0 = _first_time(meta, steps, events)
         now = time.time() if now is None else now
         return cls(job, meta, steps, events, read_rules(job), Charts(t0), now)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from stepscope.analysis.profiled import LEFT_OUT, profiled_count, profiled_text
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import SCAN_INTERVAL, Param, ParamValue, resolve_params
@@ -191,6 +192,8 @@ class NodeRule(Rule):
         details: JsonObject = {}
         for p in judged:
             details.update(p.details)
+        if profiled := sum(profiled_count(p.details) for p in judged):
+            details[LEFT_OUT] = profiled
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
         message = self.summarize(status, findings, triggers, datapoints, details)
         return self.result(
@@ -213,9 +216,12 @@ class NodeRule(Rule):
         details: JsonObject,
     ) -> str:
         """The result's one-line message."""
+        profiled = profiled_text(profiled_count(details))
+        more = f" ({profiled})" if profiled else ""
         if status is Status.ISSUES_FOUND and findings:
             worst = max(findings, key=lambda f: f.severity)
-            return f"{triggers} trigger(s) in {len(findings)} finding(s); worst: {worst.message}"
+            found = f"{triggers} trigger(s) in {len(findings)} finding(s){more}"
+            return f"{found}; worst: {worst.message}"
         if triggers:
-            return f"{triggers} trigger(s), within the {self.tolerated()} tolerated."
-        return f"No issue found in {datapoints} datapoints."
+            return f"{triggers} trigger(s), within the {self.tolerated()} tolerated{more}."
+        return f"No issue found in {datapoints} datapoints{more}."

@@ -13,6 +13,7 @@ import pandas as pd
 from stepscope.analysis import outliers as out
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.host import others_during, run_wait_during, run_wait_seconds
+from stepscope.analysis.profiled import LEFT_OUT, cap_profiled
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
@@ -78,12 +79,13 @@ class StepOutlier(NodeRule):
         return int(self.p_int("n_outliers"))
 
     def check(self, data: RuleInput) -> Part:
-        steps = data.steps
+        # Only the steps a window could have slowed are left out (analysis.profiled).
+        steps = every = cap_profiled(data.steps, data.events)
         if self.p_str("mode") != "both" and len(steps):
             steps = steps[steps["phase"] == self.p_str("mode")]
         judged = self.judge(steps) if len(steps) else steps
         if not len(judged):
-            return Part(na_reason=self._waiting(data.steps))
+            return Part(na_reason=self._waiting(every))
         flagged = judged[judged["outlier"].to_numpy()]
         flagged = flagged.assign(
             others=self._others(data, flagged), waited=self._waited(data, flagged)
@@ -102,8 +104,17 @@ class StepOutlier(NodeRule):
         details: JsonObject = {"contended_outliers": contended} if contended else {}
         if explained.any():
             details["explained_by_contention"] = int(explained.sum())
+        if profiled := self._profiled(steps):
+            details[LEFT_OUT] = profiled
         triggers = len(findings) - int(explained.sum())
         return Part(findings, triggers, len(judged), details, cost_seconds=cost)
+
+    def _profiled(self, steps: pd.DataFrame) -> int:
+        """The steps past ``skip_steps`` left out as profiled."""
+        if "profiled" not in steps:
+            return 0
+        marked = steps["profiled"].fillna(False).to_numpy(dtype=bool)
+        return int((marked & (steps["step"].to_numpy() >= self.p_int("skip_steps"))).sum())
 
     def _waiting(self, steps: pd.DataFrame) -> str:
         """What is true when nothing is judged: no steps, only skipped or profiled ones."""
@@ -112,7 +123,8 @@ class StepOutlier(NodeRule):
         if mode != "both" and len(steps):
             steps = steps[steps["phase"] == mode]
         if len(steps) and (steps["step"] >= self.p_int("skip_steps")).any():
-            return f"every {what} after the first {self.p_int('skip_steps')} was profiled"
+            skip = self.p_int("skip_steps")
+            return f"every {what} after the first {skip} was inside or slowed by a profiling window"
         newest = int(steps["step"].max()) if len(steps) else None
         return waiting_reason(what, newest, self.p_int("skip_steps"))
 

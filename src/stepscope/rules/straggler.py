@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stepscope.analysis.profiled import LEFT_OUT, profiled_text, standing
 from stepscope.errors import RuleConfigError
 from stepscope.rules._base import Rule
 from stepscope.rules._input import RuleInput
@@ -82,7 +83,7 @@ class Straggler(Rule):
         return [m.strip() for m in str(self.p_str("metrics")).split(",") if m.strip()]
 
     def evaluate(self, data: RuleInput) -> RuleResult:
-        steps = self._steps(data.steps)
+        steps, profiled = self._steps(data.steps, data.events)
         ranks = steps["rank"].nunique() if len(steps) else 0
         if ranks < 2:
             return self.not_applicable(data, self._waiting(data.steps))
@@ -103,8 +104,12 @@ class Straggler(Rule):
             if findings
             else f"No straggler among {ranks} ranks in {len(steps)} steps."
         ) + (f"; {why(skipped)}" if skipped else "")
+        if profiled_text(profiled):
+            message += f" ({profiled_text(profiled)})"
         details: dict[str, object] = {"ranks": ranks}
         details |= {"windows": int(medians.index.get_level_values(0).nunique())}
+        if profiled:
+            details[LEFT_OUT] = profiled
         if skipped:
             details["not_judged"] = skipped
         return self.result(
@@ -144,14 +149,18 @@ class Straggler(Rule):
                 lost[hit.win] = max(lost.get(hit.win, 0.0), cost)
         return sum(lost.values())
 
-    def _steps(self, steps: pd.DataFrame) -> pd.DataFrame:
+    def _steps(self, steps: pd.DataFrame, events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+        """The training steps judged, and how many were left out as profiled (only
+        those a window could have slowed: stepscope.analysis.profiled)."""
         if not len(steps):
-            return steps
+            return steps, 0
         keep = (steps["phase"] == "train") & (steps["step"] >= self.p_int("skip_steps"))
-        steps = steps[keep & ~steps["profiled"].fillna(False).astype(bool)]
+        profiled = standing(steps, events)
+        left_out = int((keep.to_numpy() & profiled).sum())
+        steps = steps[keep.to_numpy() & ~profiled]
         # Jobs written before the agent measured collectives have no such column.
         waited = steps["collective"].fillna(0.0) if "collective" in steps else 0.0
-        return steps.assign(collective=waited, busy=steps["duration"] - waited)
+        return steps.assign(collective=waited, busy=steps["duration"] - waited), left_out
 
     def _medians(self, steps: pd.DataFrame) -> pd.DataFrame:
         """Per (window, rank): step count, span, node and the median of every metric."""
