@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,18 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import rules_data as rd
+from h200_jobs import h200_job
 from stepscope.analysis.device import RAN_AHEAD, device_split, ran_ahead_text
 from stepscope.cli import main
 
-H200 = Path(__file__).resolve().parents[2] / "shared/fixtures/h200/jobs"
 AHEAD_WORDS = "the host runs ahead of the GPU"
-
-
-def h200_job(tmp_path: Path, name: str) -> Path:
-    """A copy of one of the H200 job folders (docs/gpu.md), never the original."""
-    if not (H200 / name / "job.json").is_file():
-        pytest.skip(f"the H200 job folders are not here ({H200}): they sit beside the repository")
-    return Path(shutil.copytree(H200 / name, tmp_path / name))
 
 
 def train_columns(job: Path) -> dict[str, np.ndarray]:

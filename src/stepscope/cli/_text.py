@@ -147,17 +147,9 @@ def _render_steps(st: StepsSummary) -> list[str]:
 
 def _render_device(d: DeviceSplit) -> list[str]:
     """The device split of a phase, and the line saying the host ran ahead (docs/gpu.md)."""
-    from stepscope.analysis.device import device_parts, ran_ahead_text
+    from stepscope.analysis.device import busy_text, ran_ahead_text, split_text
 
-    parts = "  ".join(
-        f"{p} {fmt_seconds(v['seconds'])} {100 * v['share']:.1f}%" for p, v in device_parts(d)
-    )
-    busy = d["busy_share"]
-    busy_text = "" if busy is None else f"; GPU busy {100 * busy:.1f}% of step time"
-    lines = [
-        f"         device split: {parts}",
-        f"         device: {fmt_seconds(d['step_seconds'])} a step{busy_text}",
-    ]
+    lines = [f"         device split: {split_text(d)}", f"         device: {busy_text(d)}"]
     ahead = ran_ahead_text(d)
     return lines if ahead is None else [*lines, f"         {ahead}"]
 
