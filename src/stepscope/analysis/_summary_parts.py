@@ -8,11 +8,12 @@ no pandas).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, SupportsFloat, TypedDict
+from typing import TYPE_CHECKING, NotRequired, SupportsFloat, TypedDict
 
 import numpy as np
 
 from stepscope.analysis._arrow import Columns
+from stepscope.analysis.device import DEVICE_COLUMNS, DeviceSplit, device_split
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.host import others_cpu_values, per_core_columns
 from stepscope.jobfolder import STEP_PARTS
@@ -34,12 +35,17 @@ class Quantiles(TypedDict):
 
 
 class PhaseSummary(TypedDict):
-    """The steps of one phase of rank 0: how many, how long, where the time went."""
+    """The steps of one phase of rank 0: how many, how long, where the time went.
+
+    ``split`` is the host's; ``device`` (only where the steps have device times,
+    :func:`stepscope.analysis.device.device_split`) is the GPU's.
+    """
 
     count: int
     duration: Quantiles
     split: dict[str, float | None]
     split_p50: dict[str, float | None]
+    device: NotRequired[DeviceSplit]
 
 
 class StepsSummary(TypedDict):
@@ -92,12 +98,17 @@ def _phase_summary(steps: Columns, rows: npt.NDArray[np.bool_]) -> PhaseSummary:
         known = part in steps.names and not np.isnan(values).all()
         split[part] = _num(np.nansum(values) / total) if known else None
         split_p50[part] = _quantiles(values)["p50"] if known else None
-    return {
+    summary: PhaseSummary = {
         "count": int(rows.sum()),
         "duration": _quantiles(steps.floats("duration")[rows]),
         "split": split,
         "split_p50": split_p50,
     }
+    names = ("duration", *DEVICE_COLUMNS.values())
+    device = device_split({name: steps.floats(name)[rows] for name in names})
+    if device is not None:  # a CPU job's summary stays as it was
+        summary["device"] = device
+    return summary
 
 
 def steps_summary(steps: Columns) -> StepsSummary:

@@ -19,7 +19,7 @@ import pandas as pd
 # finite and read_rules live in ._plain (show needs them without numpy or pandas)
 from stepscope.analysis._plain import finite as finite
 from stepscope.analysis._plain import read_rules as read_rules
-from stepscope.jobfolder import STEP_PARTS, JobJson, RuleVerdict
+from stepscope.jobfolder import STEP_PARTS, JobJson, NodeInfo, RuleVerdict
 
 SPLIT = (*STEP_PARTS, "other")
 ID_COLUMNS = ("time", "node", "interval_ms")
@@ -129,6 +129,17 @@ def numbered(columns: Iterable[str], pattern: re.Pattern[str], suffix: str = "")
         if m and (not suffix or m.group(2) == suffix):
             found.append((int(m.group(1)), col))
     return [col for _, col in sorted(found)]
+
+
+def gpu_label(info: NodeInfo, column: str) -> str:
+    """The series label of a GPU column: ``GPU 0``; of its memory %, with the card's memory
+    in GB beside it (``GPU 0 (of 150.8 GB)``, from ``nodes/<node>.json``)."""
+    index = column.split("_")[0][3:]
+    if not column.endswith("_mem_util"):
+        return f"GPU {index}"
+    totals = {str(g.get("index")): g.get("mem_total") for g in info.get("gpus") or []}
+    total = totals.get(index)
+    return f"GPU {index} (of {float(total) / 1e9:.1f} GB)" if total else f"GPU {index}"
 
 
 def per_step(steps: pd.DataFrame) -> pd.DataFrame:

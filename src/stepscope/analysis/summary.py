@@ -25,6 +25,7 @@ from stepscope.analysis._summary_parts import (
     steps_summary,
     system_summary,
 )
+from stepscope.analysis.device import DEVICE_COLUMNS
 from stepscope.analysis.diagnosis import JobFacts, diagnose_verdicts, wall_seconds
 from stepscope.analysis.diagnosis_text import ChecksJson, EntryJson
 from stepscope.jobfolder import JobJson, JsonObject
@@ -51,7 +52,7 @@ __all__ = [
 # `stepscope run` records the job's start around when it spawns the command (the process
 # may start a little before it); a process older than this began before its job.
 _SPAWN_SLACK_S = 1.0
-_STEP_COLUMNS = ("rank", "phase", "start", "end", "duration", *SPLIT)
+_STEP_COLUMNS = ("rank", "phase", "start", "end", "duration", *SPLIT, *DEVICE_COLUMNS.values())
 
 
 class JobSummary(TypedDict):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from stepscope.analysis.device import DeviceSplit
     from stepscope.analysis.diagnosis_text import EntryJson
     from stepscope.analysis.summary import JobSummary, Quantiles, StepsSummary, SystemSummary
     from stepscope.cli._ls import LsRow
@@ -61,6 +62,8 @@ def _gpu_metrics(metrics: Mapping[str, Quantiles]) -> list[tuple[str, str, str]]
     for name in sorted(metrics):
         if name.startswith("gpu") and "_" in name:
             kind = name.split("_", 1)[1]
+            if kind == "mem_used" and name.replace("_mem_used", "_mem_util") in metrics:
+                continue  # shown beside the memory %
             if kind in units:
                 out.append((name, name, units[kind]))
     return out
@@ -134,8 +137,21 @@ def _render_steps(st: StepsSummary) -> list[str]:
         split = "  ".join(
             f"{k} {'unknown' if v is None else f'{100 * v:.1f}%'}" for k, v in ph["split"].items()
         )
-        lines.append(f"         split: {split}")
+        device = ph.get("device")
+        if device is None:
+            lines.append(f"         split: {split}")
+        else:  # on a GPU the device's split leads: the host's parts are launch times
+            lines += [*_render_device(device), f"         host split: {split}"]
     return [*lines, ""]
+
+
+def _render_device(d: DeviceSplit) -> list[str]:
+    """The device split of a phase, and the line saying the host ran ahead (docs/gpu.md)."""
+    from stepscope.analysis.device import busy_text, ran_ahead_text, split_text
+
+    lines = [f"         device split: {split_text(d)}", f"         device: {busy_text(d)}"]
+    ahead = ran_ahead_text(d)
+    return lines if ahead is None else [*lines, f"         {ahead}"]
 
 
 def _render_system(sy: SystemSummary) -> list[str]:
@@ -146,13 +162,32 @@ def _render_system(sy: SystemSummary) -> list[str]:
             f"{'':10}p50        p95"
         )
         metrics = info["metrics"]
-        for key, label, unit in (*_SHOWN_METRICS, *_gpu_metrics(metrics)):
-            if key in metrics:
-                q = metrics[key]
-                lines.append(
-                    f"  {label:<22}{fmt_value(q['p50'], unit):>14} {fmt_value(q['p95'], unit):>12}"
-                )
+        rows = [
+            (
+                label,
+                _metric_cell(metrics, key, unit, "p50"),
+                _metric_cell(metrics, key, unit, "p95"),
+            )
+            for key, label, unit in (*_SHOWN_METRICS, *_gpu_metrics(metrics))
+            if key in metrics
+        ]
+        # as wide as before, unless a GPU's memory (% and GB) needs more
+        w50 = max([14, *(len(r[1]) for r in rows)])
+        w95 = max([12, *(len(r[2]) for r in rows)])
+        lines += [f"  {label:<22}{p50:>{w50}} {p95:>{w95}}" for label, p50, p95 in rows]
     return lines or ["system     no samples"]
+
+
+def _metric_cell(
+    metrics: Mapping[str, Quantiles], key: str, unit: str, q: Literal["p50", "p95"]
+) -> str:
+    """One quantile of a metric; a GPU's memory % with its bytes beside it."""
+    text = fmt_value(metrics[key][q], unit)
+    used = key.removesuffix("_mem_util") + "_mem_used"
+    if key.endswith("_mem_util") and used in metrics:
+        got = metrics[used][q]
+        text += f" ({fmt_value(got, 'B')})" if got is not None else ""
+    return text
 
 
 def render_ls(rows: list[LsRow]) -> str:

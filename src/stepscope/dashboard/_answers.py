@@ -7,12 +7,21 @@ functions compute an answer from the parts it found.
 
 from __future__ import annotations
 
+import numpy as np
+
+from stepscope.analysis.device import (
+    DEVICE_INPUTS,
+    busy_text,
+    device_split,
+    ran_ahead_text,
+    split_text,
+)
 from stepscope.analysis.outliers import Definition
 from stepscope.analysis.profiled import Spans
 from stepscope.analysis.report_data import SPLIT
 from stepscope.dashboard._cache import Sized
 from stepscope.dashboard._outliers import marks
-from stepscope.dashboard._reduce import columns, cut, last_value, reducer
+from stepscope.dashboard._reduce import Cut, columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part
 from stepscope.errors import StepscopeError
@@ -42,8 +51,37 @@ def node_answer(job: Job, node: str, parts: tuple[Part, ...], window: Window, bu
         "first": min(float(c.x[0]) for c in cuts) if cuts else None,
         "last": max(float(c.x[-1]) for c in cuts) if cuts else None,
         "interval_ms": int(interval) if interval is not None else None,
+        "gpus": gpu_memory(info, cuts),
         "charts": node_charts(data, info, t0, buckets),
     }
+
+
+def gpu_memory(info: NodeInfo, cuts: list[Cut]) -> list[JsonObject]:
+    """Each GPU of the node: its name, memory, and the memory used at the window's latest
+    sample, in bytes and % (the page writes the GB beside the %)."""
+    out: list[JsonObject] = []
+    for gpu in info.get("gpus") or []:
+        prefix = f"gpu{gpu.get('index')}_"  # a column no sample has reads NaN: null
+        out.append({
+            "index": gpu.get("index"),
+            "name": gpu.get("name"),
+            "mem_total": gpu.get("mem_total"),
+            "mem_used": last_value(cuts, prefix + "mem_used"),
+            "mem_util": last_value(cuts, prefix + "mem_util"),
+        })  # fmt: skip
+    return out
+
+
+def device_answer(cuts: list[Cut]) -> JsonObject | None:
+    """The device split of the window's steps, with the words ``show`` and the report
+    use (docs/gpu.md); None without device times (a CPU job)."""
+    columns = {n: np.concatenate([c.column(n) for c in cuts]).astype(np.float64)
+               for n in DEVICE_INPUTS} if cuts else {}  # fmt: skip
+    split = device_split(columns)
+    if split is None:
+        return None
+    line = f"{split_text(split)}: {busy_text(split)}"
+    return {"split": dict(split), "text": line, "ran_ahead": ran_ahead_text(split)}
 
 
 def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window, buckets: int,
@@ -66,5 +104,6 @@ def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window,
         "t0": t0,
         "count": data.rows,
         "last_step": int(last) if last is not None else None,
+        "device": device_answer(cuts),
         "charts": step_charts(data, t0, buckets, found),
     }

@@ -136,10 +136,12 @@ def document() -> JsonObject:
             "/favicon.ico": _get("no icon (204)", ok={"description": "empty"}),
             "/api/jobs": _get("every job: name, status, start, duration, steps, rule issues"),
             jobs: _get("one job: metadata, nodes, ranks, profiling artifacts, faults", [_JOB]),
-            f"{jobs}/system": _get("chart specs of one node's system samples", [
+            f"{jobs}/system": _get("chart specs of one node's system samples, and its GPUs' "
+                                   "memory at the latest sample (gpus)", [
                 _JOB, {"name": "node", "in": "query", "required": True,
                        "schema": {"type": "string"}}, *_WINDOW]),
-            f"{jobs}/steps": _get("chart specs of one rank's steps", [
+            f"{jobs}/steps": _get("chart specs of one rank's steps, and their device split "
+                                  "(device; null without device times)", [
                 _JOB, {"name": "rank", "in": "query", "schema": {"type": "integer", "default": 0}},
                 {"name": "phase", "in": "query", "schema": {"enum": ["train", "eval"]}},
                 *_WINDOW]),

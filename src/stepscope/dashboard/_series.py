@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.downsample import FloatArray, compact, offsets
-from stepscope.analysis.report_data import CORE_RE, GPU_RE, SPLIT, numbered
+from stepscope.analysis.report_data import CORE_RE, GPU_RE, SPLIT, gpu_label, numbered
 from stepscope.dashboard._outliers import (
     LIMIT,
     LIMIT_COLOR,
@@ -87,7 +87,7 @@ def derived(present: list[str], info: NodeInfo) -> Scales:
     return out
 
 
-def _plan(present: list[str], scales: Scales) -> Plan:
+def _plan(present: list[str], scales: Scales, info: NodeInfo) -> Plan:
     """The line charts a node's columns allow: (id, title, unit, y range, {label: column})."""
     plan: Plan = []
     for chart_id, title, unit, y_range, wanted in NODE_CHARTS:
@@ -97,7 +97,7 @@ def _plan(present: list[str], scales: Scales) -> Plan:
     for chart_id, title, suffix in GPU_CHARTS:
         names = numbered(present, GPU_RE, suffix)
         if names:
-            series = {f"GPU {c.split('_')[0][3:]}": c for c in names}
+            series = {gpu_label(info, c): c for c in names}  # memory: with the card's GB
             plan.append((chart_id, title, "%", [0, 100], series))
     return plan
 
@@ -111,7 +111,7 @@ def node_charts(data: Reducer, info: NodeInfo, t0: float, buckets: int) -> dict[
         return {}
     present = data.present()
     scales = derived(present, info)
-    plan = _plan(present, scales)
+    plan = _plan(present, scales, info)
     source = {c: scales.get(c, (c, None)) for *_, series in plan for c in series.values()}
     xs, down = data.minmax(list(dict.fromkeys(c for c, _ in source.values())), buckets)
     values = {c: f(down[col]) if f else down[col] for c, (col, f) in source.items()}

@@ -11,6 +11,7 @@ from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.outliers import Definition, judge_steps
 from stepscope.analysis.report_data import SPLIT, histogram, per_step, split_totals
 from stepscope.report._context import Context
+from stepscope.report._device import device_block, phase_device
 from stepscope.report._html import chart, fmt_duration, fmt_time, note, section, table
 
 TOP_OUTLIERS = 10
@@ -72,8 +73,10 @@ def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: st
     total = sum(totals.values()) or 1.0
     trows = [(p, fmt_duration(v), f"{100 * v / total:.1f}%") for p, v in totals.items()]
     trows += [(p, "unknown", "unknown") for p in SPLIT if p not in totals]  # never measured
+    # on a GPU these are host times: where the host launched work or waited for the queue
+    host = " (host times)" if phase_device(rows) is not None else ""
     return (
-        "<h4>Split of a step</h4>"
+        f"<h4>Split of a step{host}</h4>"
         + chart(stacked, "Mean over ranks per step (mean per time bucket on long jobs).")
         + chart(share, "Total over all steps and ranks.")
         + table(["Part", "Time", "Share"], trows, cls="num split")
@@ -123,7 +126,8 @@ def phase_section(ctx: Context, phase: str, rows: pd.DataFrame) -> str:
     definition = Definition.of_job(ctx.rules)
     judged = judge_steps(rows, definition)
     body = (
-        _stats_table(rows)
+        device_block(ctx, rows, phase)  # a GPU job's step: the device's view leads
+        + _stats_table(rows)
         + _duration_chart(ctx, agg, phase, judged)
         + _histogram_chart(ctx, agg, phase)
         + _outlier_table(judged, definition)

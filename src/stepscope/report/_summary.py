@@ -7,6 +7,7 @@ import shlex
 from stepscope.analysis.report_data import lifecycle
 from stepscope.jobfolder import JobJson, json_number
 from stepscope.report._context import Context
+from stepscope.report._device import device_fact
 from stepscope.report._html import badge, esc, fmt_duration, fmt_time, note, section, table
 
 
@@ -57,6 +58,9 @@ def summary_section(ctx: Context) -> str:
         ("Steps", esc(", ".join(f"{n} {p}" for p, n in sorted(counts.items())) or "none")),
         ("Recorded by", esc(f"stepscope {meta.get('stepscope_version', '?')}")),
     ]
+    device = device_fact(ctx)
+    if device is not None:  # a GPU job: where the device's time went, after the step counts
+        rows.insert(10, ("GPU time per step (train)", device))
     body = table(["", ""], rows, cls="facts", raw_cols=(0, 1)) + _timeline(ctx)
     return section("summary", "Job summary", body)
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from stepscope.analysis.report_data import CORE_RE, GPU_RE, MetricRow, metric_table, numbered
-from stepscope.jobfolder import NodeInfo
+from stepscope.analysis.report_data import (
+    CORE_RE,
+    GPU_RE,
+    MetricRow,
+    gpu_label,
+    metric_table,
+    numbered,
+)
+from stepscope.jobfolder import GpuFacts, NodeInfo
 from stepscope.report._context import Context, Progress
 from stepscope.report._html import chart, esc, fmt_value, note, section, table
 
@@ -89,13 +98,13 @@ def _plain_charts(ctx: Context, wide: pd.DataFrame, node: str) -> str:
     return "".join(out)
 
 
-def _gpu_charts(ctx: Context, wide: pd.DataFrame, node: str) -> str:
+def _gpu_charts(ctx: Context, wide: pd.DataFrame, node: str, info: NodeInfo) -> str:
     out = []
     for title, suffix, unit, y_range in _GPU_CHARTS:
         cols = numbered(wide.columns, GPU_RE, suffix)
         if not cols:
             continue
-        series = {f"GPU {c.split('_')[0][3:]}": wide[c].to_numpy(np.float64) for c in cols}
+        series = {gpu_label(info, c): wide[c].to_numpy(np.float64) for c in cols}
         extra: dict[str, object] = {"yRange": y_range} if y_range else {}
         chart_id = ctx.charts.add_timeseries(
             f"{title}, {node}", wide["time"], series, unit, node=node, metrics=cols, **extra
@@ -123,12 +132,21 @@ def _heatmaps(ctx: Context, wide: pd.DataFrame, node: str) -> str:
     return "".join(out)
 
 
+_QUANTILES: tuple[Literal["p50", "p95", "p99", "max"], ...] = ("p50", "p95", "p99", "max")
+
+
 def _quantile_table(wide: pd.DataFrame) -> str:
     rows = metric_table(wide.drop(columns=["proc_cpu_pct", "proc_rss_pct"], errors="ignore"))
     head = ["Metric", "p50", "p95", "p99", "max"]
 
+    by_name = {r["metric"]: r for r in rows}
+
     def cells(r: MetricRow) -> tuple[str, ...]:
-        return (r["metric"], *(fmt_value(r[k], r["unit"]) for k in ("p50", "p95", "p99", "max")))
+        used = by_name.get(r["metric"].replace("_mem_util", "_mem_used"))
+        if r["metric"].endswith("_mem_util") and used is not None:  # a GPU's memory: % and GB
+            return (r["metric"], *(f"{fmt_value(r[k], '%')} ({fmt_value(used[k], 'B')})"
+                                   for k in _QUANTILES))  # fmt: skip
+        return (r["metric"], *(fmt_value(r[k], r["unit"]) for k in _QUANTILES))
 
     main = [cells(r) for r in rows if not CORE_RE.match(r["metric"])]
     cores = [cells(r) for r in rows if CORE_RE.match(r["metric"])]
@@ -141,8 +159,14 @@ def _quantile_table(wide: pd.DataFrame) -> str:
     return html
 
 
+def _gpu_fact(gpu: GpuFacts) -> str:
+    """``NVIDIA H200 (150.8 GB)``: a GPU's name and memory."""
+    total = gpu.get("mem_total")
+    return str(gpu.get("name")) + (f" ({fmt_value(float(total), 'B')})" if total else "")
+
+
 def _facts(info: NodeInfo, node: str, wide: pd.DataFrame) -> str:
-    gpus = ", ".join(str(g.get("name")) for g in info.get("gpus") or []) or "none"
+    gpus = ", ".join(_gpu_fact(g) for g in info.get("gpus") or []) or "none"
     mem = fmt_value(info.get("mem_total"), "B") if info.get("mem_total") else "?"
     interval = info.get("interval_ms") or (int(wide["interval_ms"].iloc[-1]) if len(wide) else "?")
     text = (
@@ -163,7 +187,7 @@ def node_section(ctx: Context, node: str) -> str:
         _facts(info, node, wide)
         + _quantile_table(wide)
         + _cpu_chart(ctx, wide, node)
-        + _gpu_charts(ctx, wide, node)
+        + _gpu_charts(ctx, wide, node, info)
         + _plain_charts(ctx, wide, node)
         + _heatmaps(ctx, wide, node)
     )

@@ -58,6 +58,7 @@
     const data = await api(`${base()}/system?${query({node})}`);
     if (gen !== S.gen) return;
     SYSTEM.forEach((id) => showChart(id, data.charts[id], bands()));
+    renderGpuMemory(data.gpus || []);
     $("interval-now").textContent = data.interval_ms ? `now every ${data.interval_ms} ms` : "";
     S.interval = data.interval_ms;
     showInterval();
@@ -66,11 +67,29 @@
     (window.__drawn = window.__drawn || []).push([data.last, Date.now() / 1e3]);
   }
 
+  /* The node's GPUs' memory at the latest sample shown: GB beside the %. */
+  function renderGpuMemory(gpus) {
+    const B = (v) => StepscopeCharts.human(v, "B"), known = gpus.filter((g) => g.mem_used !== null);
+    $("gpu-memory").textContent = known.map((g) => `GPU ${g.index} memory used: ${B(g.mem_used)} `
+      + `(${StepscopeCharts.human(g.mem_util, "%")}) of ${B(g.mem_total)} on ${$("node").value}`).join(" · ");
+    $("gpu-memory").hidden = known.length === 0;
+  }
+
+  /* A GPU job's steps: the device's split leads, and one line when the host ran ahead. */
+  function renderDevice(device, rank, phase) {
+    $("device").hidden = !device;
+    $("device-head").textContent = device ? `GPU time per step (${phase}, rank ${rank}):` : "";
+    $("device-text").textContent = device ? device.text : "";
+    $("ran-ahead").textContent = (device && device.ran_ahead) || "";
+    $("ran-ahead").hidden = !(device && device.ran_ahead);
+  }
+
   async function loadSteps(gen) {
     const rank = $("rank").value || 0, phase = $("phase").value;
     const data = await api(`${base()}/steps?${query({rank, phase})}`);
     if (gen !== S.gen) return;
     document.body.dataset.stepCount = String(data.count);
+    renderDevice(data.device, rank, phase);
     if (!data.count) {  // a phase with no steps says so, in place of empty charts
       const where = range().start !== null ? "in this time range" : "in this job";
       const note = {kind: "empty", title: "Step duration", empty: `No ${phase} steps of rank ${rank} ${where}.`};
@@ -130,6 +149,10 @@
       `${d.steps} training steps`, `nodes: ${Object.keys(d.nodes).join(", ") || "none"}`];
     if (d.reason) facts.push(d.reason);
     $("job-facts").textContent = facts.join(" · ");
+    const gpus = Object.values(d.nodes).flatMap((n) => (n.gpus || []).map((g) =>
+      `${g.name}${g.mem_total ? " (" + StepscopeCharts.human(g.mem_total, "B") + ")" : ""}`));
+    $("job-gpus").textContent = gpus.length ? "GPUs: " + gpus.join(", ") : "";
+    $("job-gpus").hidden = gpus.length === 0;
     fillSelect($("node"), Object.keys(d.nodes));
     fillSelect($("rank"), d.ranks.map(String));
     for (const el of document.querySelectorAll(".running-only")) el.hidden = !running();
@@ -193,7 +216,8 @@
   /* Nothing of the previous job stays on the page. */
   function clearJob() {
     S.detail = null; S.view = null; S.focus = null; S.interval = null; S.chosen = null; S.pending = false;
-    for (const id of ["job-name", "crumb", "job-facts", "job-missing", "diagnosis-summary", "range",
+    for (const id of ["job-name", "crumb", "job-facts", "job-gpus", "device-head", "device-text",
+      "ran-ahead", "gpu-memory", "job-missing", "diagnosis-summary", "range",
       "interval-now", "interval-status", "profile-status", "stop-status"]) {
       $(id).textContent = ""; delete $(id).dataset.state;
     }
@@ -201,6 +225,7 @@
     for (const id of ["diagnosis", "artifacts", "node", "rank"]) $(id).replaceChildren();
     $("rules").tBodies[0].replaceChildren();
     $("rules-empty").hidden = true; $("range-reset").hidden = true; $("live").checked = true;
+    for (const id of ["job-gpus", "device", "ran-ahead", "gpu-memory"]) $(id).hidden = true;
     $("interval").value = "";
     $("job-view").classList.remove("missing");
     resetCharts();
