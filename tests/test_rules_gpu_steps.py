@@ -22,6 +22,7 @@ import rules_data as rd
 import stepscope
 from stepscope.jobfolder import EVENTS_SCHEMA
 from stepscope.rules import RuleResult, Status, evaluate_job
+from stepscope.rules._device import device_idle, device_steps, waited_on
 
 N = 400  # steps of 0.2 s: 80 s of training, 170 samples at 500 ms
 BUSY = (0.06, 0.125, 0.01)  # device forward, backward, optimizer: 0.195 s of a 0.2 s step
@@ -128,3 +129,20 @@ def test_cpu_bound_threads_judges_host_compute_only_while_the_device_idles(
     silent(busy)
     assert busy.details["compute_share"] == pytest.approx(2.5, abs=0.1)
     assert busy.details["device_steps"] == N - 5
+
+
+def test_a_step_without_an_optimizer_step_keeps_the_devices_view() -> None:
+    """Gradient accumulation: a step without ``optimizer.step()`` has no device
+    optimizer time (null) and no host one (0 s); its device idle is still known. A
+    device part null while its host part ran is unknown: the host's view."""
+    steps = rd.steps_frame(4, gpu=IDLE, **PYTHON)
+    steps.loc[1, ["optimizer", "gpu_optimizer"]] = [0.0, np.nan]
+    steps.loc[2, "gpu_optimizer"] = np.nan  # optimizer ran 2 ms on the host: unknown
+    steps.loc[3, ["gpu_forward", "gpu_backward", "gpu_optimizer"]] = np.nan  # a CPU step
+    idle = device_idle(steps)
+    assert idle[0] == pytest.approx(0.2 - sum(IDLE), abs=1e-6)
+    assert idle[1] == pytest.approx(0.2 - IDLE[0] - IDLE[1], abs=1e-6)
+    assert np.isnan(idle[2]) and np.isnan(idle[3])
+    other = steps["other"].to_numpy(np.float64)
+    assert waited_on(steps, ("other",)) == pytest.approx(other)  # 0.103 s < idle
+    assert device_steps(steps) == 2

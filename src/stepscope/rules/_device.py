@@ -22,14 +22,23 @@ from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
 
 DEVICE_PARTS = ("gpu_forward", "gpu_backward", "gpu_optimizer")
+HOST_PARTS = ("forward", "backward", "optimizer")  # the host's side of each device part
 
 
 def device_idle(steps: pd.DataFrame) -> FloatArray:
-    """Per step: the host duration not covered by the device parts, seconds (>= 0);
-    NaN where a device part is unknown (null, or no such column)."""
+    """Per step: the host duration not covered by the device parts, seconds (>= 0).
+
+    A null device part whose host part did not run (0 s: no ``optimizer.step()`` in a
+    step of gradient accumulation, no backward in evaluation) took no device time;
+    one whose host part ran, or a step without any device part (a CPU job), is
+    unknown: NaN, and the step keeps the host's view."""
     if not len(steps) or any(c not in steps for c in DEVICE_PARTS):
         return np.full(len(steps), np.nan)
-    busy = steps[list(DEVICE_PARTS)].to_numpy(np.float64).sum(axis=1)  # NaN if one is null
+    device = steps[list(DEVICE_PARTS)].to_numpy(np.float64)
+    host = steps[list(HOST_PARTS)].to_numpy(np.float64)
+    known = ~np.isnan(device)
+    busy = np.where(known, device, np.where(host == 0.0, 0.0, np.nan)).sum(axis=1)
+    busy[~known.any(axis=1)] = np.nan
     return np.asarray(np.maximum(steps["duration"].to_numpy(np.float64) - busy, 0.0), np.float64)
 
 

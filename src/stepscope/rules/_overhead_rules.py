@@ -41,7 +41,7 @@ class PythonOverhead(NodeRule):
     )
     params = (
         Param("threshold", 30, "median share of step time in 'other' that fires the rule, %"),
-        Param("min_other_s", 0.005, "least median 'other' time per step, seconds"),
+        Param("min_other_s", 0.005, "least median 'other' (on a GPU: device idle) per step, s"),
         Param("allowance", 5, "share of each step's time in 'other' not counted as cost, %"),
         min_steps(),
         skip_steps(5),
