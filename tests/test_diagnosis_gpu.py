@@ -123,3 +123,19 @@ def test_the_note_follows_the_problems_in_the_summary_and_json() -> None:
     assert d.summary.startswith("1 problem found in this 20 s job, most costly first; GPU starved:")
     assert [c["rule"] for c in d.checks()["not_checked"]] == ["LowGPUUtilization"]
     assert d.checks()["notes"] == [d.notes[0]] and len(d.entries) == 1
+
+
+def test_a_short_job_of_two_nodes_names_the_least_busy_gpu(tmp_path: Path) -> None:
+    """Each node's GPUs are in the NotApplicable verdict (its nodes' lists joined)."""
+    path = short_gpu_job(tmp_path / "two", 60.0, BUSY)
+    store = stepscope.open(str(path)).store
+    rd.node_info(store, node="node-b", gpus=1, interval_ms=100)
+    system = rd.system_frame(600, node="node-b", interval=0.1, gpu_util=[STARVED[:600]])
+    rd.write_system(store, system, node="node-b")
+    rd.write_steps(store, rd.steps_frame(250, rank=1, node="node-b", gpu=(0.05, 0.1, 0.01)))
+    res = results(path)
+    low = next(r for r in res if r.rule == "LowGPUUtilization")
+    assert [g["node"] for g in low.details["loop_gpus"]] == ["node-a", "node-b"]
+    (note,) = diagnose(res, JobFacts(60.0, 50.0)).notes
+    assert note.startswith("GPU starved: gpu0 on node-b idle 92%")
+    assert ", the least busy of 2 GPUs;" in note

@@ -154,8 +154,10 @@ def _joined(parts: list[Part]) -> JsonObject:
     for p in parts:
         for key, value in p.details.items():
             kept = out.get(key)
-            joined = isinstance(kept, list) and isinstance(value, list)
-            out[key] = [*kept, *value] if joined else value  # type: ignore[misc]
+            if isinstance(kept, list) and isinstance(value, list):
+                out[key] = kept + value
+            else:
+                out[key] = value
     return out
 
 
