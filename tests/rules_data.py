@@ -159,8 +159,11 @@ def steps_frame(
     forward: np.ndarray | float = 0.06,
     phase: str = "train",
     profiled: np.ndarray | bool = False,
+    gpu: tuple[float, float, float] | None = None,
 ) -> pd.DataFrame:
-    """``n`` consecutive steps of one rank (each starts where the previous ended)."""
+    """``n`` consecutive steps of one rank (each starts where the previous ended);
+    ``gpu``: the device's forward, backward and optimizer seconds (CUDA-event spans),
+    unknown (null, a CPU job) when None."""
     d = np.broadcast_to(np.asarray(duration, dtype=np.float64), (n,)).copy()
     ends = start + np.cumsum(d)
     wait = np.broadcast_to(np.asarray(data_wait, dtype=np.float64), (n,))
@@ -183,9 +186,10 @@ def steps_frame(
             "optimizer": opt.astype(np.float32),
             "other": np.maximum(d - wait - fwd - back - opt, 0).astype(np.float32),
             "profiled": np.broadcast_to(np.asarray(profiled, dtype=bool), (n,)),
-            "gpu_forward": np.full(n, np.nan, np.float32),
-            "gpu_backward": np.full(n, np.nan, np.float32),
-            "gpu_optimizer": np.full(n, np.nan, np.float32),
+            **{
+                col: np.full(n, np.nan if gpu is None else gpu[i], np.float32)
+                for i, col in enumerate(("gpu_forward", "gpu_backward", "gpu_optimizer"))
+            },
         }
     )
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from stepscope.analysis._diagnosis_facts import JobFacts, job_facts, wall_seconds
 from stepscope.analysis._plain import finite
+from stepscope.analysis.diagnosis_gpu import gpu_notes
 from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
 from stepscope.analysis.diagnosis_text import (
     CheckJson,
@@ -123,10 +124,15 @@ class Diagnosis:
     checked: tuple[Check, ...] = ()
     not_checked: tuple[Check, ...] = ()
     facts: JobFacts = field(default_factory=JobFacts)
+    notes: tuple[str, ...] = ()  # what the samples show that no rule could judge
 
     @property
     def summary(self) -> str:
-        """One line: how many problems, or what was checked when none was found."""
+        """One line: how many problems, or what was checked when none was found; then
+        the notes (a GPU job too short for the GPU rules' patience: what its samples show)."""
+        return "; ".join((self._found(), *self.notes))
+
+    def _found(self) -> str:
         wall = self.facts.wall_seconds
         job = f"this {duration_text(wall)} job" if wall is not None else "this job"
         if self.entries:
@@ -155,7 +161,8 @@ class Diagnosis:
         """The summary and what was and was not checked (``diagnosis_checks``)."""
         return {"summary": self.summary, "problems": len(self.entries),
                 "checked": [c.to_dict() for c in self.checked],
-                "not_checked": [c.to_dict() for c in self.not_checked]}  # fmt: skip
+                "not_checked": [c.to_dict() for c in self.not_checked],
+                "notes": list(self.notes)}  # fmt: skip
 
 
 def _worst(findings: list[FindingJson]) -> FindingJson | None:
@@ -215,8 +222,11 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
 
     Problems are ranked by ``cost_seconds`` (most first; ties by severity, then
     rule name), those without a cost after, by severity. Costs are counted once
-    (:mod:`.diagnosis_overlap`): they never add up to more than the job.
+    (:mod:`.diagnosis_overlap`): they never add up to more than the job. A GPU job
+    too short for the GPU rules' patience gets a note on what its samples show
+    (:mod:`.diagnosis_gpu`).
     """
+    verdicts = list(verdicts)
     issues: list[RuleVerdict] = []
     checked: list[Check] = []
     not_checked: list[Check] = []
@@ -238,4 +248,5 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
         tuple(sorted(checked, key=lambda c: c.rule)),
         tuple(sorted(not_checked, key=lambda c: c.rule)),
         facts,
+        gpu_notes(verdicts),
     )

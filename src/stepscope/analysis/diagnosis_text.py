@@ -98,9 +98,11 @@ class CheckJson(TypedDict):
 
 
 class ChecksJson(TypedDict):
-    """The summary line, the number of problems, what was and was not checked."""
+    """The summary line, the number of problems, what was and was not checked, and the
+    notes the summary ends with (what the samples show that no rule could judge)."""
 
     summary: str
     problems: int
     checked: list[CheckJson]
     not_checked: list[CheckJson]
+    notes: list[str]

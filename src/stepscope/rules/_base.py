@@ -149,6 +149,19 @@ class Part:
     cost_seconds: float | None = None
 
 
+def _joined(parts: list[Part]) -> JsonObject:
+    """The nodes' details in one: lists (one entry per node's device) are joined."""
+    out: JsonObject = {}
+    for p in parts:
+        for key, value in p.details.items():
+            kept = out.get(key)
+            if isinstance(kept, list) and isinstance(value, list):
+                out[key] = kept + value
+            else:
+                out[key] = value
+    return out
+
+
 class NodeRule(Rule):
     """A rule judged node by node (``check``), then combined (``combine``).
 
@@ -185,7 +198,8 @@ class NodeRule(Rule):
         judged = [p for p in parts if p.na_reason is None]
         if not judged:
             reasons = sorted({p.na_reason or "" for p in parts}) or ["no data in this job"]
-            return self.not_applicable(data, "; ".join(r for r in reasons if r))
+            reason = "; ".join(r for r in reasons if r)
+            return self.result(Status.NOT_APPLICABLE, data, reason=reason, details=_joined(parts))
         findings = [f for p in judged for f in p.findings]
         triggers = sum(p.triggers for p in judged)
         datapoints = sum(p.datapoints for p in judged)

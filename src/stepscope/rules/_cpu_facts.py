@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from stepscope.rules._device import waited_on
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
 
@@ -83,8 +84,9 @@ def train_steps(steps: pd.DataFrame, skip: int) -> pd.DataFrame:
 
 
 def median_share(steps: pd.DataFrame, columns: tuple[str, ...]) -> float:
-    """The median over steps of the share of their time in ``columns``, %."""
-    part = steps[list(columns)].sum(axis=1).to_numpy(np.float64)
+    """The median over steps of the share of their time in ``columns``, %: on a GPU,
+    of the time in ``columns`` the device waited for (:func:`.waited_on`)."""
+    part = waited_on(steps, columns)
     total = steps["duration"].to_numpy(np.float64)
     share = np.divide(part, total, out=np.zeros_like(part), where=total > 0)
     return float(np.median(share) * 100.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from stepscope.rules._base import Part
+from stepscope.rules._device import with_loop_gpus
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import patience, window
 from stepscope.rules._reduce import Windows
@@ -38,6 +39,10 @@ class GPUIdleBetweenSteps(SystemRule):
     )
 
     def check(self, data: RuleInput) -> Part:
+        # Too short for the patience: the diagnosis still says what the samples show.
+        return with_loop_gpus(self._check(data), data, node_gpus(data))
+
+    def _check(self, data: RuleInput) -> Part:
         gpus = node_gpus(data)
         if not gpus:
             return Part(na_reason=no_gpu_reason(data))

@@ -6,6 +6,10 @@ from the DataLoader's settings (the agent's ``dataloader`` events) and the CPU o
 the workers (``proc_cpu - proc_cpu_main``, docs/format.md): no workers at all, or
 workers each busy near a whole core (saturated). Waiting with idle workers (slow
 storage, a lock) is left to DataLoading and IOBottleneck.
+
+On a GPU both count a step's data wait only up to the device idle within the step
+(``rules._device``): while the device works through queued kernels, a host that
+waits for its next batch costs nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from stepscope.rules._cpu_facts import (
     skip_steps,
     train_steps,
 )
+from stepscope.rules._device import with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
@@ -57,6 +62,7 @@ class DataLoaderWorkers(NodeRule):
         steps = train_steps(data.steps, self.p_int("skip_steps"))
         steps = steps[steps["rank"].isin(list(known))] if len(steps) else steps
         steps = steps[steps["data_wait"].notna()] if len(steps) else steps  # unknown: not 0
+        steps = with_waited(steps, "data_wait")  # on a GPU: what the device waited for
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         workers = sum(f.workers or 0 for f in known.values())  # every rank's, on this node
@@ -169,6 +175,7 @@ class DataLoading(NodeRule):
         if len(steps) and steps["data_wait"].isna().all():  # never measured (an import)
             return Part(na_reason="the data wait of the steps was not recorded (unknown, not 0)")
         steps = steps[steps["data_wait"].notna()] if len(steps) else steps
+        steps = with_waited(steps, "data_wait")  # on a GPU: what the device waited for
         if not len(steps):
             newest = int(train["step"].max()) if len(train) else None
             return Part(

@@ -6,6 +6,10 @@ A step's ``other`` (docs/format.md) is its time outside the data wait, the forwa
 Python between the calls. Judged per rank in windows of ``window`` steps on the
 median step, so one slow step (a checkpoint: StepOutlier's) neither fires the rule
 nor hides it; stalls (over 3x the median) are left out of the cost too.
+
+On a GPU (steps with device parts, ``rules._device``) ``other`` is overhead only
+while the device idled: a step's overhead is its ``other`` up to the device idle
+within the step, since host Python that overlaps queued kernels costs nothing.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from stepscope.jobfolder import STEP_PARTS
+from stepscope.jobfolder import STEP_PARTS, JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
+from stepscope.rules._device import device_steps, waited_on
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, window
 from stepscope.rules._types import Finding
@@ -36,7 +41,7 @@ class PythonOverhead(NodeRule):
     )
     params = (
         Param("threshold", 30, "median share of step time in 'other' that fires the rule, %"),
-        Param("min_other_s", 0.005, "least median 'other' time per step, seconds"),
+        Param("min_other_s", 0.005, "least median 'other' (on a GPU: device idle) per step, s"),
         Param("allowance", 5, "share of each step's time in 'other' not counted as cost, %"),
         min_steps(),
         skip_steps(5),
@@ -50,6 +55,7 @@ class PythonOverhead(NodeRule):
             if not measured.any():
                 return Part(na_reason="a part of the steps was not measured: 'other' holds it")
             steps = steps[measured]
+            steps = steps.assign(overhead=waited_on(steps, ("other",)))
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         steps = steps.assign(win=steps["step"] // self.p_int("window"))
@@ -72,20 +78,24 @@ class PythonOverhead(NodeRule):
             cost = self._cost(rows)
             costs[run[0].key] = costs.get(run[0].key, 0.0) + cost
             findings.append(self._finding(rows, cost))
-        return Part(findings, len(hits), judged, cost_seconds=max(costs.values(), default=None))
+        on_device = device_steps(steps)
+        details: JsonObject = {"device_steps": on_device} if on_device else {}
+        return Part(
+            findings, len(hits), judged, details, cost_seconds=max(costs.values(), default=None)
+        )
 
     @staticmethod
     def _medians(rows: pd.DataFrame) -> tuple[float, float]:
-        """The median share of 'other' in a step (%) and the median 'other' (s)."""
-        other = rows["other"].to_numpy(np.float64)
+        """The median share of overhead in a step (%) and the median overhead (s)."""
+        other = rows["overhead"].to_numpy(np.float64)
         total = rows["duration"].to_numpy(np.float64)
         share = np.divide(other, total, out=np.zeros_like(other), where=total > 0)
         return float(np.median(share) * 100.0), float(np.median(other))
 
     def _cost(self, rows: pd.DataFrame) -> float:
-        """Seconds of 'other' above the allowance, summed over the steps."""
+        """Seconds of overhead above the allowance, summed over the steps."""
         allowance = float(self.p_float("allowance")) / 100.0
-        excess = rows["other"].to_numpy(np.float64) - allowance * rows["duration"].to_numpy(
+        excess = rows["overhead"].to_numpy(np.float64) - allowance * rows["duration"].to_numpy(
             np.float64
         )
         return float(np.clip(excess, 0.0, None).sum())
@@ -96,10 +106,11 @@ class PythonOverhead(NodeRule):
         threshold = float(self.p_float("threshold"))
         rank = int(rows["rank"].iloc[0])
         first, last = int(rows["step"].min()), int(rows["step"].max())
+        idle = " with the GPU idle" if device_steps(rows) else ""
         return share_finding(
             f"rank {rank} spent a median {share:.0f}% of its training step (> {threshold:g}%; "
             f"{other * 1000:.1f} ms of {step * 1000:.1f} ms) outside data wait, forward, "
-            f"backward and optimizer in steps {first}-{last}: about {cost:.1f} s in all",
+            f"backward and optimizer{idle} in steps {first}-{last}: about {cost:.1f} s in all",
             self.recommendation,
             rows,
             rank,

@@ -14,13 +14,14 @@ import pandas as pd
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.host import others_cpu
 from stepscope.rules._base import Part
+from stepscope.rules._device import with_loop_gpus
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import patience, window
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct
 from stepscope.rules._text import versus
 from stepscope.rules._types import Finding
-from stepscope.rules._windows import Hit, run_finding, worst_of
+from stepscope.rules._windows import Hit, node_gpus, run_finding, worst_of
 
 
 class _ShareRule(SystemRule):
@@ -181,6 +182,10 @@ class LowGPUUtilization(SystemRule):
         patience(1000),
         window(500),
     )
+
+    def check(self, data: RuleInput) -> Part:
+        # Too short for the patience: the diagnosis still says what the samples show.
+        return with_loop_gpus(super().check(data), data, node_gpus(data))
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w, hits = self.windows_of(framed), []

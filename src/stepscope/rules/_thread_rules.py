@@ -13,13 +13,17 @@ node, over the typical training steps (stalls left out):
 
 Both only when the steps are mostly compute (median share of forward, backward and
 optimizer at least ``compute_share``): otherwise the threads are not what a step
-waits for. No cost is estimated: how a step scales with threads is not measured.
+waits for. On a GPU the device computes: a step's host compute counts only up to
+the device idle within the step (``rules._device``), the host compute the device
+waited for; a GPU-bound job is not "mostly compute" on its CPU threads. No cost
+is estimated: how a step scales with threads is not measured.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import (
     COMPUTE,
@@ -32,6 +36,7 @@ from stepscope.rules._cpu_facts import (
     skip_steps,
     train_steps,
 )
+from stepscope.rules._device import device_steps
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
 from stepscope.rules._types import Finding
@@ -68,7 +73,10 @@ class CPUBoundThreads(NodeRule):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         compute = median_share(steps, COMPUTE)
         if compute < float(self.p_float("compute_share")):
-            return Part([], 0, len(steps), details={"compute_share": compute})
+            details: JsonObject = {"compute_share": compute}
+            if device_steps(steps):  # the share is of host compute the device waited for
+                details["device_steps"] = device_steps(steps)
+            return Part([], 0, len(steps), details=details)
         finding = self._judge(data, steps, facts)
         return Part([finding] if finding else [], int(finding is not None), len(steps))
 
