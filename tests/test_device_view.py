@@ -59,6 +59,22 @@ def test_the_device_split_is_the_median_of_each_part_and_its_share() -> None:
     assert device_split(cols)["busy_share"] == pytest.approx(0.8)  # type: ignore[index]
 
 
+def test_sampled_device_times_stand_for_every_step_in_the_busy_share() -> None:
+    """The agent times one step per 50 ms: the split is the timed steps', the busy share
+    and the host median are every step's (the timed steps' mean device time per step)."""
+    cols = _columns(100, 0.004, (0.002, 0.005, 0.001))
+    for name in ("gpu_forward", "gpu_backward", "gpu_optimizer"):
+        cols[name][np.arange(100) % 10 != 0] = np.nan  # one step in 10 timed
+    cols["duration"][np.arange(100) % 10 == 0] = 0.006  # timed steps are slower on the host
+    cols["duration"][55] = 0.4  # an untimed stall: the GPU idled through it
+    split = device_split(cols)
+    assert split is not None and split["steps"] == 10 and split["step_seconds"] == 0.008
+    assert split["host_step_seconds"] == 0.004  # every step's median
+    host_total = 0.004 * 89 + 0.006 * 10 + 0.4  # the stall among the untimed
+    assert split["busy_share"] == pytest.approx(0.008 * 100 / host_total, abs=1e-6)
+    assert split["ran_ahead"] is True
+
+
 @pytest.mark.parametrize(
     ("host", "ahead"),
     [(0.5, True), (RAN_AHEAD - 0.01, True), (RAN_AHEAD + 0.01, False), (1.0, False), (9.0, False)],

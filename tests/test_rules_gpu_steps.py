@@ -134,15 +134,35 @@ def test_cpu_bound_threads_judges_host_compute_only_while_the_device_idles(
 def test_a_step_without_an_optimizer_step_keeps_the_devices_view() -> None:
     """Gradient accumulation: a step without ``optimizer.step()`` has no device
     optimizer time (null) and no host one (0 s); its device idle is still known. A
-    device part null while its host part ran is unknown: the host's view."""
+    device part null while its host part ran is not timed: like a step the agent did
+    not time (one per 50 ms), it takes the running median of the timed steps before it."""
     steps = rd.steps_frame(4, gpu=IDLE, **PYTHON)
     steps.loc[1, ["optimizer", "gpu_optimizer"]] = [0.0, np.nan]
-    steps.loc[2, "gpu_optimizer"] = np.nan  # optimizer ran 2 ms on the host: unknown
-    steps.loc[3, ["gpu_forward", "gpu_backward", "gpu_optimizer"]] = np.nan  # a CPU step
+    steps.loc[2, "gpu_optimizer"] = np.nan  # optimizer ran 2 ms on the host: not timed
+    steps.loc[3, ["gpu_forward", "gpu_backward", "gpu_optimizer"]] = np.nan  # not timed
     idle = device_idle(steps)
     assert idle[0] == pytest.approx(0.2 - sum(IDLE), abs=1e-6)
     assert idle[1] == pytest.approx(0.2 - IDLE[0] - IDLE[1], abs=1e-6)
-    assert np.isnan(idle[2]) and np.isnan(idle[3])
+    before = np.median([sum(IDLE), IDLE[0] + IDLE[1]])
+    assert idle[2] == pytest.approx(0.2 - before, abs=1e-6) and idle[3] == idle[2]
     other = steps["other"].to_numpy(np.float64)
     assert waited_on(steps, ("other",)) == pytest.approx(other)  # 0.103 s < idle
-    assert device_steps(steps) == 2
+    assert device_steps(steps) == 4
+
+
+def test_steps_between_timed_ones_take_their_neighbours_device_time() -> None:
+    """The agent times one step per 50 ms: the steps between take the running median
+    of the timed steps before them (the first timed one's before any), per rank; a
+    rank with no timed step keeps the host's view."""
+    steps = rd.steps_frame(12, gpu=IDLE, **PYTHON)
+    untimed = [0, 1, 3, 4, 5, 7, 8, 9, 10, 11]
+    steps.loc[untimed, ["gpu_forward", "gpu_backward", "gpu_optimizer"]] = np.nan
+    steps.loc[6, "gpu_backward"] = IDLE[1] * 3  # one slower timed step
+    idle = device_idle(steps)
+    timed2, timed6 = sum(IDLE), sum(IDLE) + 2 * IDLE[1]
+    assert idle[[0, 1, 2, 3, 4, 5]] == pytest.approx([0.2 - timed2] * 6)
+    assert idle[6] == pytest.approx(0.2 - timed6)
+    assert idle[7:] == pytest.approx([0.2 - (timed2 + timed6) / 2] * 5)
+    cpu = rd.steps_frame(3, gpu=IDLE, **PYTHON)
+    cpu.loc[:, ["gpu_forward", "gpu_backward", "gpu_optimizer"]] = np.nan
+    assert np.isnan(device_idle(cpu)).all() and device_steps(cpu) == 0

@@ -58,13 +58,15 @@ class DevicePart(TypedDict):
 class DeviceSplit(TypedDict):
     """Where the device's time went in a set of steps (one rank's phase).
 
-    ``steps``: steps whose measured parts all have a device time (the others are left
-    out of every figure). A part never measured (``gpu_backward`` in eval) is None.
+    ``steps``: steps whose measured parts all have a device time (the timed steps: the
+    agent times one per 50 ms of training); the device figures are theirs. A part
+    never measured (``gpu_backward`` in eval) is None.
     ``step_seconds``: median device time per step (the measured parts' sum).
-    ``host_step_seconds``: median host ``duration`` of the same steps.
-    ``busy_share``: device time over host step time, both summed over the steps, at
-    most 1 (the GPU-busy share of step time; sums, because a step's work may finish
-    during the next ones while the host runs ahead). ``ran_ahead``: see :data:`RAN_AHEAD`.
+    ``host_step_seconds``: median host ``duration`` of all the steps.
+    ``busy_share``: device time over host step time, summed over all the steps (the
+    timed steps' mean device time standing for each), at most 1 (the GPU-busy share of
+    step time; sums, because a step's work may finish during the next ones while the
+    host runs ahead). ``ran_ahead``: see :data:`RAN_AHEAD`.
     """
 
     steps: int
@@ -105,11 +107,15 @@ def device_split(columns: Mapping[str, FloatArray]) -> DeviceSplit | None:
     for part, median in zip(measured, medians, strict=True):
         parts[part] = {"seconds": _round(median), "share": _round(median / total)}
     step_seconds = float(np.median(per_step))
-    host = np.asarray(columns.get("duration", np.full(count, np.nan)), np.float64)[rows]
+    # The host's figures are over every row: the agent times one step per 50 ms of
+    # training (agent/_cuda.py), and the device's mean over the timed ones stands for
+    # all of them in the busy share.
+    host = np.asarray(columns.get("duration", np.full(count, np.nan)), np.float64)
     known = ~np.isnan(host)
     host_p50 = float(np.median(host[known])) if known.any() else None
     host_sum = float(host[known].sum()) if known.any() else 0.0
-    busy = min(float(per_step[known].sum()) / host_sum, 1.0) if host_sum > 0 else None
+    device_sum = float(per_step.mean()) * int(known.sum())
+    busy = min(device_sum / host_sum, 1.0) if host_sum > 0 else None
     return {
         "steps": int(rows.sum()),
         "forward": parts["forward"],

@@ -29,9 +29,11 @@ def device_idle(steps: pd.DataFrame) -> FloatArray:
     """Per step: the host duration not covered by the device parts, seconds (>= 0).
 
     A null device part whose host part did not run (0 s: no ``optimizer.step()`` in a
-    step of gradient accumulation, no backward in evaluation) took no device time;
-    one whose host part ran, or a step without any device part (a CPU job), is
-    unknown: NaN, and the step keeps the host's view."""
+    step of gradient accumulation, no backward in evaluation) took no device time. The
+    agent times one step per 50 ms of training (agent/_cuda.py): a step between two
+    timed ones of its rank and phase takes the median device time of the nearest
+    timed steps (:func:`_sampled_busy`). A rank and phase with no timed step (a CPU
+    job, an import, the device timer off) is unknown: NaN, the host's view."""
     if not len(steps) or any(c not in steps for c in DEVICE_PARTS):
         return np.full(len(steps), np.nan)
     device = steps[list(DEVICE_PARTS)].to_numpy(np.float64)
@@ -39,11 +41,37 @@ def device_idle(steps: pd.DataFrame) -> FloatArray:
     known = ~np.isnan(device)
     busy = np.where(known, device, np.where(host == 0.0, 0.0, np.nan)).sum(axis=1)
     busy[~known.any(axis=1)] = np.nan
+    busy = _sampled_busy(steps, busy)
     return np.asarray(np.maximum(steps["duration"].to_numpy(np.float64) - busy, 0.0), np.float64)
 
 
+SAMPLE_MEDIAN = 5  # timed steps in the running median that stands for the untimed ones
+
+
+def _sampled_busy(steps: pd.DataFrame, busy: FloatArray) -> FloatArray:
+    """``busy`` with each NaN between timed steps of the same rank and phase replaced
+    by the running median of the last :data:`SAMPLE_MEDIAN` timed steps before it (the
+    first timed steps' for those before any)."""
+    if not np.isnan(busy).any() or np.isnan(busy).all():
+        return busy
+    keys = [c for c in ("rank", "phase") if c in steps]
+    frame = pd.DataFrame({"busy": busy}, index=steps.index)
+    groups = [frame["busy"]] if not keys else [g for _, g in frame.groupby(
+        [steps[k] for k in keys], sort=False, observed=True)["busy"]]  # fmt: skip
+    out = frame["busy"].copy()
+    for series in groups:
+        timed = series.dropna()
+        if not len(timed) or len(timed) == len(series):
+            continue
+        running = timed.rolling(SAMPLE_MEDIAN, min_periods=1).median()
+        out.loc[series.index] = running.reindex(series.index).ffill().bfill()
+        out.loc[timed.index] = timed  # a timed step keeps its own
+    return np.asarray(out.to_numpy(np.float64), np.float64)
+
+
 def device_steps(steps: pd.DataFrame) -> int:
-    """How many of ``steps`` have their device parts (the device's view applies)."""
+    """How many of ``steps`` are judged on the device's view (timed, or between timed
+    steps of their rank and phase)."""
     return int(np.count_nonzero(~np.isnan(device_idle(steps))))
 
 
