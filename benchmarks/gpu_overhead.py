@@ -65,6 +65,8 @@ def summary(name: str, r: dict[str, Any]) -> dict[str, Any]:
     return {
         "run": name,
         "median": statistics.median(ratios),
+        "cpu_median": statistics.median(r["cpu_ratios"]),  # the training thread's CPU time
+        "blocked_ms_per_s": r["blocked_ms_per_s"],
         "ci95": [lo, hi],
         "blocks": len(ratios),
         "step_us": r["step_us"],
@@ -110,6 +112,7 @@ def main() -> None:
     p.add_argument("--events", action="store_true", help="also time CUDA events themselves")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--cpu", action="store_true", help="a smoke test of the harness on the CPU")
+    p.add_argument("--only", nargs="*", help="run only these (names as printed)")
     a = p.parse_args()
     import torch
 
@@ -122,10 +125,13 @@ def main() -> None:
         print("CUDA event costs (us/call):", json.dumps(results["event_costs_us"]), flush=True)
     results["runs"] = []
     for name, kind, options in runs(a.split):
+        if a.only and name not in a.only:
+            continue
         s = summary(name, switched(kind, options, a.blocks, a.cpu))
         results["runs"].append(s)
         print(
-            f"{name}: median {s['median']:.4f} (95% {s['ci95'][0]:.4f}-{s['ci95'][1]:.4f}), "
+            f"{name}: median {s['median']:.4f} (95% {s['ci95'][0]:.4f}-{s['ci95'][1]:.4f}; "
+            f"training thread CPU {s['cpu_median']:.4f}), "
             f"{s['blocks']} blocks, {s['step_us']:.0f} us/step bare",
             flush=True,
         )
