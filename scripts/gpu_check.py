@@ -91,9 +91,7 @@ JOBS: list[tuple[str, list[str], str, dict[str, Check]]] = [
                 False,
             ),
             "show leads with the device split": (
-                lambda v, s: any(
-                    "device" in p for p in s.get("steps", {}).values() if isinstance(p, dict)
-                ),
+                lambda v, s: "device" in s["steps"]["phases"]["train"],
                 False,
             ),
         },

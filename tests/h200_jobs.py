@@ -1,19 +1,19 @@
 """The job folders recorded on an NVIDIA H200 (issue 29), for tests: copies, never the
-originals. They sit beside the repository (``../shared/fixtures/h200/``, README there);
-a test that needs them is skipped, saying so, where they are absent."""
+originals. Checked in under ``tests/data/h200/`` (recorded at 2900dce; README there
+says what was planted in each) and ``tests/data/h200-sampled/`` (the same jobs recorded
+by scripts/gpu-check with the sampled device timer; tests/data/README.md)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-import pytest
+DATA = Path(__file__).resolve().parent / "data"
+H200 = DATA / "h200"
+H200_SAMPLED = DATA / "h200-sampled"
 
-H200 = Path(__file__).resolve().parents[2] / "shared/fixtures/h200/jobs"
 
-
-def h200_job(root: Path, name: str) -> Path:
+def h200_job(root: Path, name: str, sampled: bool = False) -> Path:
     """A copy under ``root`` of the H200 job ``name`` (stall, loader, leak, healthy)."""
-    if not (H200 / name / "job.json").is_file():
-        pytest.skip(f"the H200 job folders are not here ({H200}): they sit beside the repository")
-    return Path(shutil.copytree(H200 / name, root / name))
+    src = (H200_SAMPLED if sampled else H200) / name
+    return Path(shutil.copytree(src, root / (f"{name}-sampled" if sampled else name)))

@@ -66,12 +66,16 @@ def test_sampled_device_times_stand_for_every_step_in_the_busy_share() -> None:
     for name in ("gpu_forward", "gpu_backward", "gpu_optimizer"):
         cols[name][np.arange(100) % 10 != 0] = np.nan  # one step in 10 timed
     cols["duration"][np.arange(100) % 10 == 0] = 0.006  # timed steps are slower on the host
-    cols["duration"][55] = 0.4  # an untimed stall: the GPU idled through it
+    cols["duration"][55] = 1.0  # an untimed stall: the GPU idled through it
     split = device_split(cols)
     assert split is not None and split["steps"] == 10 and split["step_seconds"] == 0.008
     assert split["host_step_seconds"] == 0.004  # every step's median
-    host_total = 0.004 * 89 + 0.006 * 10 + 0.4  # the stall among the untimed
+    host_total = 0.004 * 89 + 0.006 * 10 + 1.0  # the stall among the untimed
     assert split["busy_share"] == pytest.approx(0.008 * 100 / host_total, abs=1e-6)
+    cols["gpu_backward"][0] = 0.2  # a slow timed step counts its own, not the others'
+    split = device_split(cols)
+    assert split is not None and split["step_seconds"] == 0.008
+    assert split["busy_share"] == pytest.approx((0.008 * 99 + 0.203) / host_total, abs=1e-6)
     assert split["ran_ahead"] is True
 
 

@@ -1,5 +1,5 @@
 """The rules and the diagnosis on real GPU jobs: the four H200 job folders of
-../shared/fixtures/h200 (README there: what was planted in each, and the device facts).
+tests/data/h200 (README there: what was planted in each, and the device facts).
 
 * ``leak``: each step sleeps 80 ms on the host outside its parts, the device idle
   then: PythonOverhead fires, priced at the device-idle part; GPU memory grows.
@@ -28,14 +28,10 @@ from stepscope.rules import RuleResult, Status, diagnose, evaluate_job
 from stepscope.rules.diagnosis import job_facts
 from stepscope.rules.runner import write_results
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared/fixtures/h200"
+FIXTURES = Path(__file__).resolve().parent / "data/h200"
 JOBS = ("stall", "loader", "leak", "healthy")
 STEP_PARTS_RULES = ("PythonOverhead", "CPUBoundThreads", "DataLoading", "DataLoaderWorkers")
 
-pytestmark = pytest.mark.skipif(
-    not (FIXTURES / "jobs").is_dir(),
-    reason=f"the H200 job folders are not here ({FIXTURES}/jobs): recorded on a GPU machine",
-)
 
 
 @dataclass(frozen=True)
@@ -55,7 +51,7 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged]:
     out = {}
     for name in JOBS:
         path = tmp_path_factory.mktemp("h200") / name
-        shutil.copytree(FIXTURES / "jobs" / name, path)
+        shutil.copytree(FIXTURES / name, path)
         job = stepscope.open(str(path))
         results = evaluate_job(job)
         write_results(job.store, results)

@@ -64,7 +64,7 @@ class DeviceSplit(TypedDict):
     ``step_seconds``: median device time per step (the measured parts' sum).
     ``host_step_seconds``: median host ``duration`` of all the steps.
     ``busy_share``: device time over host step time, summed over all the steps (the
-    timed steps' mean device time standing for each), at most 1 (the GPU-busy share of
+    timed steps' median device time standing for each untimed one), at most 1 (the GPU-busy share of
     step time; sums, because a step's work may finish during the next ones while the
     host runs ahead). ``ran_ahead``: see :data:`RAN_AHEAD`.
     """
@@ -108,13 +108,15 @@ def device_split(columns: Mapping[str, FloatArray]) -> DeviceSplit | None:
         parts[part] = {"seconds": _round(median), "share": _round(median / total)}
     step_seconds = float(np.median(per_step))
     # The host's figures are over every row: the agent times one step per 50 ms of
-    # training (agent/_cuda.py), and the device's mean over the timed ones stands for
-    # all of them in the busy share.
+    # training (agent/_cuda.py). In the busy share a timed step counts its own device
+    # time and an untimed one the timed steps' median (robust to a slow first step).
     host = np.asarray(columns.get("duration", np.full(count, np.nan)), np.float64)
     known = ~np.isnan(host)
     host_p50 = float(np.median(host[known])) if known.any() else None
     host_sum = float(host[known].sum()) if known.any() else 0.0
-    device_sum = float(per_step.mean()) * int(known.sum())
+    timed = known & rows
+    untimed = int(np.count_nonzero(known & ~rows))
+    device_sum = float(per_step[timed[rows]].sum()) + step_seconds * untimed
     busy = min(device_sum / host_sum, 1.0) if host_sum > 0 else None
     return {
         "steps": int(rows.sum()),
