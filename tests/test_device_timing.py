@@ -6,7 +6,9 @@ The real thing is exercised by tests/test_device_timing_gpu.py where a GPU exist
 from __future__ import annotations
 
 import itertools
+import sys
 from collections import deque
+from pathlib import Path
 
 from stepscope.agent._cuda import DeviceSampler, DeviceTimer, resolve
 from stepscope.agent._recorder import StepRecorder
@@ -139,3 +141,23 @@ def test_resolved_events_are_recorded_again():
         _train(rec, 1, 0.01)
         resolve(rows.popleft()[-1])
     assert _Event.made - made0 == 6  # the first step's six events, then the pool's
+
+
+def test_the_cpu_stand_in_benchmark_counts_few_events_and_reuses_them():
+    """benchmarks/device_timer.py (an H200's event costs on the CPU): counted, not timed.
+    Sampled, 200 steps of 100 us take one period or a few: a handful of timed steps,
+    their events made once and then taken from the pool; every step: six a step."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import device_timer as bench
+    finally:
+        sys.path.pop(0)
+    bench.COSTS_US.update(dict.fromkeys(bench.COSTS_US, 0.0))  # counts, not costs
+    counts = bench.StandInEvent.counts
+    counts.update(dict.fromkeys(counts, 0))
+    _, _, timed = bench.block("sampled", 200, 100.0)
+    assert 2 <= timed < 20 and counts["record"] == 6 * timed
+    assert counts["make"] <= 12  # the pool: made for the first steps, then reused
+    counts.update(dict.fromkeys(counts, 0))
+    _, _, timed = bench.block("every step", 200, 100.0)
+    assert timed == 200 and counts["record"] == 1200 and counts["elapsed_time"] == 600

@@ -42,9 +42,14 @@ Mark = tuple[str, DeviceEvent, DeviceEvent]  # (part, start event, end event)
 PARTS = ("forward", "backward", "optimizer")
 SAMPLE_PERIOD_S = 0.05  # at most one timed step per 50 ms of training (docs/gpu.md)
 NO_EVAL = 1 << 62  # the sampler never asks for evaluation boundaries
-# Events the writer resolved, for the timers to record again (appends and pops from
-# two threads: a deque's are atomic). Bounded: six a timed step, a few steps pending.
-_FREE: deque[DeviceEvent] = deque(maxlen=256)
+# Events the writer resolved, for the timers to record again, one pool per kind of
+# event (torch's, a test's stand-in); appends and pops from two threads: a deque's are
+# atomic. Bounded: six a timed step, a few steps pending.
+_FREE: dict[type, deque[DeviceEvent]] = {}
+
+
+def _pool(kind: type) -> deque[DeviceEvent]:
+    return _FREE.setdefault(kind, deque(maxlen=256))
 
 
 class DeviceTimer:
@@ -54,20 +59,21 @@ class DeviceTimer:
         self.cuda = cuda
         self._open: dict[str, DeviceEvent] = {}
         self._marks: list[Mark] = []
+        self._pool: deque[DeviceEvent] | None = None  # known once an event was made
 
     def _event(self) -> DeviceEvent:
-        try:
-            ev = _FREE.pop()
-        except IndexError:
-            ev = self.cuda.Event(enable_timing=True)
-        else:
+        pool = self._pool
+        if pool:
+            ev = pool.pop()
             try:
                 ev.record()
                 return ev
             except RuntimeError:  # made on another device than the current one
-                _FREE.clear()
-                ev = self.cuda.Event(enable_timing=True)
+                pool.clear()
+        ev = self.cuda.Event(enable_timing=True)
         ev.record()
+        if pool is None:
+            self._pool = _pool(type(ev))
         return ev
 
     def start(self, part: str) -> None:
@@ -91,7 +97,7 @@ def resolve(marks: list[Mark] | None) -> dict[str, float | None]:
     for part, start, end in marks or ():
         end.synchronize()  # writer thread only; a no-op once the event completed
         totals[part] = (totals[part] or 0.0) + start.elapsed_time(end) / 1000.0
-        _FREE.extend((start, end))
+        _pool(type(start)).extend((start, end))
     return totals
 
 
