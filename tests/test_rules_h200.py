@@ -33,7 +33,6 @@ JOBS = ("stall", "loader", "leak", "healthy")
 STEP_PARTS_RULES = ("PythonOverhead", "CPUBoundThreads", "DataLoading", "DataLoaderWorkers")
 
 
-
 @dataclass(frozen=True)
 class Judged:
     path: Path
