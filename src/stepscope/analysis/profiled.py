@@ -29,9 +29,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
+
+if TYPE_CHECKING:  # `show` reads through here and must not import pandas (test_cli)
+    import pandas as pd
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -154,7 +158,7 @@ def _first_after(
 ) -> BoolArray:  # fmt: skip
     """The first step of each phase of the rank that starts at or after each end."""
     out = np.zeros(len(start), dtype=bool)
-    for phase in pd.unique(phases[mine]):
+    for phase in dict.fromkeys(phases[mine].tolist()):  # in order of appearance
         rows = np.flatnonzero(mine & (phases == phase))
         order = rows[np.argsort(start[rows], kind="stable")]
         at = np.searchsorted(start[order], ends, side="left")
