@@ -28,7 +28,6 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import numpy as np
