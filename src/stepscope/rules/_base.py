@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, ClassVar
 from stepscope.analysis.profiled import LEFT_OUT, profiled_count, profiled_text
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import SCAN_INTERVAL, Param, ParamValue, resolve_params
+from stepscope.rules._params import (
+    MIN_COST_SHARE,
+    SCAN_INTERVAL,
+    Param,
+    ParamValue,
+    resolve_params,
+)
 from stepscope.rules._types import Finding, RuleResult, Status
 
 if TYPE_CHECKING:
@@ -139,6 +145,8 @@ class Part:
 
     ``cost_seconds`` is the job time this node's findings cost (``None``: unknown);
     the result's ``cost_seconds`` combines the nodes' with :meth:`NodeRule.cost`.
+    ``step_seconds`` is the step time the cost is a share of (the slowest rank's sum of
+    step durations); a rule with ``min_cost_share`` fires when the share reaches it.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -147,6 +155,16 @@ class Part:
     details: JsonObject = field(default_factory=dict)
     na_reason: str | None = None
     cost_seconds: float | None = None
+    step_seconds: float | None = None
+
+
+def step_seconds(steps: pd.DataFrame) -> float | None:
+    """The step time a node's cost is a share of: the slowest rank's sum of step
+    durations (the ranks run side by side); None without steps."""
+    if not len(steps):
+        return None
+    total = steps.groupby("rank")["duration"].sum()
+    return float(total.max()) if len(total) and total.max() > 0 else None
 
 
 def _joined(parts: list[Part]) -> JsonObject:
@@ -208,8 +226,22 @@ class NodeRule(Rule):
             details.update(p.details)
         if profiled := sum(profiled_count(p.details) for p in judged):
             details[LEFT_OUT] = profiled
+        cost = self.cost(judged)
+        steps = [p.step_seconds for p in judged if p.step_seconds]
+        if steps:
+            details["step_seconds"] = max(steps)
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
-        message = self.summarize(status, findings, triggers, datapoints, details)
+        costly = ""
+        if status is Status.NO_ISSUES_FOUND and findings:
+            costly = self.costly(cost, max(steps, default=None))
+            status = Status.ISSUES_FOUND if costly else status
+        if costly:
+            details["fired_on_cost"] = True
+            worst = max(findings, key=lambda f: f.severity)
+            below = self.below_text(triggers, findings)
+            message = f"{below}, but {costly}; worst: {worst.message}"
+        else:
+            message = self.summarize(status, findings, triggers, datapoints, details)
         return self.result(
             status,
             data,
@@ -218,8 +250,24 @@ class NodeRule(Rule):
             datapoints=datapoints,
             message=message,
             details=details,
-            cost_seconds=self.cost(judged),
+            cost_seconds=cost,
         )
+
+    def costly(self, cost: float | None, step_seconds: float | None) -> str:
+        """``"they cost 2.0 s (42% of step time, >= 5%)"`` when the findings' cost
+        reaches ``min_cost_share`` of the job's step time, else ``""`` (also for a rule
+        without the parameter, or with the cost or step time unknown)."""
+        if MIN_COST_SHARE not in self.parameters or not cost or not step_seconds:
+            return ""
+        share, least = 100.0 * cost / step_seconds, self.p_float(MIN_COST_SHARE)
+        if share < least:
+            return ""
+        return f"they cost {cost:.1f} s ({share:.0f}% of step time, >= {least:g}%)"
+
+    def below_text(self, triggers: int, findings: list[Finding]) -> str:
+        """What was found below the count threshold (the start of a message that fired on
+        cost)."""
+        return f"{triggers} trigger(s), within the {self.tolerated()} tolerated"
 
     def summarize(
         self,

@@ -86,7 +86,8 @@ class DataLoaderWorkers(NodeRule):
         start, end = float(rows["start"].min()), float(rows["end"].max())
         if not facts.workers:
             what = "with num_workers=0: every batch is made on the training thread"
-            return self._finding(rows, rank, share, what, "set num_workers")
+            fix = "set DataLoader(num_workers=N), N up to the idle cores"
+            return self._finding(rows, rank, share, what, fix)
         busy = sample_median(data.system, "proc_cpu", start, end)
         main = sample_median(data.system, "proc_cpu_main", start, end)
         if busy is None:  # no process CPU at all (an imported job): judge against the cores
