@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stepscope.analysis.diagnosis_text import cpu_text
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import (
     RankFacts,
@@ -100,10 +101,8 @@ class DataLoaderWorkers(NodeRule):
         cpu = sample_median(data.system, "cpu", start, end)
         cores = node_cores(data, {rank: facts})
         idle = cores * (1.0 - cpu / 100.0) if cores and cpu is not None else None
-        what = (
-            f"while its {facts.workers} worker(s) each used a median {per_worker:.0f}% "
-            "of a core (saturated)"
-        )
+        each = cpu_text(per_worker / cores, cores, 0) if cores else f"{per_worker / 100:.2f} core"
+        what = f"while its {facts.workers} worker(s) each used a median {each} (saturated)"
         fix = (
             f"add workers: about {idle:.1f} core(s) idle"
             if idle is not None and idle >= 1.0
