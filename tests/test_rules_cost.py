@@ -53,7 +53,9 @@ def test_step_outlier_silent_twin_costs_below_the_share(tmp_path: Path) -> None:
     # the same four stalls, 0.15 s each, in 200 steps of 0.2 s: 0.6 s of 40.6 s (1.5%)
     res = judge(stalled_job(tmp_path / "quiet", 0.2, 0.15), "StepOutlier")
     assert res.status is Status.NO_ISSUES_FOUND and res.datapoints > 0
-    assert res.triggers == 4 and res.message.startswith("4 trigger(s), within the 10 tolerated")
+    assert res.triggers == 4 and res.message == (
+        "4 outlier step(s), within the 10 tolerated, costing 0.6 s (1% of step time, < 5%)."
+    )
     assert "fired_on_cost" not in res.details
 
 
@@ -63,12 +65,11 @@ def test_step_outlier_min_cost_share_is_a_parameter(tmp_path: Path) -> None:
     assert judge(path, "StepOutlier", n_outliers=3).message.startswith("4 trigger(s) in 4")
 
 
-def overhead_job(path: Path, slow: slice) -> Path:
-    """400 training steps; those in ``slow`` take 4.6 ms with 1.8 ms of 'other' (42%,
+def overhead_job(path: Path, slow: slice, n: int = 400) -> Path:
+    """``n`` training steps; those in ``slow`` take 4.6 ms with 1.8 ms of 'other' (42%,
     under PythonOverhead's 5 ms floor), the rest 2.9 ms with 0.1 ms."""
     store = rd.new_job(path)
     rd.node_info(store, gpus=0)
-    n = 400
     other = np.full(n, 0.0001)
     other[slow] = 0.0018
     other *= jitter(n, 1.0, 0.02)
@@ -97,6 +98,17 @@ def test_python_overhead_silent_twin_one_window_costs_below_the_share(tmp_path: 
     assert res.status is Status.NO_ISSUES_FOUND and res.datapoints > 0
     assert res.details["under_floor_windows"] == 1 and len(res.findings) == 1
     assert "fired_on_cost" not in res.details
+
+
+def test_python_overhead_issue_case_with_the_default_parameters(tmp_path: Path) -> None:
+    # issue 30: a 200-step job whose Python is 1.8 ms of a 4.6 ms step gets a finding
+    res = judge(overhead_job(tmp_path / "small", slice(0, 200), n=200), "PythonOverhead")
+    assert res.status is Status.ISSUES_FOUND and res.details["fired_on_cost"] is True
+    assert res.parameters["min_other_s"] == 0.005 and res.parameters["window"] == 1000
+    # its twin, same defaults: the same Python in steps 1000-1999 of 12,000 (4.3%)
+    res = judge(overhead_job(tmp_path / "long", slice(1000, 2000), n=12_000), "PythonOverhead")
+    assert res.status is Status.NO_ISSUES_FOUND and res.datapoints > 0
+    assert res.details["under_floor_windows"] == 1 and len(res.findings) == 1
 
 
 def test_the_diagnosis_ranks_a_cost_fired_rule(tmp_path: Path) -> None:

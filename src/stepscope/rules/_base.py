@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from stepscope.analysis.profiled import LEFT_OUT, profiled_count, profiled_text
 from stepscope.jobfolder import JsonObject
+from stepscope.rules._cost import on_cost
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import (
     MIN_COST_SHARE,
@@ -158,15 +159,6 @@ class Part:
     step_seconds: float | None = None
 
 
-def step_seconds(steps: pd.DataFrame) -> float | None:
-    """The step time a node's cost is a share of: the slowest rank's sum of step
-    durations (the ranks run side by side); None without steps."""
-    if not len(steps):
-        return None
-    total = steps.groupby("rank")["duration"].sum()
-    return float(total.max()) if len(total) and total.max() > 0 else None
-
-
 def _joined(parts: list[Part]) -> JsonObject:
     """The nodes' details in one: lists (one entry per node's device) are joined."""
     out: JsonObject = {}
@@ -231,15 +223,14 @@ class NodeRule(Rule):
         if steps:
             details["step_seconds"] = max(steps)
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
-        costly = ""
-        if status is Status.NO_ISSUES_FOUND and findings:
-            costly = self.costly(cost, max(steps, default=None))
-            status = Status.ISSUES_FOUND if costly else status
-        if costly:
-            details["fired_on_cost"] = True
-            worst = max(findings, key=lambda f: f.severity)
-            below = self.below_text(triggers, findings)
-            message = f"{below}, but {costly}; worst: {worst.message}"
+        share = self.cost_share(cost, max(steps, default=None)) if findings else None
+        if status is Status.NO_ISSUES_FOUND and share is not None and cost:
+            # below the count or the floor: the cost decides (min_cost_share)
+            left = profiled_text(profiled_count(details))
+            below = self.below_text(triggers, findings) + (f" ({left})" if left else "")
+            fired, message = on_cost(below, cost, share, findings)
+            if fired:
+                status, details["fired_on_cost"] = Status.ISSUES_FOUND, True
         else:
             message = self.summarize(status, findings, triggers, datapoints, details)
         return self.result(
@@ -253,16 +244,19 @@ class NodeRule(Rule):
             cost_seconds=cost,
         )
 
-    def costly(self, cost: float | None, step_seconds: float | None) -> str:
-        """``"they cost 2.0 s (42% of step time, >= 5%)"`` when the findings' cost
-        reaches ``min_cost_share`` of the job's step time, else ``""`` (also for a rule
-        without the parameter, or with the cost or step time unknown)."""
-        if MIN_COST_SHARE not in self.parameters or not cost or not step_seconds:
-            return ""
-        share, least = 100.0 * cost / step_seconds, self.p_float(MIN_COST_SHARE)
-        if share < least:
-            return ""
-        return f"they cost {cost:.1f} s ({share:.0f}% of step time, >= {least:g}%)"
+    def cost_share(
+        self, cost: float | None, step_seconds: float | None
+    ) -> tuple[float, float] | None:
+        """The findings' cost as % of the job's step time and ``min_cost_share``; None for
+        a rule without the parameter, or with the cost or the step time unknown."""
+        if MIN_COST_SHARE not in self.parameters or cost is None or not step_seconds:
+            return None
+        return 100.0 * cost / step_seconds, float(self.p_float(MIN_COST_SHARE))
+
+    def costly(self, cost: float | None, step_seconds: float | None) -> bool:
+        """Whether the findings' cost reaches ``min_cost_share`` of the step time."""
+        share = self.cost_share(cost, step_seconds)
+        return share is not None and share[0] >= share[1]
 
     def below_text(self, triggers: int, findings: list[Finding]) -> str:
         """What was found below the count threshold (the start of a message that fired on
