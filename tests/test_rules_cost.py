@@ -13,8 +13,9 @@ import pandas as pd
 
 import rules_data as rd
 import stepscope
-from stepscope.rules import RuleResult, Status, evaluate_job
+from stepscope.rules import RuleInput, RuleResult, Status, evaluate_job
 from stepscope.rules.diagnosis import JobFacts, diagnose
+from stepscope.rules.straggler import Straggler
 
 
 def judge(path: Path, rule: str, **params: Any) -> RuleResult:
@@ -120,3 +121,28 @@ def test_the_diagnosis_ranks_a_cost_fired_rule(tmp_path: Path) -> None:
     assert [e.rule for e in diagnosis.entries] == ["StepOutlier", "PythonOverhead"]
     costs = [e.cost_seconds or 0.0 for e in diagnosis.entries]
     assert costs == sorted(costs, reverse=True) and costs[1] > 0
+
+
+def ranks(step_s: float, slow_wait: float) -> pd.DataFrame:
+    """4 ranks on 2 nodes, 100 steps of ``step_s``; rank 2 waits ``slow_wait`` for data
+    each step, its peers 1 ms."""
+    waits = {0: 0.001, 1: 0.001, 2: slow_wait, 3: 0.001}
+    frames = [
+        rd.steps_frame(100, r, f"n{r // 2}", duration=step_s, data_wait=w) for r, w in waits.items()
+    ]
+    return pd.concat(frames)
+
+
+def test_straggler_under_min_excess_fires_on_cost() -> None:
+    # a small model: rank 2 waits 4 ms of a 6 ms step for data, its peers 1 ms: the
+    # excess (3 ms) is under min_excess_s (5 ms), but the peers wait 50% of the time
+    res = Straggler().evaluate(RuleInput(steps=ranks(0.006, 0.004)))
+    assert res.status is Status.ISSUES_FOUND and res.details["fired_on_cost"] is True
+    assert [f.rank for f in res.findings] == [2] and res.parameters["min_excess_s"] == 0.005
+    assert res.message.startswith(
+        "1 straggler finding(s) under min_excess_s, but they cost 0.3 s (50% of step time, >= 5%)"
+    ), res.message
+    # the twin, same parameters: the same 3 ms in steps of 0.1 s (3% of the step time)
+    quiet = Straggler().evaluate(RuleInput(steps=ranks(0.1, 0.004)))
+    assert quiet.status is Status.NO_ISSUES_FOUND and quiet.datapoints > 0
+    assert "fired_on_cost" not in quiet.details and not quiet.findings

@@ -100,6 +100,20 @@ class Rule:
         """Judge ``data``; return a result, never raise to report a problem."""
         raise NotImplementedError(f"{type(self).__name__} does not implement evaluate()")
 
+    def cost_share(
+        self, cost: float | None, step_seconds: float | None
+    ) -> tuple[float, float] | None:
+        """The findings' cost as % of the job's step time and ``min_cost_share``; None for
+        a rule without the parameter, or with the cost or the step time unknown."""
+        if MIN_COST_SHARE not in self.parameters or cost is None or not step_seconds:
+            return None
+        return 100.0 * cost / step_seconds, float(self.p_float(MIN_COST_SHARE))
+
+    def costly(self, cost: float | None, step_seconds: float | None) -> bool:
+        """Whether the findings' cost reaches ``min_cost_share`` of the step time."""
+        share = self.cost_share(cost, step_seconds)
+        return share is not None and share[0] >= share[1]
+
     # -- helpers to build results --------------------------------------------------
     def result(
         self,
@@ -243,20 +257,6 @@ class NodeRule(Rule):
             details=details,
             cost_seconds=cost,
         )
-
-    def cost_share(
-        self, cost: float | None, step_seconds: float | None
-    ) -> tuple[float, float] | None:
-        """The findings' cost as % of the job's step time and ``min_cost_share``; None for
-        a rule without the parameter, or with the cost or the step time unknown."""
-        if MIN_COST_SHARE not in self.parameters or cost is None or not step_seconds:
-            return None
-        return 100.0 * cost / step_seconds, float(self.p_float(MIN_COST_SHARE))
-
-    def costly(self, cost: float | None, step_seconds: float | None) -> bool:
-        """Whether the findings' cost reaches ``min_cost_share`` of the step time."""
-        share = self.cost_share(cost, step_seconds)
-        return share is not None and share[0] >= share[1]
 
     def below_text(self, triggers: int, findings: list[Finding]) -> str:
         """What was found below the count threshold (the start of a message that fired on
