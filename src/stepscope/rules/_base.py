@@ -109,11 +109,6 @@ class Rule:
             return None
         return 100.0 * cost / step_seconds, float(self.p_float(MIN_COST_SHARE))
 
-    def costly(self, cost: float | None, step_seconds: float | None) -> bool:
-        """Whether the findings' cost reaches ``min_cost_share`` of the step time."""
-        share = self.cost_share(cost, step_seconds)
-        return share is not None and share[0] >= share[1]
-
     # -- helpers to build results --------------------------------------------------
     def result(
         self,

@@ -154,12 +154,6 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
     datapoints = committed.datapoints + current.datapoints
     tolerated = rule.tolerated() if isinstance(rule, NodeRule) else 0
     status = _status(triggers, tolerated, datapoints, committed, current)
-    cost = _add(committed.cost_seconds, current.cost_seconds)
-    if status is Status.NO_ISSUES_FOUND and findings and isinstance(rule, NodeRule):
-        # below the count, the chunks' evidence together may cost min_cost_share
-        spans = [r.details.get("step_seconds") for r in (committed, current)]
-        steps = sum(s for s in spans if isinstance(s, int | float))
-        status = Status.ISSUES_FOUND if rule.costly(cost, steps) else status
     message = f"{triggers} trigger(s) in {datapoints} datapoints so far; latest: {current.message}"
     return replace(
         current,
@@ -168,7 +162,7 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
         triggers=triggers,
         datapoints=datapoints,
         message=message,
-        cost_seconds=cost,
+        cost_seconds=_add(committed.cost_seconds, current.cost_seconds),
     )
 
 
