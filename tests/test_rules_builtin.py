@@ -281,8 +281,12 @@ def test_step_outlier_tolerates_n_outliers_and_mode(tmp_path: Path) -> None:
     store = rd.new_job(tmp_path / "j")
     rd.write_steps(store, rd.steps_frame(200, duration=stalled(200, [50, 120])))
     rd.write_steps(store, rd.steps_frame(100, rank=1, phase="eval"))
-    res = judge(tmp_path / "j", "StepOutlier")  # n_outliers=10 by default
+    # n_outliers=10 by default; the two stalls cost 5.6 s of 45.6 s (12%): they fire on
+    # cost (tests/test_rules_cost.py) unless min_cost_share is above that
+    res = judge(tmp_path / "j", "StepOutlier", min_cost_share=15)
     assert res.status is Status.NO_ISSUES_FOUND and res.triggers == 2
+    costly = judge(tmp_path / "j", "StepOutlier")
+    assert costly.status is Status.ISSUES_FOUND and costly.triggers == 2
     assert judge(tmp_path / "j", "StepOutlier", mode="eval", n_outliers=0).triggers == 0
 
 

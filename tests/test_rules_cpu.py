@@ -108,7 +108,7 @@ def test_data_loader_workers_fires_on_saturated_workers_only(tmp_path: Path) -> 
     idle = cpu_job(tmp_path / "idle", facts, WAITING, cpu=50.0, proc_cpu=130.0)
     res = judge(busy, "DataLoaderWorkers")
     fires(res)
-    assert "2 worker(s) each used a median 100%" in res.findings[0].message
+    assert "2 worker(s) each used a median 25% (1.00 core) (saturated)" in res.findings[0].message
     assert "2.0 core(s) idle" in res.findings[0].message  # 4 cores at 50%
     # the same wait with workers at 15% each: not the workers' CPU (DataLoading's case)
     silent(judge(idle, "DataLoaderWorkers"))

@@ -92,9 +92,9 @@ def test_python_overhead_is_the_host_time_the_device_waited_for(tmp_path: Path) 
     assert idle.findings[0].value == pytest.approx(51.5, abs=0.1)  # 0.103 s of 0.2 s
     assert "with the GPU idle" in idle.findings[0].message
     assert idle.cost_seconds == pytest.approx((N - 5) * (0.103 - 0.01), rel=1e-3)
-    assert idle.details == {"device_steps": N - 5}
+    assert idle.details == {"device_steps": N - 5, "step_seconds": pytest.approx(79.0)}
     silent(busy)  # 'other' is 0.103 s, but the device idled 5 ms a step: 2.5%
-    assert busy.details == {"device_steps": N - 5}
+    assert busy.details == {"device_steps": N - 5, "step_seconds": pytest.approx(79.0)}
 
 
 def test_data_loading_counts_the_wait_the_device_waited_for(tmp_path: Path) -> None:

@@ -105,6 +105,9 @@ def test_host_contention_names_the_others_and_costs_the_slow_steps(tmp_path: Pat
     fires(res)
     (finding,) = res.findings
     assert "stress (pid 4242" in finding.message and "backup (pid 4243" in finding.message
+    # one unit: % of the node, the cores in brackets (issue 30), the others' too
+    said = "other processes used 70% (2.80 cores) of node-a's CPU (median; the job 30% (1.20"
+    assert said in finding.message and "stress (pid 4242, 45% (1.80 cores))" in finding.message
     assert "0.5 s during it vs 0.2 s otherwise" in finding.message
     assert finding.value is not None and finding.value > 60  # others: ~70% of the node
     assert finding.start is not None and finding.start >= rd.T0 + HALF * 0.5 - 10

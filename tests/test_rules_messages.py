@@ -3,6 +3,9 @@ advice that fits the job (no GPU advice on a CPU-only job)."""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +13,11 @@ import pytest
 
 import rules_data as rd
 import stepscope
+from stepscope.cli import main
 from stepscope.rules import RuleResult, Status, evaluate_job
 from stepscope.rules._text import num, versus
+
+GOLDEN = Path(__file__).parent / "data"
 
 
 def judge(path: Path, rule: str, **params: Any) -> RuleResult:
@@ -103,3 +109,25 @@ def test_straggler_advice_fits_the_job(tmp_path: Path, gpus: int) -> None:
     assert ("look at its GPU" in message) is bool(gpus), message
     if not gpus:
         assert "CPU contention on its node" in message
+
+
+def test_show_gives_cpu_as_a_share_of_the_node_with_its_cores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 30: "training CPU 49.9 %" (of a core) beside "other processes' CPU 75.0 %"
+    (of the node); now both of the node, the cores in brackets; JSON keeps proc_cpu."""
+    job = tmp_path / "starving"
+    shutil.copytree(GOLDEN / "starving", job)
+    assert main(["show", str(job)]) == 0
+    labels = {"CPU total", "training CPU", "other processes' CPU"}
+    out = capsys.readouterr().out.splitlines()
+    lines = {ln[2:24].strip(): ln for ln in out if ln[2:24].strip() in labels}
+    assert set(lines) == labels
+    for line in lines.values():
+        assert re.search(r" \d+\.\d % \(\d\.\d\d cores?\) +\d+\.\d % \(\d\.\d\d cores?\)$", line)
+    assert main(["show", str(job), "--json"]) == 0
+    node = json.loads(capsys.readouterr().out)["system"]["nodes"]["vm"]
+    cores, m = node["cores"], node["metrics"]
+    assert cores == 2
+    assert m["proc_cpu_node"]["p50"] == pytest.approx(m["proc_cpu"]["p50"] / cores, rel=1e-6)
+    assert " 1.0 % (0.02 core) " in lines["training CPU"]  # 2.0% of a core, recorded

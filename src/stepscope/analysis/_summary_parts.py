@@ -62,6 +62,7 @@ class NodeSummary(TypedDict):
     samples: int
     interval_ms: int | None
     metrics: dict[str, Quantiles]
+    cores: int | None  # the node's per-core columns: what "% of the node" is a share of
 
 
 class SystemSummary(TypedDict):
@@ -139,12 +140,15 @@ def _node_summary(system: Columns, rows: npt.NDArray[np.bool_]) -> NodeSummary:
         others = others_cpu_values(cpu, job, cores)
         if not np.isnan(others).all():
             metrics["others_cpu"] = _quantiles(others)
+        if not np.isnan(job).all():  # proc_cpu is % of one core: also as % of the node
+            metrics["proc_cpu_node"] = _quantiles(job / cores)
     times, intervals = system.floats("time")[rows], system.floats("interval_ms")[rows]
     last = intervals[np.argmax(times)] if len(times) else math.nan  # the newest sample's
     return {
         "samples": int(rows.sum()),
         "interval_ms": None if math.isnan(last) else int(last),
         "metrics": metrics,
+        "cores": cores or None,
     }
 
 

@@ -54,6 +54,16 @@ def duration_text(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def cpu_text(percent: float, cores: float | None, digits: int = 1, unit: str = "%") -> str:
+    """CPU in the one unit of every message: % of the node, the cores in brackets
+    (``25.0% (0.50 core)``, of a 2-core node); without the core count, the %."""
+    text = f"{percent:.{digits}f}{unit}"
+    if not cores:
+        return text
+    used = percent / 100.0 * cores
+    return f"{text} ({used:.2f} core{'' if used <= 1 else 's'})"
+
+
 def percent_text(share: float | None) -> str:
     """A share (0-1) in percent: ``23%``, ``0.4%``, ``<0.1%``."""
     if share is None:

@@ -6,6 +6,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
+from stepscope.analysis.diagnosis_text import cpu_text
+
 if TYPE_CHECKING:
     from stepscope.analysis.device import DeviceSplit
     from stepscope.analysis.diagnosis_text import EntryJson
@@ -23,7 +25,7 @@ _SHOWN_METRICS = (
     ("disk_write_bps", "disk write", "B/s"),
     ("net_rx_bps", "network rx", "B/s"),
     ("net_tx_bps", "network tx", "B/s"),
-    ("proc_cpu", "training CPU", "%"),
+    ("proc_cpu_node", "training CPU", "%"),
     ("proc_rss", "training memory", "B"),
     ("others_cpu", "other processes' CPU", "%"),
     ("cpu_steal", "CPU steal", "%"),
@@ -161,14 +163,18 @@ def _render_system(sy: SystemSummary) -> list[str]:
             f"system     {node}: {info['samples']} samples every {info['interval_ms']} ms"
             f"{'':10}p50        p95"
         )
-        metrics = info["metrics"]
+        metrics, cores = info["metrics"], info.get("cores")
+        shown: tuple[tuple[str, str, str], ...] = _SHOWN_METRICS
+        if "proc_cpu_node" not in metrics:  # no core count: the training CPU as recorded
+            mine = ("proc_cpu", "training CPU (% of a core)", "%")
+            shown = tuple(mine if m[0] == "proc_cpu_node" else m for m in shown)
         rows = [
             (
                 label,
-                _metric_cell(metrics, key, unit, "p50"),
-                _metric_cell(metrics, key, unit, "p95"),
+                _metric_cell(metrics, key, unit, "p50", cores),
+                _metric_cell(metrics, key, unit, "p95", cores),
             )
-            for key, label, unit in (*_SHOWN_METRICS, *_gpu_metrics(metrics))
+            for key, label, unit in (*shown, *_gpu_metrics(metrics))
             if key in metrics
         ]
         # as wide as before, unless a GPU's memory (% and GB) needs more
@@ -178,11 +184,23 @@ def _render_system(sy: SystemSummary) -> list[str]:
     return lines or ["system     no samples"]
 
 
+# CPU of the node (% of all its cores): shown with the cores it amounts to.
+_NODE_CPU = ("cpu", "proc_cpu_node", "others_cpu")
+
+
 def _metric_cell(
-    metrics: Mapping[str, Quantiles], key: str, unit: str, q: Literal["p50", "p95"]
+    metrics: Mapping[str, Quantiles],
+    key: str,
+    unit: str,
+    q: Literal["p50", "p95"],
+    cores: int | None = None,
 ) -> str:
-    """One quantile of a metric; a GPU's memory % with its bytes beside it."""
-    text = fmt_value(metrics[key][q], unit)
+    """One quantile of a metric; a GPU's memory % with its bytes beside it; the node's
+    CPU (% of the node) with the cores in brackets."""
+    value = metrics[key][q]
+    if key in _NODE_CPU and value is not None and cores:
+        return cpu_text(value, cores, unit=" %")
+    text = fmt_value(value, unit)
     used = key.removesuffix("_mem_util") + "_mem_used"
     if key.endswith("_mem_util") and used in metrics:
         got = metrics[used][q]

@@ -14,8 +14,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 from stepscope.analysis.profiled import LEFT_OUT, profiled_count, profiled_text
 from stepscope.jobfolder import JsonObject
+from stepscope.rules._cost import on_cost
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import SCAN_INTERVAL, Param, ParamValue, resolve_params
+from stepscope.rules._params import (
+    MIN_COST_SHARE,
+    SCAN_INTERVAL,
+    Param,
+    ParamValue,
+    resolve_params,
+)
 from stepscope.rules._types import Finding, RuleResult, Status
 
 if TYPE_CHECKING:
@@ -93,6 +100,15 @@ class Rule:
         """Judge ``data``; return a result, never raise to report a problem."""
         raise NotImplementedError(f"{type(self).__name__} does not implement evaluate()")
 
+    def cost_share(
+        self, cost: float | None, step_seconds: float | None
+    ) -> tuple[float, float] | None:
+        """The findings' cost as % of the job's step time and ``min_cost_share``; None for
+        a rule without the parameter, or with the cost or the step time unknown."""
+        if MIN_COST_SHARE not in self.parameters or cost is None or not step_seconds:
+            return None
+        return 100.0 * cost / step_seconds, float(self.p_float(MIN_COST_SHARE))
+
     # -- helpers to build results --------------------------------------------------
     def result(
         self,
@@ -139,6 +155,8 @@ class Part:
 
     ``cost_seconds`` is the job time this node's findings cost (``None``: unknown);
     the result's ``cost_seconds`` combines the nodes' with :meth:`NodeRule.cost`.
+    ``step_seconds`` is the step time the cost is a share of (the slowest rank's sum of
+    step durations); a rule with ``min_cost_share`` fires when the share reaches it.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -147,6 +165,7 @@ class Part:
     details: JsonObject = field(default_factory=dict)
     na_reason: str | None = None
     cost_seconds: float | None = None
+    step_seconds: float | None = None
 
 
 def _joined(parts: list[Part]) -> JsonObject:
@@ -208,8 +227,21 @@ class NodeRule(Rule):
             details.update(p.details)
         if profiled := sum(profiled_count(p.details) for p in judged):
             details[LEFT_OUT] = profiled
+        cost = self.cost(judged)
+        steps = [p.step_seconds for p in judged if p.step_seconds]
+        if steps:
+            details["step_seconds"] = max(steps)
         status = Status.ISSUES_FOUND if triggers > self.tolerated() else Status.NO_ISSUES_FOUND
-        message = self.summarize(status, findings, triggers, datapoints, details)
+        share = self.cost_share(cost, max(steps, default=None)) if findings else None
+        if status is Status.NO_ISSUES_FOUND and share is not None and cost:
+            # below the count or the floor: the cost decides (min_cost_share)
+            left = profiled_text(profiled_count(details))
+            below = self.below_text(triggers, findings) + (f" ({left})" if left else "")
+            fired, message = on_cost(below, cost, share, findings)
+            if fired:
+                status, details["fired_on_cost"] = Status.ISSUES_FOUND, True
+        else:
+            message = self.summarize(status, findings, triggers, datapoints, details)
         return self.result(
             status,
             data,
@@ -218,8 +250,13 @@ class NodeRule(Rule):
             datapoints=datapoints,
             message=message,
             details=details,
-            cost_seconds=self.cost(judged),
+            cost_seconds=cost,
         )
+
+    def below_text(self, triggers: int, findings: list[Finding]) -> str:
+        """What was found below the count threshold (the start of a message that fired on
+        cost)."""
+        return f"{triggers} trigger(s), within the {self.tolerated()} tolerated"
 
     def summarize(
         self,

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from stepscope.analysis.diagnosis_text import cpu_text
 from stepscope.analysis.host import others_cpu
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._host_base import HostRule, StepEffect, medians_in
@@ -46,11 +47,13 @@ def _plain(value: object) -> object:
     return item() if item is not None else value
 
 
-def _named(top: list[dict[str, object]]) -> str:
+def _named(top: list[dict[str, object]], cores: float) -> str:
+    """The busiest others, their CPU (``others/``: % of one core) as % of the node."""
     if not top:
-        return "no other process was recorded above 5% of a core"
+        return "no other process was recorded above 0.05 core"
     return "top: " + ", ".join(
-        f"{p['name']} (pid {p['pid']}, {float(str(p['cpu'])):.0f}% of a core)" for p in top
+        f"{p['name']} (pid {p['pid']}, {cpu_text(float(str(p['cpu'])) / cores, cores, 0)})"
+        for p in top
     )
 
 
@@ -121,11 +124,13 @@ class HostContention(HostRule):
     ) -> Finding:
         m = medians_in(framed, run, self._series(framed, data))
         steal = f", steal {m['steal']:.0f}%" if m["steal"] >= 1 else ""
-        top = _named(top_others(data.others, run[0].start, run[-1].end))
+        cores = float(m["cores"])
+        top = _named(top_others(data.others, run[0].start, run[-1].end), cores)
         value, threshold = worst_of(run), self.p_float("others_threshold")
+        others, job = cpu_text(m["others"], cores, 0), cpu_text(m["job"], cores, 0)
         text = (
-            f"other processes used {m['others']:.0f}% of {node}'s CPU (median; the job "
-            f"{m['job']:.0f}%, run queue {m['run_queue']:.0f} on {m['cores']:.0f} cores{steal}) "
+            f"other processes used {others} of {node}'s CPU (median; the job "
+            f"{job}, run queue {m['run_queue']:.0f} on {m['cores']:.0f} cores{steal}) "
             f"for {lasted(run)}; {top}; {effect.text()}"
         )
         return run_finding(text, self.recommendation, run, value, threshold, 100.0, node=node)

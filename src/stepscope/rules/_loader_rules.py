@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stepscope.analysis.diagnosis_text import cpu_text
 from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import (
     RankFacts,
@@ -86,7 +87,8 @@ class DataLoaderWorkers(NodeRule):
         start, end = float(rows["start"].min()), float(rows["end"].max())
         if not facts.workers:
             what = "with num_workers=0: every batch is made on the training thread"
-            return self._finding(rows, rank, share, what, "set num_workers")
+            fix = "set DataLoader(num_workers=N), N up to the idle cores"
+            return self._finding(rows, rank, share, what, fix)
         busy = sample_median(data.system, "proc_cpu", start, end)
         main = sample_median(data.system, "proc_cpu_main", start, end)
         if busy is None:  # no process CPU at all (an imported job): judge against the cores
@@ -99,10 +101,8 @@ class DataLoaderWorkers(NodeRule):
         cpu = sample_median(data.system, "cpu", start, end)
         cores = node_cores(data, {rank: facts})
         idle = cores * (1.0 - cpu / 100.0) if cores and cpu is not None else None
-        what = (
-            f"while its {facts.workers} worker(s) each used a median {per_worker:.0f}% "
-            "of a core (saturated)"
-        )
+        each = cpu_text(per_worker / cores, cores, 0) if cores else f"{per_worker / 100:.2f} core"
+        what = f"while its {facts.workers} worker(s) each used a median {each} (saturated)"
         fix = (
             f"add workers: about {idle:.1f} core(s) idle"
             if idle is not None and idle >= 1.0

@@ -19,10 +19,11 @@ import pandas as pd
 
 from stepscope.jobfolder import STEP_PARTS, JsonObject
 from stepscope.rules._base import NodeRule, Part
+from stepscope.rules._cost import step_seconds
 from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
 from stepscope.rules._device import device_steps, waited_on
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param, window
+from stepscope.rules._params import Param, min_cost_share, window
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding
 
@@ -34,7 +35,7 @@ class PythonOverhead(NodeRule):
         "backward and optimizer: Python, logging, synchronisations."
     )
     recommendation = (
-        "Profile a window of steps (stepscope profile --kind python) and move the work off "
+        "Profile a window of steps (stepscope profile JOB --python cprofile) and move the work off "
         "the step: log and call .item()/.cpu() every N steps, not every step; compute the "
         "loss inside the model's forward; zero_grad(set_to_none=True); no per-step "
         "checkpoints, prints or metric syncs."
@@ -46,6 +47,7 @@ class PythonOverhead(NodeRule):
         min_steps(),
         skip_steps(5),
         window(1000, "steps"),
+        min_cost_share(),
     )
 
     def check(self, data: RuleInput) -> Part:
@@ -60,13 +62,16 @@ class PythonOverhead(NodeRule):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         steps = steps.assign(win=steps["step"] // self.p_int("window"))
         hits: list[Hit] = []
-        judged = 0
+        judged, floored = 0, 0
         for (rank, win), rows in steps.groupby(["rank", "win"], sort=True):
             if len(rows) < self.p_int("min_steps"):
                 continue  # too few steps for a median (a window's tail)
             judged += len(rows)
             share, other = self._medians(rows)
-            if share > self.p_float("threshold") and other >= self.p_float("min_other_s"):
+            if share > self.p_float("threshold"):
+                # Under the floor (a small model's few ms): found, not counted; it fires
+                # only on cost (min_cost_share of the step time: NodeRule.combine).
+                floored += other < self.p_float("min_other_s")
                 start, end = float(rows["start"].min()), float(rows["end"].max())
                 hits.append(Hit(str(rank), int(str(win)), start, end, share))
         if not judged:
@@ -80,9 +85,20 @@ class PythonOverhead(NodeRule):
             findings.append(self._finding(rows, cost))
         on_device = device_steps(steps)
         details: JsonObject = {"device_steps": on_device} if on_device else {}
+        if floored:
+            details["under_floor_windows"] = floored
         return Part(
-            findings, len(hits), judged, details, cost_seconds=max(costs.values(), default=None)
+            findings,
+            len(hits) - floored,
+            judged,
+            details,
+            cost_seconds=max(costs.values(), default=None),
+            step_seconds=step_seconds(steps),
         )
+
+    def below_text(self, triggers: int, findings: list[Finding]) -> str:
+        floor = float(self.p_float("min_other_s")) * 1000
+        return f"{len(findings)} finding(s) with a median 'other' under the {floor:g} ms floor"
 
     @staticmethod
     def _medians(rows: pd.DataFrame) -> tuple[float, float]:

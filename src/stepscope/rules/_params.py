@@ -111,3 +111,19 @@ def patience(default: int) -> Param:
 def window(default: int, what: str = "samples") -> Param:
     """The seeds' ``window``: the size of the windows the rule judges one by one."""
     return Param("window", default, f"size of each judged window, in {what}", int, minimum=1)
+
+
+#: stepscope's own parameter (not in the seeds): the share of the job's step time that
+#: a rule's evidence must cost to fire below the rule's count threshold or floor.
+MIN_COST_SHARE = "min_cost_share"
+
+
+def min_cost_share(default: float = 5.0) -> Param:
+    """stepscope's ``min_cost_share``: evidence costing at least this share of the job's
+    step time fires the rule even below its count threshold or absolute floor."""
+    return Param(
+        MIN_COST_SHARE,
+        default,
+        "share of the job's step time that the evidence must cost to fire the rule below "
+        "its count threshold or floor, % (stepscope's)",
+    )

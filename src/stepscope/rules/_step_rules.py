@@ -16,8 +16,9 @@ from stepscope.analysis.host import others_during, run_wait_during, run_wait_sec
 from stepscope.analysis.profiled import LEFT_OUT, cap_profiled
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
+from stepscope.rules._cost import step_seconds
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param
+from stepscope.rules._params import Param, min_cost_share
 from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import severity
@@ -73,10 +74,14 @@ class StepOutlier(NodeRule):
             "other processes' CPU (% of the node) during an outlier that flags it as taken "
             "under host contention (HostContention's others_threshold)",
         ),
+        min_cost_share(),
     )
 
     def tolerated(self) -> int:
         return int(self.p_int("n_outliers"))
+
+    def below_text(self, triggers: int, findings: list[Finding]) -> str:
+        return f"{triggers} outlier step(s), within the {self.tolerated()} tolerated"
 
     def check(self, data: RuleInput) -> Part:
         # Only the steps a window could have slowed are left out (analysis.profiled).
@@ -107,7 +112,8 @@ class StepOutlier(NodeRule):
         if profiled := self._profiled(steps):
             details[LEFT_OUT] = profiled
         triggers = len(findings) - int(explained.sum())
-        return Part(findings, triggers, len(judged), details, cost_seconds=cost)
+        total = step_seconds(steps)
+        return Part(findings, triggers, len(judged), details, cost_seconds=cost, step_seconds=total)
 
     def _profiled(self, steps: pd.DataFrame) -> int:
         """The steps past ``skip_steps`` left out as profiled."""

@@ -29,8 +29,9 @@ import pandas as pd
 from stepscope.analysis.profiled import LEFT_OUT, profiled_text, standing
 from stepscope.errors import RuleConfigError
 from stepscope.rules._base import Rule
+from stepscope.rules._cost import on_cost, step_seconds
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param, window
+from stepscope.rules._params import Param, min_cost_share, window
 from stepscope.rules._reduce import peer_medians
 from stepscope.rules._straggler_advice import advice, has_gpu
 from stepscope.rules._straggler_scope import drop_waiting, split, unmeasured, why
@@ -68,6 +69,7 @@ class Straggler(Rule):
         window(20, "steps"),
         Param("skip_steps", 5, "first training steps of each rank ignored", int),
         Param("metrics", DEFAULT_METRICS, f"step columns compared, of {', '.join(METRICS)}", str),
+        min_cost_share(),
     )
 
     def __init__(self, name: str | None = None, **parameters: object) -> None:
@@ -91,9 +93,7 @@ class Straggler(Rule):
         if not judged:
             return self.not_applicable(data, why(skipped))
         medians = self._medians(steps)
-        hits = [h for m in judged for h in self._hits(medians, m)]
-        hits = drop_waiting(hits) if unmeasured(data.meta) else hits
-        found = _specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
+        found = self._found(medians, judged, data, float(self.p_float("min_excess_s")))
         gpu = has_gpu(data)
         findings = [self._finding(run, medians, gpu) for run in found]
         status = Status.ISSUES_FOUND if findings else Status.NO_ISSUES_FOUND
@@ -103,10 +103,23 @@ class Straggler(Rule):
             f"{max(findings, key=lambda f: f.severity).message}"
             if findings
             else f"No straggler among {ranks} ranks in {len(steps)} steps."
-        ) + (f"; {why(skipped)}" if skipped else "")
+        )
+        details: dict[str, object] = {"ranks": ranks}
+        if not found:  # under min_excess_s (a small model's ms): fires on cost alone
+            found = self._found(medians, judged, data, 0.0)
+            below = [self._finding(run, medians, gpu) for run in found]
+            lost = self._cost(found, medians)
+            share = self.cost_share(lost, step_seconds(steps))
+            if below and share is not None and lost:
+                what = f"{len(below)} straggler finding(s) under min_excess_s"
+                fired, text = on_cost(what, lost, share, below)
+                message = text if fired else message
+                if fired:
+                    findings, triggers, status = below, 0, Status.ISSUES_FOUND
+                    details["fired_on_cost"] = True
+        message += f"; {why(skipped)}" if skipped else ""
         if profiled_text(profiled):
             message += f" ({profiled_text(profiled)})"
-        details: dict[str, object] = {"ranks": ranks}
         details |= {"windows": int(medians.index.get_level_values(0).nunique())}
         if profiled:
             details[LEFT_OUT] = profiled
@@ -122,6 +135,14 @@ class Straggler(Rule):
             details=details,
             cost_seconds=self._cost(found, medians),
         )
+
+    def _found(
+        self, medians: pd.DataFrame, judged: list[str], data: RuleInput, floor: float
+    ) -> list[list[Hit]]:
+        """The runs of at least ``patience`` slower windows, excess over ``floor``."""
+        hits = [h for m in judged for h in self._hits(medians, m, floor)]
+        hits = drop_waiting(hits) if unmeasured(data.meta) else hits
+        return _specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
 
     def _waiting(self, steps: pd.DataFrame) -> str:
         """Why fewer than 2 ranks are judged: what is true of the job's steps."""
@@ -178,14 +199,12 @@ class Straggler(Rule):
         )
         return out[out["n"] >= MIN_STEPS]
 
-    def _hits(self, medians: pd.DataFrame, metric: str) -> list[Hit]:
+    def _hits(self, medians: pd.DataFrame, metric: str, floor: float) -> list[Hit]:
         table = medians[metric].unstack("rank")
         mine = table.to_numpy()  # in the medians' dtype: the same numbers as pandas
         peers = peer_medians(mine)  # every rank's peers at once: ranks x ranks pandas was slow
         with np.errstate(invalid="ignore"):
-            worse = (mine > self.p_float("threshold") * peers) & (
-                mine - peers > self.p_float("min_excess_s")
-            )
+            worse = (mine > self.p_float("threshold") * peers) & (mine - peers > floor)
         hits = []
         for i, j in zip(*np.nonzero(worse), strict=True):
             win, rank = table.index[i], table.columns[j]
