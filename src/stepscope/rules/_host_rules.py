@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from stepscope.analysis.host import others_cpu
+from stepscope.analysis.host import others_cpu, run_wait_in
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._host_base import HostRule, StepEffect, medians_in
 from stepscope.rules._input import RuleInput
@@ -79,7 +79,24 @@ class HostContention(HostRule):
     required = ("cpu", "proc_cpu", "run_queue")
 
     def columns(self, gpus: list[int]) -> list[str]:
-        return ["time", "node", "cpu", "proc_cpu", "run_queue", "cpu_steal"]
+        return ["time", "node", "cpu", "proc_cpu", "run_queue", "cpu_steal", "own_cpu"]
+
+    def measured(self, data: RuleInput, steps: pd.DataFrame) -> StepEffect | None:
+        """The job's threads' run-queue wait inside the contended steps (each step's at
+        most its duration), over the node's ranks: the slowest rank's. None without a
+        wait column (older jobs, no schedstat) or a step it tells of."""
+        waits = run_wait_in(
+            data.system, steps["start"].to_numpy(np.float64), steps["end"].to_numpy(np.float64)
+        )
+        known = np.isfinite(waits)
+        if not known.any():
+            return None
+        ranks = steps["rank"].to_numpy()
+        shared = max(1, int(data.steps["rank"].nunique()))  # the node's ranks share the sum
+        waits = np.minimum(waits / shared, steps["duration"].to_numpy(np.float64))
+        worst = max(float(waits[known & (ranks == r)].sum()) for r in np.unique(ranks[known]))
+        as_text = "its threads waited {} for a core during them"
+        return StepEffect(measured=worst, measured_as=as_text)
 
     def unjudged(self, data: RuleInput) -> str | None:
         if not any(info.get("cpu_count") for info in data.nodes.values()):
