@@ -108,3 +108,59 @@ def test_a_stall_that_waits_for_a_core_is_excused(
     assert res["details"]["explained_by_contention"] >= 3
     waits, durations = stall_waits(job)
     assert (np.sort(waits / durations)[-3:] > 0.5).all(), (waits, durations)
+
+
+WHOLE_JOB = """
+[[rules]]
+name = "HostContention"
+parameters = { patience = 4, window = 10 }  # 5 s windows: a short job has several
+[[rules]]
+name = "StepOutlier"
+parameters = { n_outliers = 0 }
+"""
+
+
+def diagnosed(tmp_path: Path) -> tuple[list[dict[str, Any]], stepscope.Job]:
+    """A job with one 1 s sleep stall (a checkpoint's worth), diagnosed by ``show``."""
+    config = tmp_path / "stepscope.toml"
+    config.write_text(WHOLE_JOB)
+    script = [str(SCRIPTS / "mlp.py"), "--steps", "3000"]  # CPU-bound: no sleep a step
+    done = stepscope_run(
+        tmp_path, [*script, "--stall-at", "1500", "--stall-s", "1"], "--config", str(config),
+        timeout=400,
+    )  # fmt: skip
+    assert done.code == 0, done.stderr
+    show = subprocess.run(
+        [str(Path(sys.executable).parent / "stepscope"), "show", "--json", str(done.job_path)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    entries: list[dict[str, Any]] = json.loads(show.stdout)["diagnosis"]
+    return entries, stepscope.open(str(done.job_path))
+
+
+def test_whole_job_contention_is_costed_and_ranked_above_a_stall(
+    tmp_path: Path, many_busy_loops: list[int]
+) -> None:
+    """Busy processes from before the start to the end: no step outside contention
+    to compare with. Its cost is what the job's threads waited for a core, most of
+    the step time, ranked above the 1 s stall (counted: the loop slept)."""
+    entries, job = diagnosed(tmp_path)
+    rules = [e["rule"] for e in entries]
+    assert rules[:2] == ["HostContention", "StepOutlier"], entries
+    contention, stall = entries[0]["cost_seconds"], entries[1]["cost_seconds"]
+    steps = float(job.steps()["duration"].sum())
+    assert stall == pytest.approx(1.0, abs=0.3)
+    # four busy loops per core: the loop waits for a core most of the time it runs
+    assert 0.5 * (steps - stall) <= contention <= steps, (contention, stall, steps)
+
+
+def test_the_same_job_alone_has_only_the_stall(tmp_path: Path) -> None:
+    """The twin, same parameters, without the busy processes: the stall is found (the
+    rest of the machine's load is what other tests leave: contention may be found
+    too, then costed by what the job waited)."""
+    entries, job = diagnosed(tmp_path)
+    assert "StepOutlier" in [e["rule"] for e in entries], entries
+    assert len(job.steps()) > 0 and len(job.system()) > 0
+    contention = [e for e in entries if e["rule"] == "HostContention"]
+    if contention:
+        print(f"busy machine: {contention[0]['message']}")

@@ -67,9 +67,13 @@ def others_frame(start: float, end: float, cpu: float = 180.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def host_job(path: Path, contended: bool, *, old: bool = False, **cols: np.ndarray) -> None:
+def host_job(
+    path: Path, contended: bool, *, old: bool = False, wait: bool = False, **cols: np.ndarray
+) -> None:
     """A CPU job on 4 cores; ``contended``: from the middle on, other processes take 70%
-    of the node (the job keeps 30%, run queue 7) and steps slow from 0.2 to 0.5 s."""
+    of the node (the job keeps 30%, run queue 7) and steps slow from 0.2 to 0.5 s.
+    ``wait``: the per-thread run-queue wait recorded, 5% of the time alone, 60% under
+    contention."""
     store = rd.new_job(path, end=rd.T0 + N * 0.5)
     rd.node_info(store, gpus=0)
     later = np.arange(N) >= HALF
@@ -79,6 +83,8 @@ def host_job(path: Path, contended: bool, *, old: bool = False, **cols: np.ndarr
     if not old:
         queue = np.where(later & contended, 7, 2)
         frame = pressure(frame, run_queue=cols.pop("run_queue", queue), **cols)
+    if wait:
+        frame["proc_thread_run_wait"] = np.where(later & contended, 60.0, 5.0).astype(np.float32)
     rd.write_system(store, frame)
     first = int(HALF * 0.5 / 0.2)
     steps = np.r_[np.full(first, 0.2), np.full(int((N - HALF) * 0.5 / 0.5) - 2, 0.5)]
@@ -113,6 +119,25 @@ def test_host_contention_names_the_others_and_costs_the_slow_steps(tmp_path: Pat
     # ~118 steps of 0.5 s instead of 0.2 s: about 35 s lost
     assert res.cost_seconds == pytest.approx(0.3 * 118, rel=0.1)
     assert json.loads(json.dumps(res.details))[rd.NODE]["top"][0]["pid"] == 4242
+
+
+def test_host_contention_is_costed_by_the_wait_beyond_the_quiet_steps_wait(
+    tmp_path: Path,
+) -> None:
+    """With the wait recorded, the cost is the threads' wait in the contended steps
+    (60% of ~118 steps of 0.5 s) less their usual share (5%, the quiet steps')."""
+    host_job(tmp_path / "bad", contended=True, wait=True)
+    res = judge(tmp_path / "bad", "HostContention", **PARAMS)
+    fires(res)
+    (finding,) = res.findings
+    n = float(finding.message.split(" and ")[0].rsplit("; ", 1)[1])  # contended steps
+    assert res.cost_seconds == pytest.approx(n * 0.5 * (0.60 - 0.05), rel=0.05)
+    assert "0.5 s during it vs 0.2 s otherwise" in finding.message
+    assert f"its threads waited {n * 0.5 * 0.6:.3g} s for a core during them" in finding.message
+    host_job(tmp_path / "good", contended=False, wait=True)  # the twin: alone throughout
+    twin = judge(tmp_path / "good", "HostContention", **PARAMS)
+    silent(twin)
+    assert twin.cost_seconds is None
 
 
 def test_host_contention_is_silent_when_the_job_itself_fills_the_node(tmp_path: Path) -> None:
