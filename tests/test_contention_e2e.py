@@ -56,6 +56,12 @@ def test_busy_loops_on_every_core_fire_host_contention(
     # is otherwise quiet; at least one when other tests load it too.
     assert set(busy_loops) & set(others["pid"])
     assert not named_pids(res) & job_pids  # the job's own processes are not "others"
+    # nor are stepscope's (the sampler, the launcher, the live rule runner: their command
+    # lines name the job folder): their CPU is own_cpu
+    assert not others["command"].str.contains(str(tmp_path), regex=False).any(), others
+    assert job.system()["own_cpu"].notna().any()
+    # contention over the whole job is costed (the loops run from before its start)
+    assert res["cost_seconds"] is not None and res["cost_seconds"] >= 0
     # The loops are named when they were the busiest others; other tests sharing this
     # machine may run busier processes, which then fill the top of the list.
     busiest = others.groupby("pid")["cpu"].sum().nlargest(len(busy_loops))

@@ -16,10 +16,12 @@ import stepscope
 from stepscope.jobfolder import OTHERS_SCHEMA
 from stepscope.rules import (
     HostContention,
+    JobFacts,
     MemoryPressure,
     RuleResult,
     Status,
     build_rules,
+    diagnose,
     evaluate_job,
 )
 from stepscope.rules.runner import Runner
@@ -65,9 +67,13 @@ def others_frame(start: float, end: float, cpu: float = 180.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def host_job(path: Path, contended: bool, *, old: bool = False, **cols: np.ndarray) -> None:
+def host_job(
+    path: Path, contended: bool, *, old: bool = False, wait: bool = False, **cols: np.ndarray
+) -> None:
     """A CPU job on 4 cores; ``contended``: from the middle on, other processes take 70%
-    of the node (the job keeps 30%, run queue 7) and steps slow from 0.2 to 0.5 s."""
+    of the node (the job keeps 30%, run queue 7) and steps slow from 0.2 to 0.5 s.
+    ``wait``: the per-thread run-queue wait recorded, 5% of the time alone, 60% under
+    contention."""
     store = rd.new_job(path, end=rd.T0 + N * 0.5)
     rd.node_info(store, gpus=0)
     later = np.arange(N) >= HALF
@@ -77,6 +83,8 @@ def host_job(path: Path, contended: bool, *, old: bool = False, **cols: np.ndarr
     if not old:
         queue = np.where(later & contended, 7, 2)
         frame = pressure(frame, run_queue=cols.pop("run_queue", queue), **cols)
+    if wait:
+        frame["proc_thread_run_wait"] = np.where(later & contended, 60.0, 5.0).astype(np.float32)
     rd.write_system(store, frame)
     first = int(HALF * 0.5 / 0.2)
     steps = np.r_[np.full(first, 0.2), np.full(int((N - HALF) * 0.5 / 0.5) - 2, 0.5)]
@@ -114,6 +122,25 @@ def test_host_contention_names_the_others_and_costs_the_slow_steps(tmp_path: Pat
     # ~118 steps of 0.5 s instead of 0.2 s: about 35 s lost
     assert res.cost_seconds == pytest.approx(0.3 * 118, rel=0.1)
     assert json.loads(json.dumps(res.details))[rd.NODE]["top"][0]["pid"] == 4242
+
+
+def test_host_contention_is_costed_by_the_wait_beyond_the_quiet_steps_wait(
+    tmp_path: Path,
+) -> None:
+    """With the wait recorded, the cost is the threads' wait in the contended steps
+    (60% of ~118 steps of 0.5 s) less their usual share (5%, the quiet steps')."""
+    host_job(tmp_path / "bad", contended=True, wait=True)
+    res = judge(tmp_path / "bad", "HostContention", **PARAMS)
+    fires(res)
+    (finding,) = res.findings
+    n = float(finding.message.split(" and ")[0].rsplit("; ", 1)[1])  # contended steps
+    assert res.cost_seconds == pytest.approx(n * 0.5 * (0.60 - 0.05), rel=0.05)
+    assert "0.5 s during it vs 0.2 s otherwise" in finding.message
+    assert f"its threads waited {n * 0.5 * 0.6:.3g} s for a core during them" in finding.message
+    host_job(tmp_path / "good", contended=False, wait=True)  # the twin: alone throughout
+    twin = judge(tmp_path / "good", "HostContention", **PARAMS)
+    silent(twin)
+    assert twin.cost_seconds is None
 
 
 def test_host_contention_is_silent_when_the_job_itself_fills_the_node(tmp_path: Path) -> None:
@@ -199,3 +226,83 @@ def test_docs_list_every_parameter_with_its_default(rule: type[HostContention]) 
     (row,) = [line for line in doc.splitlines() if line.startswith(f"| **{rule.name}** |")]
     for param in rule.params:
         assert f"`{param.name}` ({param.default:g}" in row, param.name
+
+
+def whole_job(
+    path: Path, contended: bool, *, wait: bool = True, full: bool = False, own: float | None = None
+) -> None:
+    """Contention from the first sample to the last: steps take 1.2 s where the job
+    alone takes 0.2 s (6x), the loop waiting for a core 5/6 of the time
+    (``proc_thread_run_wait`` 83%; ``wait``: recorded). Its twin runs alone at 0.2 s.
+    ``full``: the node full and its run queue long all the same; ``own``: stepscope's own
+    CPU (% of one core), recorded."""
+    store = rd.new_job(path, end=rd.T0 + N * 0.5)
+    rd.node_info(store, gpus=0)
+    frame = rd.system_frame(N, cpu=100.0 if contended or full else 40.0)
+    frame["proc_cpu"] = np.float32(120.0 if contended else 150.0)
+    frame = pressure(frame, run_queue=7 if contended or full else 2)
+    if wait:
+        waited = np.where(np.arange(N) == 0, np.nan, 100.0 * 5 / 6 if contended else 0.5)
+        frame["proc_run_wait"] = frame["proc_thread_run_wait"] = waited.astype(np.float32)
+    if own is not None:
+        frame["own_cpu"] = np.float32(own)
+    rd.write_system(store, frame)
+    d = 1.2 if contended else 0.2
+    rd.write_steps(store, rd.steps_frame(int((N - 4) * 0.5 / d), start=rd.T0 + 0.5, duration=d))
+    if contended:
+        rd.write_rows(
+            store, f"others/{rd.NODE}", others_frame(rd.T0, rd.T0 + N * 0.5), OTHERS_SCHEMA
+        )
+
+
+def test_whole_job_contention_is_costed_by_the_threads_wait_and_ranked_first(
+    tmp_path: Path,
+) -> None:
+    """No step outside contention to compare with: the cost is the job's threads'
+    run-queue wait during the steps (5/6 of ~118 s), ranked above a 4 s checkpoint."""
+    whole_job(tmp_path / "bad", contended=True)
+    res = judge(tmp_path / "bad", "HostContention", **PARAMS)
+    fires(res)
+    steps = stepscope.open(str(tmp_path / "bad")).steps()
+    total = float(steps["duration"].sum())
+    assert res.cost_seconds == pytest.approx(total * 5 / 6, rel=0.05)
+    (finding,) = res.findings
+    assert "none outside it" in finding.message and "for a core during them" in finding.message
+    assert f"about {res.cost_seconds:.3g} s lost" in finding.message
+    checkpoint = RuleResult(
+        "StepOutlier", Status.ISSUES_FOUND, "1 trigger", [], 1, len(steps), cost_seconds=4.0
+    )
+    d = diagnose([checkpoint, res], JobFacts(wall_seconds=N * 0.5))
+    assert [e.rule for e in d.entries] == ["HostContention", "StepOutlier"]
+
+
+def test_a_job_alone_on_its_node_has_no_contention_to_cost(tmp_path: Path) -> None:
+    whole_job(tmp_path / "alone", contended=False)
+    res = judge(tmp_path / "alone", "HostContention", **PARAMS)
+    silent(res)
+    assert res.cost_seconds is None
+
+
+def test_whole_job_contention_without_a_measured_wait_has_an_unknown_cost(
+    tmp_path: Path,
+) -> None:
+    whole_job(tmp_path / "old", contended=True, wait=False)
+    res = judge(tmp_path / "old", "HostContention", **PARAMS)
+    fires(res)
+    assert res.cost_seconds is None  # unknown, not 0
+    assert "none outside it to compare with" in res.findings[0].message
+
+
+@pytest.mark.parametrize(("own", "fired"), [(None, True), (250.0, False)])
+def test_stepscope_s_own_cpu_is_not_contention(
+    tmp_path: Path, own: float | None, fired: bool
+) -> None:
+    """The node full and 7 tasks runnable on 4 cores, the job at 37.5%: without
+    ``own_cpu`` (an older job) the rest is other processes' and contention; with it,
+    stepscope's own processes (2.5 cores) take the rest, and nothing is contended."""
+    whole_job(tmp_path / "j", contended=False, full=True, own=own)
+    res = judge(tmp_path / "j", "HostContention", **PARAMS)
+    if fired:
+        fires(res)
+    else:
+        silent(res)

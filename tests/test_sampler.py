@@ -54,6 +54,7 @@ BASE_TYPES = {
     "cpu_steal": pa.float32(),
     "run_queue": pa.int32(),
     "swap_used": pa.float64(), "swap_in_bps": pa.float64(), "swap_out_bps": pa.float64(),
+    "proc_thread_run_wait": pa.float32(), "own_cpu": pa.float32(),
 }  # fmt: skip
 OTHERS_TYPES = {
     "time": pa.float64(), "node": pa.string(), "pid": pa.int32(), "name": pa.string(),
@@ -260,6 +261,13 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     # run-queue wait of the main threads: known from the second sample on, a share of it
     assert cols["proc_run_wait"][0] is None
     assert all(v is not None and 0 <= v <= 100 * 2 for v in cols["proc_run_wait"][1:])
+    # per thread: the most-waiting thread's wait, never below the main thread's
+    assert cols["proc_thread_run_wait"][0] is None
+    waits = zip(cols["proc_thread_run_wait"][1:], cols["proc_run_wait"][1:], strict=True)
+    waits = list(waits)
+    assert all(t is not None and m is not None and m <= t <= 100 * 2 for t, m in waits), waits
+    # stepscope's own CPU (the sampler itself): known from the second sample on
+    assert cols["own_cpu"][0] is None and all(v is not None for v in cols["own_cpu"][1:])
     assert min(cols["proc_rss"]) > 1e6
 
     facts = json.loads((job / "nodes" / f"{NODE}.json").read_text())

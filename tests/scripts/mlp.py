@@ -1,11 +1,13 @@
 """A small, deterministic CPU training script used by the tests.
 
 Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
-       [--stall-every K]
+       [--stall-every K] [--stall-cpu]
        [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N] [--workers W]
        [--slow-export S]
 ``--slow-export`` makes the background export of every detailed profiling window take S
 seconds more (under ``stepscope run`` only), as a many-module model's trace does.
+``--stall-cpu`` makes a stall compute for ``--stall-s`` seconds of the thread's CPU time
+instead of sleeping: beside busy processes it then waits for a core most of its time.
 It prints one JSON line at the end with what it did, for the tests to compare.
 """
 
@@ -61,6 +63,7 @@ def main() -> None:
     p.add_argument("--stall-at", type=int, default=-1)
     p.add_argument("--stall-s", type=float, default=0.0)
     p.add_argument("--stall-every", type=int, default=0)  # also stall steps K, 2K, ...
+    p.add_argument("--stall-cpu", action="store_true")  # a stall computes, not sleeps
     p.add_argument("--sleep-before", type=float, default=0.0)
     p.add_argument("--sleep-after", type=float, default=0.0)
     p.add_argument("--slow-data", type=float, default=0.0)
@@ -89,7 +92,12 @@ def main() -> None:
             if (i + 1) % a.accum:
                 continue
             if steps == a.stall_at or (a.stall_every and steps and steps % a.stall_every == 0):
-                time.sleep(a.stall_s)
+                if a.stall_cpu:
+                    done = time.thread_time() + a.stall_s
+                    while time.thread_time() < done:
+                        pass
+                else:
+                    time.sleep(a.stall_s)
             if a.step_sleep:
                 time.sleep(a.step_sleep)
             opt.step()

@@ -137,7 +137,8 @@ def _node_summary(system: Columns, rows: npt.NDArray[np.bool_]) -> NodeSummary:
     cores = per_core_columns(system.names)
     if cores and "cpu" in system.names and "proc_cpu" in system.names:
         cpu, job = system.floats("cpu")[rows], system.floats("proc_cpu")[rows]
-        others = others_cpu_values(cpu, job, cores)
+        own = system.floats("own_cpu")[rows] if "own_cpu" in system.names else None
+        others = others_cpu_values(cpu, job, cores, own)
         if not np.isnan(others).all():
             metrics["others_cpu"] = _quantiles(others)
         if not np.isnan(job).all():  # proc_cpu is % of one core: also as % of the node

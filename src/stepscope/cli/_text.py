@@ -28,6 +28,7 @@ _SHOWN_METRICS = (
     ("proc_cpu_node", "training CPU", "%"),
     ("proc_rss", "training memory", "B"),
     ("others_cpu", "other processes' CPU", "%"),
+    ("own_cpu", "stepscope's own CPU", "%"),
     ("cpu_steal", "CPU steal", "%"),
 )
 

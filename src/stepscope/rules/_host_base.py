@@ -8,7 +8,12 @@ by the window their middle falls in: fired windows, and judged windows that did 
 fire. Per rank, the cost of the problem is the number of steps taken in fired windows
 times the excess of their median duration over the median of the others; the
 node's cost is its slowest rank's, the job's its slowest node's (ranks and nodes run
-in parallel). Without steps outside fired windows there is no baseline: no cost.
+in parallel). A rule that measures what the problem took during the steps
+(:meth:`HostRule.measured`: HostContention, the time the job's threads waited for a
+core, beyond their usual wait in the quiet steps) is costed by that measure, which
+needs no baseline (contention over the whole job) and is not misled by a few odd
+steps in a quiet window; others are costed by the step times, and without steps
+outside fired windows (no baseline) have no cost.
 """
 
 from __future__ import annotations
@@ -38,11 +43,28 @@ class StepEffect:
     n_hit: int = 0
     n_quiet: int = 0
     cost: float | None = None  # seconds the slowest rank lost, None without a baseline
+    # seconds measured during the steps in fired windows (the slowest rank's): for
+    # HostContention the job's threads' run-queue wait; None where not measured
+    measured: float | None = None
+    measured_as: str = "{}"  # what ``measured`` is, for the message ({} takes it)
 
     def text(self) -> str:
         """For a finding's message: how step time varies with the problem."""
         if not self.n_hit or self.hit is None:
             return "no step was taken during it"
+        if self.measured is not None:
+            waited = self.measured_as.format(f"{self.measured:.3g} s")
+            if self.quiet is None:
+                steps = (
+                    f"median step {self.hit:.3g} s during it ({self.n_hit} steps, none outside it)"
+                )
+            else:
+                ratio = self.hit / self.quiet if self.quiet > 0 else float("inf")
+                steps = (
+                    f"median step {self.hit:.3g} s during it vs {self.quiet:.3g} s otherwise "
+                    f"({ratio:.2g}x; {self.n_hit} and {self.n_quiet} steps)"
+                )
+            return f"{steps}; {waited}: about {self.cost or 0.0:.3g} s lost"
         if self.quiet is None:
             return f"median step {self.hit:.3g} s during it, none outside it to compare with"
         ratio = self.hit / self.quiet if self.quiet > 0 else float("inf")
@@ -132,6 +154,16 @@ class HostRule(SystemRule):
         """Rule-specific figures of the node for the result's ``details``."""
         return {}
 
+    def measured(
+        self, data: RuleInput, hit: pd.DataFrame, quiet: pd.DataFrame
+    ) -> StepEffect | None:
+        """What the problem measurably took during the ``hit`` steps (those in fired
+        windows), against the ``quiet`` ones (in judged windows that did not fire;
+        maybe none): a :class:`StepEffect` with ``cost``, ``measured`` and
+        ``measured_as``; None where the rule measures nothing (the step times then
+        cost it, and a job without a baseline has no cost)."""
+        return None
+
     def _effect(self, data: RuleInput, node: str, fired: set[int], judged: set[int]) -> StepEffect:
         steps = data.steps
         if not len(steps) or not fired:
@@ -140,7 +172,12 @@ class HostRule(SystemRule):
             steps = steps[steps["phase"] == "train"]
         width = window_width(data, node, self.p_int("window"))
         mid = (steps["start"].to_numpy(np.float64) + steps["end"].to_numpy(np.float64)) / 2
-        return step_effect(steps, window_index(mid, data.start(), width), fired, judged)
+        win = window_index(mid, data.start(), width)
+        effect = step_effect(steps, win, fired, judged)
+        hit, quiet = np.isin(win, list(fired)), np.isin(win, list(judged - fired))
+        if effect.n_hit and (m := self.measured(data, steps[hit], steps[quiet])):
+            effect = replace(effect, cost=m.cost, measured=m.measured, measured_as=m.measured_as)
+        return effect
 
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
         """As :class:`NodeRule`, with ``cost_seconds``: the slowest node's (None if unknown)."""

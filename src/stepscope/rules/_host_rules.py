@@ -12,7 +12,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from stepscope.analysis.diagnosis_text import cpu_text
-from stepscope.analysis.host import others_cpu
+from stepscope.analysis.downsample import FloatArray
+from stepscope.analysis.host import others_cpu, run_wait_in
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._host_base import HostRule, StepEffect, medians_in
 from stepscope.rules._input import RuleInput
@@ -82,7 +83,41 @@ class HostContention(HostRule):
     required = ("cpu", "proc_cpu", "run_queue")
 
     def columns(self, gpus: list[int]) -> list[str]:
-        return ["time", "node", "cpu", "proc_cpu", "run_queue", "cpu_steal"]
+        return ["time", "node", "cpu", "proc_cpu", "run_queue", "cpu_steal", "own_cpu"]
+
+    def measured(
+        self, data: RuleInput, hit: pd.DataFrame, quiet: pd.DataFrame
+    ) -> StepEffect | None:
+        """The job's threads' run-queue wait inside the contended steps (each step's at
+        most its duration; over the node's ranks), the slowest rank's; the cost is
+        that wait beyond the rank's usual one: its quiet steps' median share of a step
+        spent waiting (0 without quiet steps: alone, a loop hardly waits). None
+        without a wait column (older jobs, no schedstat) or a step it tells of."""
+        shared = max(1, int(data.steps["rank"].nunique()))  # the node's ranks share the sum
+        waits, d = self._waits(data, hit, shared), hit["duration"].to_numpy(np.float64)
+        known = np.isfinite(waits)
+        if not known.any():
+            return None
+        usual_waits = self._waits(data, quiet, shared)
+        usual_d = quiet["duration"].to_numpy(np.float64)
+        ranks, usual_ranks = hit["rank"].to_numpy(), quiet["rank"].to_numpy()
+        measured, cost = 0.0, 0.0
+        for rank in np.unique(ranks[known]):
+            mine = known & (ranks == rank)
+            usual = np.isfinite(usual_waits) & (usual_ranks == rank) & (usual_d > 0)
+            share = float(np.median(usual_waits[usual] / usual_d[usual])) if usual.any() else 0.0
+            waited = float(waits[mine].sum())
+            measured = max(measured, waited)
+            cost = max(cost, float(np.clip(waits[mine] - share * d[mine], 0.0, None).sum()))
+        as_text = "its threads waited {} for a core during them"
+        return StepEffect(cost=cost, measured=measured, measured_as=as_text)
+
+    @staticmethod
+    def _waits(data: RuleInput, steps: pd.DataFrame, shared: int) -> FloatArray:
+        """Seconds each step's rank waited for a core inside it (at most the step)."""
+        start, end = steps["start"].to_numpy(np.float64), steps["end"].to_numpy(np.float64)
+        waits = run_wait_in(data.system, start, end) / shared
+        return np.asarray(np.minimum(waits, steps["duration"].to_numpy(np.float64)), np.float64)
 
     def unjudged(self, data: RuleInput) -> str | None:
         if not any(info.get("cpu_count") for info in data.nodes.values()):

@@ -12,7 +12,7 @@ import pandas as pd
 
 from stepscope.analysis import outliers as out
 from stepscope.analysis.downsample import FloatArray
-from stepscope.analysis.host import others_during, run_wait_during, run_wait_seconds
+from stepscope.analysis.host import others_during, run_wait_in, run_wait_seconds
 from stepscope.analysis.profiled import LEFT_OUT, cap_profiled
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import NodeRule, Part
@@ -156,14 +156,16 @@ class StepOutlier(NodeRule):
 
     @staticmethod
     def _waited(data: RuleInput, flagged: pd.DataFrame) -> FloatArray:
-        """Seconds each flagged step's rank waited, runnable, for a core (NaN: unknown):
-        the node's run-queue wait rate during the step over its ranks, times the step."""
+        """Seconds each flagged step's rank waited, runnable, for a core inside the step
+        (NaN: unknown): its threads' run-queue wait over the sampling intervals the step
+        overlaps, cut at its ends (:func:`~stepscope.analysis.host.run_wait_in`), over
+        the node's ranks (their processes' waits are summed). A stall spent asleep
+        waits for no core: it is not excused."""
         if not len(flagged):
             return np.full(0, np.nan)
         starts, ends = flagged["start"].to_numpy(np.float64), flagged["end"].to_numpy(np.float64)
         ranks = max(1, int(data.steps["rank"].nunique()))  # the node's ranks share the sum
-        rate = run_wait_during(data.system, starts, ends) / ranks
-        return np.asarray(rate * flagged["duration"].to_numpy(np.float64), np.float64)
+        return run_wait_in(data.system, starts, ends) / ranks
 
     def _finding(
         self,

@@ -8,6 +8,11 @@ procfs file each (~1.3 ms for 90 processes, BENCHMARKS.md), hence the spacing, w
 ``system/`` rows at every sample do not need. Elsewhere psutil reads them (slower).
 A process counts from the first scan that finds it (its count starts there): one
 that lives less than a scan interval is not named, as in ``proc_cpu``'s tree.
+
+stepscope's own processes are never others: the sampler itself and, where its parent
+is a stepscope launcher (``stepscope run``), the launcher and its other children (the
+live rule runner) outside the job. Their CPU is the ``own_cpu`` column of
+``system/<node>/``, read at every sample from the pids the last scan found.
 """
 
 from __future__ import annotations
@@ -45,9 +50,19 @@ class _Proc:
 class OtherProcesses:
     """Scans the host's processes; :meth:`scan` returns the rows of the busiest others."""
 
-    def __init__(self, root: int | None, every_s: float = EVERY_S, top: int = TOP) -> None:
+    def __init__(
+        self,
+        root: int | None,
+        every_s: float = EVERY_S,
+        top: int = TOP,
+        launcher: int | None = None,
+    ) -> None:
         self.root, self.every_s, self.top = root, every_s, top
         self.min_cpu = MIN_CPU
+        # stepscope's own: the launcher's tree where the launcher is stepscope's
+        self.launcher = launcher if launcher is not None and _is_stepscope(launcher) else None
+        self.own: set[int] = {os.getpid()} | ({self.launcher} if self.launcher else set())
+        self._own_cpu: tuple[float, dict[int, float]] | None = None  # mono, CPU s by pid
         self._last: dict[tuple[int, float], float] = {}  # CPU seconds at the last scan
         self._scanned: float | None = None  # monotonic time of the last scan
 
@@ -64,10 +79,12 @@ class OtherProcesses:
         if dt <= 0:
             return []
         mine = _tree(self.root, procs) if self.root is not None else set()
+        own = _tree(self.launcher, procs) - mine if self.launcher is not None else set()
+        self.own = own | {os.getpid()}
         used = [
             (100.0 * (p.cpu_s - before[p.key]) / dt, p)
             for p in procs
-            if p.pid not in mine and p.key in before
+            if p.pid not in mine and p.pid not in self.own and p.key in before
         ]
         busiest = sorted((u for u in used if u[0] >= self.min_cpu), key=lambda u: -u[0])
         return [
@@ -75,14 +92,26 @@ class OtherProcesses:
             for cpu, p in busiest[: self.top]
         ]
 
+    def own_cpu(self, mono: float) -> float | None:
+        """CPU of stepscope's own processes (:attr:`own`) since the last call, % of one
+        core summed; None the first time (the counts start)."""
+        now = {pid: cpu for pid in self.own if (cpu := _cpu_seconds(pid)) is not None}
+        last, self._own_cpu = self._own_cpu, (mono, now)
+        if last is None or mono <= last[0]:
+            return None
+        used = sum(max(cpu - last[1].get(pid, cpu), 0.0) for pid, cpu in now.items())
+        return 100.0 * used / (mono - last[0])
+
 
 class OthersStream:
     """The sampler's ``others/<node>/`` stream: scans when due (the sampling thread),
     stores at each flush (the flush thread: only it touches the writer, whose own
     bound holds the rows while the store fails)."""
 
-    def __init__(self, store: Store, node: str, root: int | None) -> None:
-        self.node, self.scanner = node, OtherProcesses(root)
+    def __init__(
+        self, store: Store, node: str, root: int | None, launcher: int | None = None
+    ) -> None:
+        self.node, self.scanner = node, OtherProcesses(root, launcher=launcher)
         self._writer = SegmentWriter(store, paths.others_stream(node))
         self._scanned: deque[pa.RecordBatch] = deque()  # thread-safe append and popleft
 
@@ -112,6 +141,28 @@ def _tree(root: int, procs: list[_Proc]) -> set[int]:
         out.add(pid)
         todo += [c for c in children.get(pid, ()) if c not in out]
     return out
+
+
+def _is_stepscope(pid: int) -> bool:
+    """Whether ``pid`` runs stepscope (its command line names it): a launcher."""
+    try:
+        return any("stepscope" in arg for arg in psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return False
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` (None once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return _parse_stat(pid, f.read()).cpu_s
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return float(t.user + t.system)
 
 
 def _read_procs() -> list[_Proc]:

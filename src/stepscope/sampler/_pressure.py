@@ -122,6 +122,25 @@ def _field(text: bytes, name: bytes) -> float | None:
     return float(text[at + len(name) :].split(None, 1)[0])
 
 
+def thread_delays(pid: int) -> dict[int, float]:
+    """Seconds each thread of ``pid`` has waited, runnable, for a core (the second
+    field of ``/proc/<pid>/task/<tid>/schedstat``), by thread id; empty where the
+    kernel does not say or the process has exited. One small file per thread: the
+    training loop's and torch's few, read by the sampler, never by the training."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    out = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                out[int(tid)] = int(f.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue  # it has exited
+    return out
+
+
 def run_delay(pid: int) -> float | None:
     """Seconds the main thread of ``pid`` has waited, runnable, for a core (Linux
     schedstat's ``run_delay``); None where the kernel does not say or it has exited."""

@@ -66,7 +66,8 @@ class Sampler:
         # The watched process and the launcher: their pidfds wake the sampler's sleep.
         self._exits = ExitWatch({"watched process exited": watch_pid, PARENT_EXITED: parent_pid})
         self._writer = SegmentWriter(store, paths.system_stream(node))
-        self.others = OthersStream(store, node, watch_pid)  # others/<node>/, every few s
+        # others/<node>/, every few s; the parent (a launcher) and its helpers are ours
+        self.others = OthersStream(store, node, watch_pid, parent_pid)
         self.faults = Faults(store, node)
         self._pending = RowBuffer(max_buffer_rows, self.faults)
         self.log = FaultLog(store, node, os.getpid())
@@ -180,6 +181,7 @@ class Sampler:
         row: Row = {"time": wall, "node": self.node}
         row["interval_ms"] = self.interval_ms
         row.update(self.probe.read(mono))
+        row["own_cpu"] = self.others.scanner.own_cpu(mono)
         self._pending.add(row)
         self.samples += 1
         self.gaps.sampled(wall, self.interval_ms / 1e3)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import psutil
 
 from stepscope.process import process
-from stepscope.sampler._pressure import run_delay
+from stepscope.sampler._pressure import run_delay, thread_delays
 from stepscope.sampler._roles import Roles
 from stepscope.sampler._tasks import TreeScan, boot_clock, descendant_pids, scan_tree
 
@@ -74,9 +74,11 @@ class ProcessTree:
         self.roles = Roles()
         self.main_cpu: float | None = None  # of the main processes at the last read()
         self.run_wait: float | None = None  # their main threads' run-queue wait, %
+        self.thread_run_wait: float | None = None  # their most-waiting thread's, %
         self.io_wait: float | None = None  # % of the job's active threads in disk sleep
         self.io_bps: tuple[float | None, float | None] = (None, None)  # read, write
         self._delays: dict[psutil.Process, float] = {}  # run_delay at the last reading
+        self._thread_delays: dict[psutil.Process, dict[int, float]] = {}  # by thread id
 
     def read(self, dt: float | None) -> tuple[float | None, float | None]:
         """(CPU % of one core summed over ``dt`` seconds, RSS bytes); (None, None) without root."""
@@ -129,18 +131,49 @@ class ProcessTree:
     ) -> None:
         self.main_cpu = 100.0 * main / dt if dt and seen else None
         self.io_bps = (job[1] / dt, job[2] / dt) if dt and seen else (None, None)
-        self.run_wait = self._run_wait([p for p in seen if self.roles.is_main(p)], dt)
+        # per thread: one read of each main process's threads gives both columns
+        threads = {p: thread_delays(p.pid) for p in seen if self.roles.is_main(p)}
+        self.run_wait = self._run_wait(threads, dt)
+        self.thread_run_wait = self._thread_run_wait(threads, dt)
         scan = self._scan
         active = scan.running + scan.disk if scan else 0
         self.io_wait = (100.0 * scan.disk / active if active else 0.0) if scan and seen else None
 
-    def _run_wait(self, mains: list[psutil.Process], dt: float | None) -> float | None:
+    def _run_wait(
+        self, threads: dict[psutil.Process, dict[int, float]], dt: float | None
+    ) -> float | None:
         """% of ``dt`` the main processes' main threads waited runnable for a core,
         summed: the training loop delayed by other work on its cores."""
-        delays = {p: d for p in mains if (d := run_delay(p.pid)) is not None}
+        delays = {
+            p: d
+            for p, mine in threads.items()
+            if (d := mine[p.pid] if p.pid in mine else run_delay(p.pid)) is not None
+        }
         waited = sum(max(d - self._delays[p], 0.0) for p, d in delays.items() if p in self._delays)
         known = any(p in self._delays for p in delays)
         self._delays = delays
+        return 100.0 * waited / dt if dt and known else None
+
+    def _thread_run_wait(
+        self, threads: dict[psutil.Process, dict[int, float]], dt: float | None
+    ) -> float | None:
+        """% of ``dt`` the most-waiting thread of each main process (its training loop
+        or one of torch's threads) waited runnable for a core, summed over the main
+        processes. Per thread: a thread that sleeps (``time.sleep``, a lock, I/O)
+        waits for no core, so its wait is 0 whatever the others do. A thread started
+        since the last reading counts all its wait (all of it is new); a process
+        counts from its second reading."""
+        now = {p: d for p, d in threads.items() if d}
+        known, waited = False, 0.0
+        for proc, delays in now.items():
+            before = self._thread_delays.get(proc)
+            if before is None:
+                continue
+            known = True
+            waited += max(
+                (max(d - before.get(tid, 0.0), 0.0) for tid, d in delays.items()), default=0.0
+            )
+        self._thread_delays = now
         return 100.0 * waited / dt if dt and known else None
 
     def _list(self) -> list[psutil.Process]:
