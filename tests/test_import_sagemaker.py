@@ -202,6 +202,38 @@ def test_cli_import_prints_the_summary(
     assert "No SageMaker Debugger/Profiler output" in capsys.readouterr().err
 
 
+def test_import_writes_the_verdicts_so_show_opens_with_the_diagnosis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the live runner's final evaluation: rules/<Rule>.json for every rule of the
+    job's set, the same verdicts as evaluating now; show leads with the diagnosis."""
+    from stepscope.cli._main import main
+
+    root, job = tmp_path / "src", tmp_path / "job"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=8, gpus=0)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=40, fetch_s=0.1, workers=2))
+    assert main(["import", "sagemaker", str(root), str(job)]) == 0
+    printed = capsys.readouterr().out
+    assert "IssuesFound: DataLoaderWorkers, DataLoading" in printed
+    written = {p.stem: json.loads(p.read_text()) for p in (job / "rules").glob("*.json")}
+    now = {r.rule: r.status.value for r in evaluate_job(stepscope.open(job))}
+    assert {k: v["status"] for k, v in written.items()} == now and len(now) > 10
+    assert main(["show", str(job)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("diagnosis  2 problems found") and "nothing checked" not in first
+    assert main(["report", str(job), "-o", str(tmp_path / "r.html")]) == 0
+    assert "No rule results in this job" not in (tmp_path / "r.html").read_text()
+
+
+def test_imported_verdicts_are_the_same_bytes_on_a_reimport(source: Path, tmp_path: Path) -> None:
+    import_job(str(source), str(tmp_path / "a"))
+    import_job(str(source), str(tmp_path / "b"))
+    a = sorted((tmp_path / "a" / "rules").glob("*.json"))
+    assert a and [p.read_bytes() for p in a] == [
+        (tmp_path / "b" / "rules" / p.name).read_bytes() for p in a
+    ]
+
+
 @pytest.mark.parametrize("ids", [("4242-algo-1", "4100-algo-1", "4300-algo-2")])
 def test_pid_node_ids_give_ranks_in_host_pid_order(tmp_path: Path, ids: tuple[str, ...]) -> None:
     root = tmp_path / "src"
