@@ -25,11 +25,23 @@ def hour_folder(t: float) -> str:
 
 
 def metric_lines(
-    t: float, cores: int, gpus: int, rng: np.random.Generator
+    t: float, cores: int, gpus: int, rng: np.random.Generator, iowait_name: str | None = None
 ) -> list[dict[str, object]]:
-    """One sample as the predecessor writes it: one line per metric, each its own time."""
+    """One sample as the predecessor writes it: one line per metric, each its own time;
+    ``iowait_name``: I/O wait once for the node under that name, not per core."""
     lines: list[dict[str, object]] = []
     ts = t + 0.009 + rng.uniform(0, 0.002)
+    if iowait_name is not None:
+        value = round(float(rng.uniform(0, 5)), 2)
+        lines.append(
+            {
+                "Type": "cpu",
+                "Name": iowait_name,
+                "Dimension": "I/OWaitPercentage",
+                "Value": value,
+                "Timestamp": ts,
+            }
+        )
     for c in range(cores):
         lines.append(
             {
@@ -40,15 +52,16 @@ def metric_lines(
                 "Timestamp": ts,
             }
         )
-        lines.append(
-            {
-                "Type": "cpu",
-                "Name": f"cpu{c}",
-                "Dimension": "I/OWaitPercentage",
-                "Value": round(float(rng.uniform(0, 5)), 2),
-                "Timestamp": ts,
-            }
-        )
+        if iowait_name is None:
+            lines.append(
+                {
+                    "Type": "cpu",
+                    "Name": f"cpu{c}",
+                    "Dimension": "I/OWaitPercentage",
+                    "Value": round(float(rng.uniform(0, 5)), 2),
+                    "Timestamp": ts,
+                }
+            )
     for g in range(gpus):
         for dim in ("GPUUtilization", "GPUMemoryUtilization"):
             lines.append(
@@ -102,6 +115,7 @@ def write_system(
     gpus: int = 1,
     interval: float = 0.5,
     seed: int = 0,
+    iowait_name: str | None = None,
 ) -> int:
     """Minute files of a node. A line goes to the hour folder of when it is written
     (about WRITE_LAG_S after its sample), its file is named by its sample's minute: the
@@ -112,7 +126,7 @@ def write_system(
     for i in range(n):
         t = start + i * interval
         minute = int(t // 60 * 60)
-        for line in metric_lines(t, cores, gpus, rng):
+        for line in metric_lines(t, cores, gpus, rng, iowait_name):
             hour = hour_folder(float(line["Timestamp"]) + WRITE_LAG_S)  # type: ignore[arg-type]
             path = root / "profiler-output/system/incremental" / hour / f"{minute}.{node}.json"
             files.setdefault(path, []).append(json.dumps(line))

@@ -234,6 +234,23 @@ def test_imported_verdicts_are_the_same_bytes_on_a_reimport(source: Path, tmp_pa
     ]
 
 
+@pytest.mark.parametrize("name", ["cpu", "CPU", "cpu_total"])
+def test_io_wait_is_placed_whatever_its_metrics_name(tmp_path: Path, name: str) -> None:
+    """Issue 30: an I/O-wait metric named ``cpu`` (the node's, not a core's) was left
+    unplaced, and IOBottleneck judged a null column. Placed, it is judged."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=4, gpus=1, iowait_name=name)
+    summary = import_job(str(root), str(tmp_path / "job"))
+    assert not any("OWait" in k for k in summary.unplaced), summary.unplaced
+    system = stepscope.open(tmp_path / "job").system(["algo-1"])
+    assert system["cpu_iowait"].notna().all() and system["cpu_iowait"].between(0, 5).all()
+    assert system["cpu"].notna().all()  # the cores' CPU still placed
+    (res,) = evaluate_job(
+        stepscope.open(tmp_path / "job"), [{"name": "IOBottleneck", "parameters": {"patience": 10}}]
+    )
+    assert res.status == "NoIssuesFound" and res.datapoints > 0, res
+
+
 @pytest.mark.parametrize("ids", [("4242-algo-1", "4100-algo-1", "4300-algo-2")])
 def test_pid_node_ids_give_ranks_in_host_pid_order(tmp_path: Path, ids: tuple[str, ...]) -> None:
     root = tmp_path / "src"
