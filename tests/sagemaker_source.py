@@ -148,6 +148,7 @@ class TraceSpec:
     workers: int = 2
     pid: int = 4242
     start: float = START + 2340.0  # inside the tests' system samples (2330-2450 s)
+    first_step: int = 0  # the step number of the first step (a later file of a rank)
 
 
 def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
@@ -180,7 +181,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
                 "dur": work,
                 "pid": 1,
                 "tid": 1,
-                "args": {"step_num": str(k)},
+                "args": {"step_num": str(spec.first_step + k)},
             }
         )
         events.append({"name": "Net", "ph": "X", "ts": t, "dur": work * 0.4, "pid": 2, "tid": 1})

@@ -251,6 +251,20 @@ def test_io_wait_is_placed_whatever_its_metrics_name(tmp_path: Path, name: str) 
     assert res.status == "NoIssuesFound" and res.datapoints > 0, res
 
 
+def test_each_kept_timeline_file_is_labelled_with_its_own_steps(tmp_path: Path) -> None:
+    """Issue 30: every kept file said the whole rank's range (0-13054)."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 120, cores=4, gpus=0)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=20))
+    sm.write_timeline(
+        root, sm.TraceSpec("0-algo-1", steps=25, first_step=20, start=sm.START + 2360)
+    )
+    import_job(str(root), str(tmp_path / "job"))
+    windows = stepscope.open(tmp_path / "job").profiling_artifacts()
+    got = sorted((w["start_step"], w["end_step"]) for w in windows)
+    assert got == [(0, 19), (20, 44)]
+
+
 @pytest.mark.parametrize("ids", [("4242-algo-1", "4100-algo-1", "4300-algo-2")])
 def test_pid_node_ids_give_ranks_in_host_pid_order(tmp_path: Path, ids: tuple[str, ...]) -> None:
     root = tmp_path / "src"
@@ -371,3 +385,17 @@ def test_samples_split_across_chunks_stay_one_row_and_late_lines_are_counted(
     summary = import_job(str(root), str(tmp_path / "job2"))
     assert summary.unplaced["system lines after their sample was written (extra rows)"] == 1
     assert summary.counts["system rows"] == 241  # kept, not dropped
+
+
+def test_a_timeline_file_without_steps_is_labelled_by_the_steps_it_overlaps() -> None:
+    import pyarrow as pa
+
+    from stepscope.importers.sagemaker._timelines import file_steps
+
+    steps = pa.table(
+        {"step": [0, 1, 2, 3], "start": [0.0, 1.0, 2.0, 3.0], "end": [1.0, 2.0, 3.0, 4.0]}
+    )
+    assert file_steps([7, 5], None, steps) == (5, 7)  # its own steps
+    assert file_steps([], (1.5, 2.5), steps) == (1, 2)  # the steps its events overlap
+    assert file_steps([], (9.0, 9.5), steps) == (0, 3)  # none: the rank's range
+    assert file_steps([], None, steps.slice(0, 0)) == (0, 0)

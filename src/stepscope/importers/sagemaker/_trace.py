@@ -76,9 +76,11 @@ def load_events(data: bytes, key: str, tally: Tally) -> list[dict[str, object]]:
     return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
 
 
-def read_timeline(events: list[dict[str, object]], stream: Stream, tally: Tally) -> None:
-    """Add one file's events to the stream of its node id."""
+def read_timeline(events: list[dict[str, object]], stream: Stream, tally: Tally) -> Span | None:
+    """Add one file's events to the stream of its node id; returns the time they span
+    (None without timed events)."""
     base, names = 0.0, {}
+    first, last = float("inf"), float("-inf")
     for ev in events:
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         assert isinstance(args, dict)
@@ -101,6 +103,8 @@ def read_timeline(events: list[dict[str, object]], stream: Stream, tally: Tally)
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         assert isinstance(args, dict)
         _place(str(ev.get("name", "")), names.get(ev.get("pid"), ""), span, args, stream, tally)
+        first, last = min(first, span[0]), max(last, span[1])
+    return (first, last) if first <= last else None
 
 
 def _place(
