@@ -149,6 +149,8 @@ class TraceSpec:
     pid: int = 4242
     start: float = START + 2340.0  # inside the tests' system samples (2330-2450 s)
     first_step: int = 0  # the step number of the first step (a later file of a rank)
+    settings: bool = True  # write the loader's settings event (num_workers)
+    per_batch: bool = False  # a DataLoaderWorker event per batch, not one per worker
 
 
 def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
@@ -161,7 +163,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
         {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Forward"}},
         {"name": "process_name", "ph": "M", "pid": 3, "args": {"name": "Backward"}},
     ]  # fmt: skip
-    if spec.fetch_s:
+    if spec.fetch_s and spec.settings:
         events.append({"name": "_MultiProcessingDataLoaderIter.__init__", "ph": "X", "ts": 0,
                        "dur": 1000, "pid": 0, "tid": 1, "args": {"num_workers": str(spec.workers),
                        "pin_memory": "False", "pid": spec.pid}})  # fmt: skip
@@ -171,6 +173,11 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
             events.append({"name": "DataLoaderIter::GetNext", "ph": "X", "ts": t,
                            "dur": spec.fetch_s * 1e6, "pid": 0, "tid": 1,
                            "args": {"worker_id": k % max(spec.workers, 1)}})  # fmt: skip
+            if spec.per_batch and spec.workers:
+                w = k % spec.workers
+                events.append({"name": "DataLoaderWorker", "ph": "X", "ts": t - spec.fetch_s * 1e6,
+                               "dur": spec.fetch_s * 1e6, "pid": 0, "tid": 10 + w,
+                               "args": {"worker_id": w, "pid": spec.pid + 1 + w}})  # fmt: skip
             t += spec.fetch_s * 1e6
         work = spec.step_s * 1e6
         events.append(
@@ -203,7 +210,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
         )
         spans.append((spec.start + t / 1e6, spec.start + (t + work) / 1e6))
         t += work + spec.optimizer_s * 1e6
-    for w in range(spec.workers if spec.fetch_s else 0):
+    for w in range(spec.workers if spec.fetch_s and not spec.per_batch else 0):
         events.append(
             {
                 "name": "DataLoaderWorker",

@@ -173,6 +173,31 @@ def test_dataloader_workers_judged_against_cores_on_imported_data(
         assert "2 worker(s) on 8 cores" in result.findings[0].message
 
 
+@pytest.mark.parametrize(("workers", "fires"), [(2, True), (8, False)])
+def test_dataloader_workers_counted_from_worker_events_without_settings(
+    tmp_path: Path, workers: int, fires: bool
+) -> None:
+    """Issue 30: a trace with a worker event per batch and no settings event gave
+    "no dataloader event: the DataLoader's settings are unknown". The workers the
+    events name are the loader's: 2 on 8 mostly idle cores fire, 8 are silent."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=8, gpus=0)
+    spec = sm.TraceSpec("0-algo-1", steps=40, fetch_s=0.1, workers=workers, settings=False,
+                        per_batch=True)  # fmt: skip
+    sm.write_timeline(root, spec)
+    summary = import_job(str(root), str(tmp_path / "job"))
+    assert summary.counts["timeline data loader worker events"] == 40
+    assert "timeline data loader settings" not in summary.counts
+    job = stepscope.open(tmp_path / "job")
+    (loader,) = [e for e in job.events(kinds=["dataloader"])["detail"]]
+    assert json.loads(loader)["num_workers"] == workers and "inferred" in loader
+    (result,) = evaluate_job(job, [{"name": "DataLoaderWorkers"}])
+    assert result.datapoints > 0
+    assert (result.status == "IssuesFound") is fires, result
+    if fires:
+        assert "2 worker(s) on 8 cores" in result.findings[0].message
+
+
 def test_show_rules_and_report_work_with_unknowns_shown_as_unknown(
     job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

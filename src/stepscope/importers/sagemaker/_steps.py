@@ -103,8 +103,13 @@ def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int
     """The rank's data loader settings (``dataloader``) and worker events
     (``dataloader_worker``), with the loader's settings under our names."""
     rows: list[tuple[float, str, str]] = []
-    for time, args in stream.loaders:
-        rows.append((time, "dataloader", json.dumps(loader_detail(args), sort_keys=True)))
+    settings = [loader_detail(args) for _, args in stream.loaders]
+    for (time, _), detail in zip(stream.loaders, settings, strict=True):
+        rows.append((time, "dataloader", json.dumps(detail, sort_keys=True)))
+    if stream.workers and not any(isinstance(d["num_workers"], int) for d in settings):
+        time = min(t for t, _, _ in stream.workers)
+        detail = workers_seen(stream.workers)
+        rows.append((time, "dataloader", json.dumps(detail, sort_keys=True)))
     for time, dur, args in stream.workers:
         detail = {"worker_id": _int(args.get("worker_id")), "duration": dur,
                   "pid": _int(args.get("pid")), "source": "sagemaker"}  # fmt: skip
@@ -130,6 +135,21 @@ def loader_detail(args: dict[str, object]) -> dict[str, object]:
     keys = ("num_workers", "batch_size", "prefetch_factor", "persistent_workers", "pin_memory")
     detail: dict[str, object] = {k: _plain(args.get(k)) for k in keys}
     detail["iterator"] = args.get("iterator")
+    detail["source"] = "sagemaker"
+    return detail
+
+
+def workers_seen(workers: list[tuple[float, float, dict[str, object]]]) -> dict[str, object]:
+    """A ``dataloader`` event's detail when no settings event gave ``num_workers``: the
+    number of workers the worker events name (distinct ``worker_id``, else ``pid``),
+    marked ``inferred``. A worker that never recorded an event is not counted."""
+    ids = {_int(a.get("worker_id")) for _, _, a in workers} - {None}
+    pids = {_int(a.get("pid")) for _, _, a in workers} - {None}
+    keys = ("num_workers", "batch_size", "prefetch_factor", "persistent_workers", "pin_memory")
+    detail: dict[str, object] = dict.fromkeys(keys)
+    detail["num_workers"] = len(ids or pids) or None
+    detail["iterator"] = None
+    detail["inferred"] = "num_workers: the distinct workers of the DataLoaderWorker events"
     detail["source"] = "sagemaker"
     return detail
 
