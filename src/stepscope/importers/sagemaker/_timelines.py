@@ -31,35 +31,50 @@ def import_timelines(
     tally: Tally,
     seen: Callable[[float, float], None],
 ) -> dict[str, RankOf]:
-    """Read every model timeline, write each rank's steps and events; returns the ranks."""
-    streams: dict[str, Stream] = {}
-    spans: dict[str, tuple[list[int], Span | None]] = {}  # per file: its steps, its time
+    """Read every model timeline, write each rank's steps and events; returns the ranks.
+
+    One node id (one rank) at a time: its files are read, converted, written and
+    kept, then dropped before the next rank's, so memory holds one rank's events,
+    never the node's (a day of 8 ranks is ~14 million events)."""
+    by_id: dict[str, list[str]] = {}
     for key in keys:
-        stream = streams.setdefault(node_id_of(key), Stream(node_id_of(key)))
-        data = src.read_bytes(key)
-        before = len(stream.steps)
-        span = read_timeline(load_events(data, key, tally), stream, tally)
-        spans[key] = ([s.step for s in stream.steps[before:]], span)
-        stream.files.append(key)
-        tally.read("timeline files")
-    ranks, how = assign(sorted(streams))
+        by_id.setdefault(node_id_of(key), []).append(key)
+    ranks, how = assign(sorted(by_id))
     if ranks:
         tally.read(f"ranks from {how}", len(ranks))
-    for nid, stream in sorted(streams.items()):
-        where = ranks[nid]
-        pid = where.pid or (min(stream.pids) if stream.pids else 0)
-        steps = steps_table(stream, where.rank, where.local_rank, where.node, pid)
-        if steps.num_rows:
-            write_table(out, paths.steps_stream(where.rank), steps, "start")
-            seen(
-                float(steps.column("start")[0].as_py()), float(max(steps.column("end").to_pylist()))
-            )
-            tally.read("steps", steps.num_rows)
-        events = events_table(stream, where.rank, where.local_rank, where.node, pid)
-        if events.num_rows:
-            write_table(out, paths.events_stream(where.rank), events, "time")
-        _keep(src, out, stream, where, steps, spans)
+    for nid, files in sorted(by_id.items()):
+        stream = Stream(nid)
+        spans: dict[str, tuple[list[int], Span | None]] = {}  # per file: its steps, its time
+        for key in files:
+            before = len(stream.steps)
+            span = read_timeline(load_events(src.read_bytes(key), key, tally), stream, tally)
+            spans[key] = ([s.step for s in stream.steps[before:]], span)
+            stream.files.append(key)
+            tally.read("timeline files")
+        _write_rank(src, out, stream, ranks[nid], spans, tally, seen)
     return ranks
+
+
+def _write_rank(
+    src: Store,
+    out: Store,
+    stream: Stream,
+    where: RankOf,
+    spans: dict[str, tuple[list[int], Span | None]],
+    tally: Tally,
+    seen: Callable[[float, float], None],
+) -> None:
+    """One rank's steps and events, and its files kept."""
+    pid = where.pid or (min(stream.pids) if stream.pids else 0)
+    steps = steps_table(stream, where.rank, where.local_rank, where.node, pid)
+    if steps.num_rows:
+        write_table(out, paths.steps_stream(where.rank), steps, "start")
+        seen(float(steps.column("start")[0].as_py()), float(max(steps.column("end").to_pylist())))
+        tally.read("steps", steps.num_rows)
+    events = events_table(stream, where.rank, where.local_rank, where.node, pid)
+    if events.num_rows:
+        write_table(out, paths.events_stream(where.rank), events, "time")
+    _keep(src, out, stream, where, steps, spans)
 
 
 def _keep(
