@@ -424,3 +424,19 @@ def test_a_timeline_file_without_steps_is_labelled_by_the_steps_it_overlaps() ->
     assert file_steps([], (1.5, 2.5), steps) == (1, 2)  # the steps its events overlap
     assert file_steps([], (9.0, 9.5), steps) == (0, 3)  # none: the rank's range
     assert file_steps([], None, steps.slice(0, 0)) == (0, 0)
+
+
+def test_the_union_of_nested_and_touching_spans_counts_each_moment_once() -> None:
+    from stepscope.importers.sagemaker._steps import _union
+
+    rng = np.random.default_rng(3)
+    starts = rng.uniform(0, 100, 500)
+    ends = starts + rng.exponential(0.5, 500)
+    merged: list[list[float]] = []  # the plain loop the vectorised union replaces
+    for a, b in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    assert np.array_equal(_union(starts, ends), np.array(merged))
+    assert _union(np.array([0.0, 1.0, 0.5]), np.array([1.0, 2.0, 0.6])).tolist() == [[0.0, 2.0]]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from stepscope.errors import UsageError
 from stepscope.importers.sagemaker._artifacts import import_artifacts
 from stepscope.importers.sagemaker._segments import Segments
@@ -87,6 +89,9 @@ def import_job(source: str, dest: str, name: str | None = None) -> ImportSummary
     _prepare(out, dest)
     tally, extent = Tally(), Extent()
     grids = _system(src, listing, out, tally, extent)
+    # The chunks' Arrow buffers are free now; hand them back so that the timelines
+    # (Python objects, which Arrow's pool cannot reuse) do not add to them.
+    pa.default_memory_pool().release_unused()
     ranks = import_timelines(src, listing.timelines, out, tally, extent.add)
     import_artifacts(src, listing, out, ranks, tally)
     import_tensors(src, listing, out, tally, extent.add)

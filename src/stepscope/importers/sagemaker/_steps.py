@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from stepscope.importers.sagemaker._trace import Span, Stream
+from stepscope.importers.sagemaker._trace import NONE, Spans, Stream, Workers
 from stepscope.jobfolder import EVENTS_SCHEMA, IMPORTED_STEPS_SCHEMA
 
 Floats = npt.NDArray[np.float64]
@@ -26,11 +26,12 @@ Floats = npt.NDArray[np.float64]
 
 def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
     """The rank's steps in stepscope's definition, sorted by start."""
-    pred = sorted(stream.steps, key=lambda s: (s.start, s.end))
-    n = len(pred)
-    starts = np.array([s.start for s in pred], np.float64)
-    ends = np.array([s.end for s in pred], np.float64)
-    begin = _begins(starts, ends, sorted(stream.fetches))
+    log = stream.steps
+    order = np.lexsort((np.array(log.ends), np.array(log.starts)))  # by start, then end
+    n = len(order)
+    starts = np.array(log.starts, np.float64)[order]
+    ends = np.array(log.ends, np.float64)[order]
+    begin = _begins(starts, ends, np.sort(np.array(stream.fetches.starts, np.float64)))
     end = np.append(begin[1:], ends[-1:]) if n else ends
     end = np.maximum(end, ends)  # overlapping source steps: never shorter than recorded
     duration = end - begin
@@ -46,8 +47,8 @@ def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int)
         "local_rank": np.full(n, local_rank, np.int32),
         "node": [node] * n,
         "pid": np.full(n, pid, np.int32),
-        "phase": [s.phase for s in pred],
-        "step": np.array([s.step for s in pred], np.int64),
+        "phase": [log.phases[i] for i in order],
+        "step": np.array(log.steps, np.int64)[order],
         "start": begin,
         "end": end,
         "duration": duration.astype(np.float32),
@@ -62,12 +63,12 @@ def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int)
     return pa.table(cols, schema=IMPORTED_STEPS_SCHEMA)
 
 
-def _begins(starts: Floats, ends: Floats, fetches: list[Span]) -> Floats:
-    """Each step's start: the first fetch after the previous step's end, if any."""
+def _begins(starts: Floats, ends: Floats, fs: Floats) -> Floats:
+    """Each step's start: the first fetch (``fs``: their sorted starts) after the
+    previous step's end, if any."""
     begin = starts.copy()
-    if not fetches:
+    if not len(fs):
         return begin
-    fs = np.array([f[0] for f in fetches], np.float64)
     prev_end = np.append(-np.inf, ends[:-1])
     first = np.searchsorted(fs, prev_end, side="right")  # first fetch after the previous end
     has = (first < len(fs)) & (fs[np.minimum(first, len(fs) - 1)] <= starts)
@@ -75,18 +76,12 @@ def _begins(starts: Floats, ends: Floats, fetches: list[Span]) -> Floats:
     return begin
 
 
-def _inside(spans: list[Span], begin: Floats, end: Floats) -> Floats | None:
+def _inside(spans: Spans, begin: Floats, end: Floats) -> Floats | None:
     """Per step, the time covered by ``spans`` inside it (nested spans counted once);
     None when the stream has no such span at all (never measured, not zero)."""
-    if not spans:
+    if not len(spans):
         return None
-    merged: list[list[float]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    arr = np.array(merged, np.float64)
+    arr = _union(*spans.columns())
     out = np.zeros(len(begin))
     lo = np.searchsorted(arr[:, 1], begin, side="right")
     hi = np.searchsorted(arr[:, 0], end, side="left")
@@ -99,6 +94,18 @@ def _inside(spans: list[Span], begin: Floats, end: Floats) -> Floats | None:
     return out
 
 
+def _union(starts: Floats, ends: Floats) -> Floats:
+    """The union of the spans as disjoint (start, end) rows, sorted: a span that starts
+    at or before the furthest end so far joins its run."""
+    order = np.lexsort((ends, starts))
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    return np.column_stack([s[first], np.maximum.reduceat(e, first)])
+
+
 def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
     """The rank's data loader settings (``dataloader``) and worker events
     (``dataloader_worker``), with the loader's settings under our names."""
@@ -106,13 +113,15 @@ def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int
     settings = [loader_detail(args) for _, args in stream.loaders]
     for (time, _), detail in zip(stream.loaders, settings, strict=True):
         rows.append((time, "dataloader", json.dumps(detail, sort_keys=True)))
-    if stream.workers and not any(isinstance(d["num_workers"], int) for d in settings):
-        time = min(t for t, _, _ in stream.workers)
-        detail = workers_seen(stream.workers)
-        rows.append((time, "dataloader", json.dumps(detail, sort_keys=True)))
-    for time, dur, args in stream.workers:
-        detail = {"worker_id": _int(args.get("worker_id")), "duration": dur,
-                  "pid": _int(args.get("pid")), "source": "sagemaker"}  # fmt: skip
+    workers = stream.workers
+    if len(workers) and not any(isinstance(d["num_workers"], int) for d in settings):
+        detail = workers_seen(workers)
+        rows.append((min(workers.times), "dataloader", json.dumps(detail, sort_keys=True)))
+    for time, dur, wid, pid in zip(
+        workers.times, workers.durations, workers.ids, workers.pids, strict=True
+    ):
+        detail = {"worker_id": None if wid == NONE else wid, "duration": dur,
+                  "pid": None if pid == NONE else pid, "source": "sagemaker"}  # fmt: skip
         rows.append((time, "dataloader_worker", json.dumps(detail, sort_keys=True)))
     rows.sort()
     n = len(rows)
@@ -139,12 +148,11 @@ def loader_detail(args: dict[str, object]) -> dict[str, object]:
     return detail
 
 
-def workers_seen(workers: list[tuple[float, float, dict[str, object]]]) -> dict[str, object]:
+def workers_seen(workers: Workers) -> dict[str, object]:
     """A ``dataloader`` event's detail when no settings event gave ``num_workers``: the
     number of workers the worker events name (distinct ``worker_id``, else ``pid``),
     marked ``inferred``. A worker that never recorded an event is not counted."""
-    ids = {_int(a.get("worker_id")) for _, _, a in workers} - {None}
-    pids = {_int(a.get("pid")) for _, _, a in workers} - {None}
+    ids, pids = set(workers.ids) - {NONE}, set(workers.pids) - {NONE}
     keys = ("num_workers", "batch_size", "prefetch_factor", "persistent_workers", "pin_memory")
     detail: dict[str, object] = dict.fromkeys(keys)
     detail["num_workers"] = len(ids or pids) or None

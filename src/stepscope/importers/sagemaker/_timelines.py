@@ -48,7 +48,7 @@ def import_timelines(
         for key in files:
             before = len(stream.steps)
             span = read_timeline(load_events(src.read_bytes(key), key, tally), stream, tally)
-            spans[key] = ([s.step for s in stream.steps[before:]], span)
+            spans[key] = (stream.steps.steps[before:].tolist(), span)
             stream.files.append(key)
             tally.read("timeline files")
         _write_rank(src, out, stream, ranks[nid], spans, tally, seen)
