@@ -191,6 +191,9 @@ def test_dataloader_workers_counted_from_worker_events_without_settings(
     job = stepscope.open(tmp_path / "job")
     (loader,) = [e for e in job.events(kinds=["dataloader"])["detail"]]
     assert json.loads(loader)["num_workers"] == workers and "inferred" in loader
+    lives = [json.loads(d) for d in job.events(kinds=["dataloader_worker"])["detail"]]
+    assert sorted(w["worker_id"] for w in lives) == list(range(workers))  # one per worker
+    assert sum(w["events"] for w in lives) == 40  # its batches, counted
     (result,) = evaluate_job(job, [{"name": "DataLoaderWorkers"}])
     assert result.datapoints > 0
     assert (result.status == "IssuesFound") is fires, result

@@ -117,11 +117,7 @@ def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int
     if len(workers) and not any(isinstance(d["num_workers"], int) for d in settings):
         detail = workers_seen(workers)
         rows.append((min(workers.times), "dataloader", json.dumps(detail, sort_keys=True)))
-    for time, dur, wid, pid in zip(
-        workers.times, workers.durations, workers.ids, workers.pids, strict=True
-    ):
-        detail = {"worker_id": None if wid == NONE else wid, "duration": dur,
-                  "pid": None if pid == NONE else pid, "source": "sagemaker"}  # fmt: skip
+    for time, detail in worker_lives(workers):
         rows.append((time, "dataloader_worker", json.dumps(detail, sort_keys=True)))
     rows.sort()
     n = len(rows)
@@ -146,6 +142,38 @@ def loader_detail(args: dict[str, object]) -> dict[str, object]:
     detail["iterator"] = args.get("iterator")
     detail["source"] = "sagemaker"
     return detail
+
+
+def worker_lives(workers: Workers) -> list[tuple[float, dict[str, object]]]:
+    """One ``dataloader_worker`` event per worker (``worker_id`` and ``pid``): from its
+    first event's start to its last event's end, with the number of its events and
+    the seconds they span (``busy``). A trace that records a worker event per batch
+    (a day: a quarter of a million a rank) gives a few events, not one per batch."""
+    if not len(workers):
+        return []
+    ids, pids = np.array(workers.ids), np.array(workers.pids)
+    start = np.array(workers.times, np.float64)
+    dur = np.array(workers.durations, np.float64)
+    keys, which = np.unique(np.column_stack([ids, pids]), axis=0, return_inverse=True)
+    which = which.ravel()
+    first = np.full(len(keys), np.inf)
+    last = np.full(len(keys), -np.inf)
+    np.minimum.at(first, which, start)
+    np.maximum.at(last, which, start + dur)
+    count = np.bincount(which, minlength=len(keys))
+    busy = np.bincount(which, weights=dur, minlength=len(keys))
+    out = []
+    for k, (wid, pid) in enumerate(keys.tolist()):
+        detail: dict[str, object] = {
+            "worker_id": None if wid == NONE else wid,
+            "pid": None if pid == NONE else pid,
+            "duration": float(last[k] - first[k]),
+            "events": int(count[k]),
+            "busy": float(busy[k]),
+            "source": "sagemaker",
+        }
+        out.append((float(first[k]), detail))
+    return out
 
 
 def workers_seen(workers: Workers) -> dict[str, object]:
