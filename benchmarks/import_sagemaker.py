@@ -1,12 +1,17 @@
-"""Import speed: a 24-hour, 32-core, 8-GPU node's system metrics (about 1.3 GB of JSON).
+"""Import speed: a 24-hour, 32-core, 8-GPU node's system metrics (about 1.3 GB of JSON)
+and the framework timelines of its ranks.
 
-    python benchmarks/import_sagemaker.py [--hours 24] [--keep]
+    python benchmarks/import_sagemaker.py [--hours 24] [--ranks 2] [--keep]
 
 Writes the predecessor's layout streaming into a temporary folder under /tmp (one
-minute file at a time, lines formatted from templates: no job is held in memory),
-runs ``stepscope import sagemaker`` on it in a child process, and prints the wall
+minute file, or one rank's hour of timeline, at a time, lines formatted from
+templates: no job is held in memory), runs ``stepscope import sagemaker`` on it in
+a child process (the import includes the rules' evaluation), and prints the wall
 time, the child's CPU time and its peak RSS; the source is deleted afterwards
-unless ``--keep``. Target (issue 22): at most 60 s with bounded memory.
+unless ``--keep``. Targets (issues 22, 30): at most 60 s of CPU and 500 MB at peak.
+Each rank's timeline: a step every 0.3 s (a fetch, the step, a forward, a backward
+and a data-loader worker event per batch), one file per hour as the predecessor
+rotates them.
 """
 
 from __future__ import annotations
@@ -72,15 +77,59 @@ def generate(root: Path, hours: float) -> int:
     return total
 
 
+STEP_S = 0.3
+
+
+def generate_timelines(root: Path, hours: float, ranks: int) -> int:
+    """One timeline file per rank and hour; returns the bytes written."""
+    total, step = 0, {r: 0 for r in range(ranks)}
+    per_hour = int(3600 / STEP_S)
+    for h in range(int(np.ceil(hours))):
+        t0 = START + 3600 * h
+        n = min(per_hour, int((hours * 3600 - 3600 * h) / STEP_S))
+        hour = time.strftime("%Y%m%d%H", time.gmtime(t0))
+        folder = root / "profiler-output/framework/pevents" / hour
+        folder.mkdir(parents=True, exist_ok=True)
+        for r in range(ranks):
+            head = [
+                '{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "default", '
+                f'"start_time_since_epoch_in_micros": {t0 * 1e6:.0f}}}}}',
+                '{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": '
+                '"Step:ModeKeys.TRAIN"}}',
+            ]
+            body = [
+                f'{{"name": "DataLoaderIter::GetNext", "ph": "X", "ts": {us:.0f}, "dur": 30000, '
+                f'"pid": 0, "tid": 1, "args": {{}}}},\n'
+                f'{{"name": "DataLoaderWorker", "ph": "X", "ts": {us:.0f}, "dur": 30000, '
+                f'"pid": 0, "tid": {10 + k % 2}, "args": {{"worker_id": {k % 2}, '
+                f'"pid": {5000 + k % 2}}}}},\n'
+                f'{{"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": {us + 30000:.0f}, '
+                f'"dur": 250000, "pid": 1, "tid": 1, "args": {{"step_num": "{step[r] + k}"}}}},\n'
+                f'{{"name": "Forward", "ph": "X", "ts": {us + 30000:.0f}, "dur": 100000, '
+                f'"pid": 0, "tid": 1, "args": {{}}}},\n'
+                f'{{"name": "Backward", "ph": "X", "ts": {us + 140000:.0f}, "dur": 130000, '
+                f'"pid": 0, "tid": 1, "args": {{}}}}'
+                for k, us in enumerate(np.arange(n) * STEP_S * 1e6)
+            ]
+            step[r] += n
+            end_us = int((t0 + n * STEP_S) * 1e6)
+            data = ("[\n" + ",\n".join(head + body) + "\n]\n").encode()
+            (folder / f"{end_us}_{r}-algo-1_model_timeline.json").write_bytes(data)
+            total += len(data)
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hours", type=float, default=24.0)
+    ap.add_argument("--ranks", type=int, default=2, help="ranks with a timeline (0: none)")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sm-import-", dir="/tmp"))
     try:
         t = time.perf_counter()
         size = generate(tmp / "src", args.hours)
+        size += generate_timelines(tmp / "src", args.hours, args.ranks)
         print(f"generated {size / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s")
         code = ("import sys; from stepscope.importers.sagemaker import import_job; "
                 "print(import_job(sys.argv[1], sys.argv[2]).text())")  # fmt: skip

@@ -25,11 +25,23 @@ def hour_folder(t: float) -> str:
 
 
 def metric_lines(
-    t: float, cores: int, gpus: int, rng: np.random.Generator
+    t: float, cores: int, gpus: int, rng: np.random.Generator, iowait_name: str | None = None
 ) -> list[dict[str, object]]:
-    """One sample as the predecessor writes it: one line per metric, each its own time."""
+    """One sample as the predecessor writes it: one line per metric, each its own time;
+    ``iowait_name``: I/O wait once for the node under that name, not per core."""
     lines: list[dict[str, object]] = []
     ts = t + 0.009 + rng.uniform(0, 0.002)
+    if iowait_name is not None:
+        value = round(float(rng.uniform(0, 5)), 2)
+        lines.append(
+            {
+                "Type": "cpu",
+                "Name": iowait_name,
+                "Dimension": "I/OWaitPercentage",
+                "Value": value,
+                "Timestamp": ts,
+            }
+        )
     for c in range(cores):
         lines.append(
             {
@@ -40,15 +52,16 @@ def metric_lines(
                 "Timestamp": ts,
             }
         )
-        lines.append(
-            {
-                "Type": "cpu",
-                "Name": f"cpu{c}",
-                "Dimension": "I/OWaitPercentage",
-                "Value": round(float(rng.uniform(0, 5)), 2),
-                "Timestamp": ts,
-            }
-        )
+        if iowait_name is None:
+            lines.append(
+                {
+                    "Type": "cpu",
+                    "Name": f"cpu{c}",
+                    "Dimension": "I/OWaitPercentage",
+                    "Value": round(float(rng.uniform(0, 5)), 2),
+                    "Timestamp": ts,
+                }
+            )
     for g in range(gpus):
         for dim in ("GPUUtilization", "GPUMemoryUtilization"):
             lines.append(
@@ -102,6 +115,7 @@ def write_system(
     gpus: int = 1,
     interval: float = 0.5,
     seed: int = 0,
+    iowait_name: str | None = None,
 ) -> int:
     """Minute files of a node. A line goes to the hour folder of when it is written
     (about WRITE_LAG_S after its sample), its file is named by its sample's minute: the
@@ -112,7 +126,7 @@ def write_system(
     for i in range(n):
         t = start + i * interval
         minute = int(t // 60 * 60)
-        for line in metric_lines(t, cores, gpus, rng):
+        for line in metric_lines(t, cores, gpus, rng, iowait_name):
             hour = hour_folder(float(line["Timestamp"]) + WRITE_LAG_S)  # type: ignore[arg-type]
             path = root / "profiler-output/system/incremental" / hour / f"{minute}.{node}.json"
             files.setdefault(path, []).append(json.dumps(line))
@@ -134,6 +148,9 @@ class TraceSpec:
     workers: int = 2
     pid: int = 4242
     start: float = START + 2340.0  # inside the tests' system samples (2330-2450 s)
+    first_step: int = 0  # the step number of the first step (a later file of a rank)
+    settings: bool = True  # write the loader's settings event (num_workers)
+    per_batch: bool = False  # a DataLoaderWorker event per batch, not one per worker
 
 
 def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
@@ -146,7 +163,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
         {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Forward"}},
         {"name": "process_name", "ph": "M", "pid": 3, "args": {"name": "Backward"}},
     ]  # fmt: skip
-    if spec.fetch_s:
+    if spec.fetch_s and spec.settings:
         events.append({"name": "_MultiProcessingDataLoaderIter.__init__", "ph": "X", "ts": 0,
                        "dur": 1000, "pid": 0, "tid": 1, "args": {"num_workers": str(spec.workers),
                        "pin_memory": "False", "pid": spec.pid}})  # fmt: skip
@@ -156,6 +173,11 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
             events.append({"name": "DataLoaderIter::GetNext", "ph": "X", "ts": t,
                            "dur": spec.fetch_s * 1e6, "pid": 0, "tid": 1,
                            "args": {"worker_id": k % max(spec.workers, 1)}})  # fmt: skip
+            if spec.per_batch and spec.workers:
+                w = k % spec.workers
+                events.append({"name": "DataLoaderWorker", "ph": "X", "ts": t - spec.fetch_s * 1e6,
+                               "dur": spec.fetch_s * 1e6, "pid": 0, "tid": 10 + w,
+                               "args": {"worker_id": w, "pid": spec.pid + 1 + w}})  # fmt: skip
             t += spec.fetch_s * 1e6
         work = spec.step_s * 1e6
         events.append(
@@ -166,7 +188,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
                 "dur": work,
                 "pid": 1,
                 "tid": 1,
-                "args": {"step_num": str(k)},
+                "args": {"step_num": str(spec.first_step + k)},
             }
         )
         events.append({"name": "Net", "ph": "X", "ts": t, "dur": work * 0.4, "pid": 2, "tid": 1})
@@ -188,7 +210,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
         )
         spans.append((spec.start + t / 1e6, spec.start + (t + work) / 1e6))
         t += work + spec.optimizer_s * 1e6
-    for w in range(spec.workers if spec.fetch_s else 0):
+    for w in range(spec.workers if spec.fetch_s and not spec.per_batch else 0):
         events.append(
             {
                 "name": "DataLoaderWorker",

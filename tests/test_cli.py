@@ -458,3 +458,50 @@ def test_the_quick_start_installs_every_extra_the_readme_uses() -> None:
         for used, extra in needs.items():
             if used in line and line.lstrip().startswith("stepscope"):
                 assert extra in extras or f"[{extra}]" in line, (line, extra)
+
+
+# -- rules --save -----------------------------------------------------------------------
+
+
+def test_rules_save_rewrites_the_verdicts_of_a_copied_golden_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rules --save`` records what ``rules`` prints: every rule's rules/<Rule>.json,
+    a stale verdict replaced; without --save nothing is written."""
+    import shutil
+
+    job = tmp_path / "starving"
+    shutil.copytree(Path(__file__).parent / "data" / "starving", job)
+    stale = job / "rules" / "StepOutlier.json"
+    body = json.loads(stale.read_text())
+    stale.write_text(json.dumps({**body, "status": "Error", "message": "stale"}))
+    assert main(["rules", str(job), "--json"]) == 0
+    printed = {r["rule"]: r for r in json.loads(capsys.readouterr().out)}
+    assert json.loads(stale.read_text())["message"] == "stale"  # nothing written
+    assert sorted(p.stem for p in (job / "rules").glob("*.json")) == [
+        "DataLoading",
+        "StepOutlier",
+    ]
+    assert main(["rules", str(job), "--save"]) == 0
+    assert f"saved {len(printed)} verdict(s)" in capsys.readouterr().out
+    written = {p.stem: json.loads(p.read_text()) for p in (job / "rules").glob("*.json")}
+    assert set(written) == set(printed) == {"DataLoading", "StepOutlier"}  # its rule set
+    assert {k: v["status"] for k, v in written.items()} == {
+        k: v["status"] for k, v in printed.items()
+    }
+    assert written["StepOutlier"]["message"] != "stale"
+    assert written["DataLoading"]["status"] == "IssuesFound"
+
+
+def test_rules_save_refuses_a_running_job_and_says_when_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    store = rd.new_job(tmp_path / "live", status="Running")
+    store.write_json(f"heartbeat/{rd.NODE}.json", {"time": time.time(), "pid": 1, "interval_s": 2})
+    rd.write_steps(store, rd.steps_frame(30))
+    assert main(["rules", str(tmp_path / "live"), "--save"]) == 2
+    err = capsys.readouterr().err
+    assert "is running" in err and "after the job has ended" in err
+    assert not list((tmp_path / "live").glob("rules/*.json"))

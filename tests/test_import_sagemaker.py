@@ -173,6 +173,34 @@ def test_dataloader_workers_judged_against_cores_on_imported_data(
         assert "2 worker(s) on 8 cores" in result.findings[0].message
 
 
+@pytest.mark.parametrize(("workers", "fires"), [(2, True), (8, False)])
+def test_dataloader_workers_counted_from_worker_events_without_settings(
+    tmp_path: Path, workers: int, fires: bool
+) -> None:
+    """Issue 30: a trace with a worker event per batch and no settings event gave
+    "no dataloader event: the DataLoader's settings are unknown". The workers the
+    events name are the loader's: 2 on 8 mostly idle cores fire, 8 are silent."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=8, gpus=0)
+    spec = sm.TraceSpec("0-algo-1", steps=40, fetch_s=0.1, workers=workers, settings=False,
+                        per_batch=True)  # fmt: skip
+    sm.write_timeline(root, spec)
+    summary = import_job(str(root), str(tmp_path / "job"))
+    assert summary.counts["timeline data loader worker events"] == 40
+    assert "timeline data loader settings" not in summary.counts
+    job = stepscope.open(tmp_path / "job")
+    (loader,) = [e for e in job.events(kinds=["dataloader"])["detail"]]
+    assert json.loads(loader)["num_workers"] == workers and "inferred" in loader
+    lives = [json.loads(d) for d in job.events(kinds=["dataloader_worker"])["detail"]]
+    assert sorted(w["worker_id"] for w in lives) == list(range(workers))  # one per worker
+    assert sum(w["events"] for w in lives) == 40  # its batches, counted
+    (result,) = evaluate_job(job, [{"name": "DataLoaderWorkers"}])
+    assert result.datapoints > 0
+    assert (result.status == "IssuesFound") is fires, result
+    if fires:
+        assert "2 worker(s) on 8 cores" in result.findings[0].message
+
+
 def test_show_rules_and_report_work_with_unknowns_shown_as_unknown(
     job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -200,6 +228,69 @@ def test_cli_import_prints_the_summary(
     assert "system rows: 240" in out and "system metric i/o/IOPS/: 240" in out
     assert main(["import", "sagemaker", str(tmp_path / "nothing"), str(tmp_path / "k")]) == 2
     assert "No SageMaker Debugger/Profiler output" in capsys.readouterr().err
+
+
+def test_import_writes_the_verdicts_so_show_opens_with_the_diagnosis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the live runner's final evaluation: rules/<Rule>.json for every rule of the
+    job's set, the same verdicts as evaluating now; show leads with the diagnosis."""
+    from stepscope.cli._main import main
+
+    root, job = tmp_path / "src", tmp_path / "job"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=8, gpus=0)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=40, fetch_s=0.1, workers=2))
+    assert main(["import", "sagemaker", str(root), str(job)]) == 0
+    printed = capsys.readouterr().out
+    assert "IssuesFound: DataLoaderWorkers, DataLoading" in printed
+    written = {p.stem: json.loads(p.read_text()) for p in (job / "rules").glob("*.json")}
+    now = {r.rule: r.status.value for r in evaluate_job(stepscope.open(job))}
+    assert {k: v["status"] for k, v in written.items()} == now and len(now) > 10
+    assert main(["show", str(job)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("diagnosis  2 problems found") and "nothing checked" not in first
+    assert main(["report", str(job), "-o", str(tmp_path / "r.html")]) == 0
+    assert "No rule results in this job" not in (tmp_path / "r.html").read_text()
+
+
+def test_imported_verdicts_are_the_same_bytes_on_a_reimport(source: Path, tmp_path: Path) -> None:
+    import_job(str(source), str(tmp_path / "a"))
+    import_job(str(source), str(tmp_path / "b"))
+    a = sorted((tmp_path / "a" / "rules").glob("*.json"))
+    assert a and [p.read_bytes() for p in a] == [
+        (tmp_path / "b" / "rules" / p.name).read_bytes() for p in a
+    ]
+
+
+@pytest.mark.parametrize("name", ["cpu", "CPU", "cpu_total"])
+def test_io_wait_is_placed_whatever_its_metrics_name(tmp_path: Path, name: str) -> None:
+    """Issue 30: an I/O-wait metric named ``cpu`` (the node's, not a core's) was left
+    unplaced, and IOBottleneck judged a null column. Placed, it is judged."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=4, gpus=1, iowait_name=name)
+    summary = import_job(str(root), str(tmp_path / "job"))
+    assert not any("OWait" in k for k in summary.unplaced), summary.unplaced
+    system = stepscope.open(tmp_path / "job").system(["algo-1"])
+    assert system["cpu_iowait"].notna().all() and system["cpu_iowait"].between(0, 5).all()
+    assert system["cpu"].notna().all()  # the cores' CPU still placed
+    (res,) = evaluate_job(
+        stepscope.open(tmp_path / "job"), [{"name": "IOBottleneck", "parameters": {"patience": 10}}]
+    )
+    assert res.status == "NoIssuesFound" and res.datapoints > 0, res
+
+
+def test_each_kept_timeline_file_is_labelled_with_its_own_steps(tmp_path: Path) -> None:
+    """Issue 30: every kept file said the whole rank's range (0-13054)."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 120, cores=4, gpus=0)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=20))
+    sm.write_timeline(
+        root, sm.TraceSpec("0-algo-1", steps=25, first_step=20, start=sm.START + 2360)
+    )
+    import_job(str(root), str(tmp_path / "job"))
+    windows = stepscope.open(tmp_path / "job").profiling_artifacts()
+    got = sorted((w["start_step"], w["end_step"]) for w in windows)
+    assert got == [(0, 19), (20, 44)]
 
 
 @pytest.mark.parametrize("ids", [("4242-algo-1", "4100-algo-1", "4300-algo-2")])
@@ -322,3 +413,33 @@ def test_samples_split_across_chunks_stay_one_row_and_late_lines_are_counted(
     summary = import_job(str(root), str(tmp_path / "job2"))
     assert summary.unplaced["system lines after their sample was written (extra rows)"] == 1
     assert summary.counts["system rows"] == 241  # kept, not dropped
+
+
+def test_a_timeline_file_without_steps_is_labelled_by_the_steps_it_overlaps() -> None:
+    import pyarrow as pa
+
+    from stepscope.importers.sagemaker._timelines import file_steps
+
+    steps = pa.table(
+        {"step": [0, 1, 2, 3], "start": [0.0, 1.0, 2.0, 3.0], "end": [1.0, 2.0, 3.0, 4.0]}
+    )
+    assert file_steps([7, 5], None, steps) == (5, 7)  # its own steps
+    assert file_steps([], (1.5, 2.5), steps) == (1, 2)  # the steps its events overlap
+    assert file_steps([], (9.0, 9.5), steps) == (0, 3)  # none: the rank's range
+    assert file_steps([], None, steps.slice(0, 0)) == (0, 0)
+
+
+def test_the_union_of_nested_and_touching_spans_counts_each_moment_once() -> None:
+    from stepscope.importers.sagemaker._steps import _union
+
+    rng = np.random.default_rng(3)
+    starts = rng.uniform(0, 100, 500)
+    ends = starts + rng.exponential(0.5, 500)
+    merged: list[list[float]] = []  # the plain loop the vectorised union replaces
+    for a, b in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    assert np.array_equal(_union(starts, ends), np.array(merged))
+    assert _union(np.array([0.0, 1.0, 0.5]), np.array([1.0, 2.0, 0.6])).tolist() == [[0.0, 2.0]]

@@ -45,7 +45,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_rules(args: argparse.Namespace) -> int:
     from stepscope.cli._rules import rules_text
 
-    print(rules_text(args.job, args.rule or [], args.param or [], args.json))
+    print(rules_text(args.job, args.rule or [], args.param or [], args.json, args.save))
     return 0
 
 
@@ -99,6 +99,11 @@ def _add_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--json", action="store_true")
     p.add_argument("--rule", action="append", help="only this rule (repeatable)")
     p.add_argument("--param", action="append", help="NAME.key=value (repeatable)")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="record the results as the job's verdicts (rules/*.json: show, report)",
+    )
     p.set_defaults(fn=cmd_rules)
     p = sub.add_parser("report", help="write the HTML profiling report of a job")
     p.add_argument("job")

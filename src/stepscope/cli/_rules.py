@@ -1,4 +1,10 @@
-"""``stepscope rules JOB [--json] [--rule NAME ...] [--param NAME.key=value ...]``."""
+"""``stepscope rules JOB [--json] [--save] [--rule NAME ...] [--param NAME.key=value ...]``.
+
+Evaluates the job's rules now and prints their results; ``--save`` also records
+them as the job's verdicts (``rules/<Rule>.json``, as the live runner's final
+evaluation writes them), so ``show``, the report and the dashboard open with
+them. A running job's verdicts belong to its live runner: ``--save`` refuses.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from stepscope.errors import UsageError
 from stepscope.read import Job
 from stepscope.read import open as open_job
 from stepscope.rules import (
@@ -113,13 +120,30 @@ def _with(spec: RuleSpec, given: Mapping[str, object] | None) -> RuleSpec:
     return RuleSpec(type(rule)(name=rule.rule_name, **{**rule.parameters, **given}), spec.actions)
 
 
-def rules_text(job_path: str, rule_names: list[str], params: list[str], as_json: bool) -> str:
+def rules_text(
+    job_path: str, rule_names: list[str], params: list[str], as_json: bool, save: bool = False
+) -> str:
     """The output of ``stepscope rules``; bad input raises a ``StepscopeError``."""
     job = open_job(job_path)
+    if save and job.meta.get("status") == "Running":
+        raise UsageError(
+            f"{job_path!r} is running: its live rule runner writes its verdicts (rules/), "
+            "and writes the final ones when it ends. Run 'stepscope rules JOB --save' "
+            "after the job has ended, or leave out --save to see the verdicts now."
+        )
     results = rules_results(job, rule_names, params)
+    saved = []
+    if save:
+        from stepscope.rules.runner import write_results
+
+        write_results(job.store, results)
+        saved = [f"saved {len(results)} verdict(s) to {job_path.rstrip('/')}/rules/"]
     # Damaged files the rules skipped: on stderr with --json (stdout stays one document).
     for w in job.warnings if as_json else ():
         print(f"stepscope: warning: {w}", file=sys.stderr)
     if as_json:
+        for line in saved:
+            print(f"stepscope: {line}", file=sys.stderr)
         return json.dumps([r.to_dict() for r in results], indent=1)
-    return "\n".join([render_table(results), *(f"WARNING  {w}" for w in job.warnings)])
+    lines = [render_table(results), *(f"WARNING  {w}" for w in job.warnings)]
+    return "\n".join(lines + saved)

@@ -98,6 +98,9 @@ class GPUMemoryIncrease(SystemRule):
             hits += w.hits(f"gpu{g}", value[:, i], fired[:, i])
         return hits
 
+    def needs(self, gpus: list[int]) -> list[tuple[str, ...]]:
+        return [tuple(f"gpu{g}_{m}" for g in gpus for m in ("mem_util", "mem_used"))]
+
     def check(self, data: RuleInput) -> Part:
         part = super().check(data)
         if part.na_reason is not None:

@@ -144,7 +144,10 @@ class HostRule(SystemRule):
             return f"no system samples on {node}"
         if not missing:
             return None
-        return f"no {', '.join(missing)} on {node} (a job sampled before stepscope recorded them)"
+        return (
+            f"no {', '.join(missing)} on {node}: absent or null in all {len(system)} "
+            "samples (not recorded for this job: an older or imported job)"
+        )
 
     def unjudged(self, data: RuleInput) -> str | None:
         """Why the node cannot be judged although its samples have the columns."""

@@ -31,6 +31,27 @@ def pct(name: str, default: float, doc: str) -> Param:
     return Param(name, default, f"{doc}, %", float)
 
 
+def unrecorded(data: RuleInput, needs: list[tuple[str, ...]]) -> str | None:
+    """Why the node's samples cannot be judged: an input of ``needs`` (a tuple of
+    columns, any one of which will do) absent or null in every sample; None if all
+    are there. A rule never judges a column it has no value of (NoIssuesFound on
+    an unrecorded I/O wait would say "checked" of what was never measured)."""
+    system = data.system
+    node = str(system["node"].iloc[0]) if len(system) and "node" in system else "this node"
+    missing = [
+        cols
+        for cols in needs
+        if not any(c in system and bool(system[c].notna().any()) for c in cols)
+    ]
+    if not missing:
+        return None
+    names = "; ".join(" or ".join(cols) for cols in missing)
+    return (
+        f"no {names} on {node}: absent or null in all {len(system)} samples (not "
+        "recorded for this job); this rule judges it"
+    )
+
+
 def lasted(run: list[Hit]) -> str:
     """How long ``run`` lasted, for a finding's message (minutes past two)."""
     seconds = run[-1].end - run[0].start
@@ -46,6 +67,8 @@ class SystemRule(NodeRule):
         gpus = node_gpus(data)
         if self.needs_gpu and not gpus:
             return Part(na_reason=no_gpu_reason(data))
+        if len(data.system) and (reason := unrecorded(data, self.needs(gpus))) is not None:
+            return Part(na_reason=reason)
         return self.judge(self.framed(data, gpus), gpus, len(data.system))
 
     def judge(self, framed: pd.DataFrame, gpus: list[int], total: int) -> Part:
@@ -94,6 +117,11 @@ class SystemRule(NodeRule):
             "cpu_iowait",
             *(f"gpu{g}_{m}" for g in gpus for m in per_gpu),
         ]
+
+    def needs(self, gpus: list[int]) -> list[tuple[str, ...]]:
+        """The inputs without which the rule cannot judge the node: for each, the
+        columns any one of which will do (:func:`unrecorded`)."""
+        return []
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         raise NotImplementedError

@@ -35,6 +35,9 @@ class _ShareRule(SystemRule):
 
     host_column = "cpu"
 
+    def needs(self, gpus: list[int]) -> list[tuple[str, ...]]:
+        return [(self.host_column,)]
+
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w = self.windows_of(framed)
         util = w.columns(framed, [f"gpu{g}_util" for g in gpus])
@@ -102,6 +105,9 @@ class IOBottleneck(_ShareRule):
     def columns(self, gpus: list[int]) -> list[str]:
         return [*super().columns(gpus), "proc_io_wait"]
 
+    def needs(self, gpus: list[int]) -> list[tuple[str, ...]]:
+        return [("proc_io_wait", "cpu_iowait")]
+
     def host(self, framed: pd.DataFrame, w: Windows) -> FloatArray:
         node = super().host(framed, w)
         if "proc_io_wait" not in framed:
@@ -136,6 +142,9 @@ class BatchSize(SystemRule):
 
     def columns(self, gpus: list[int]) -> list[str]:
         return [*super().columns(gpus), "proc_cpu"]
+
+    def needs(self, gpus: list[int]) -> list[tuple[str, ...]]:
+        return [("cpu",), tuple(f"gpu{g}_mem_util" for g in gpus)]
 
     def hits(self, framed: pd.DataFrame, gpus: list[int]) -> list[Hit]:
         w, hits = self.windows_of(framed), []

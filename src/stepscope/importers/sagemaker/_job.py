@@ -3,12 +3,19 @@
 The same input writes the same folder, byte for byte: segments are named by their
 rows' times and pid 0, nothing records when the import ran, and importing again
 into a folder that holds an earlier import of it replaces that import.
+
+Like the live runner's final evaluation, the import ends by evaluating the job's
+rules (ProfilerReport: an imported job has no rule configuration) and writing
+their verdicts to ``rules/<Rule>.json``, dated at the job's end, so ``show`` and
+the report open with a diagnosis.
 """
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+
+import pyarrow as pa
 
 from stepscope.errors import UsageError
 from stepscope.importers.sagemaker._artifacts import import_artifacts
@@ -43,6 +50,7 @@ class ImportSummary:
     source: str
     job: str
     origin: JsonObject = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)  # rule -> status, as written
 
     @property
     def counts(self) -> dict[str, int]:
@@ -63,6 +71,13 @@ class ImportSummary:
         if self.unplaced:
             lines.append("no place in stepscope's format (counted, listed in job.json 'origin'):")
             lines += [f"  {k}: {v}" for k, v in self.unplaced.items()]
+        if self.verdicts:
+            lines.append(f"rules evaluated ({len(self.verdicts)}, verdicts in rules/):")
+            for status in ("IssuesFound", "Error", "NoIssuesFound", "NotApplicable"):
+                names = sorted(r for r, s in self.verdicts.items() if s == status)
+                if names:
+                    lines.append(f"  {status}: {', '.join(names)}")
+            lines.append(f"the diagnosis: stepscope show {self.job}")
         return "\n".join(lines)
 
 
@@ -74,6 +89,9 @@ def import_job(source: str, dest: str, name: str | None = None) -> ImportSummary
     _prepare(out, dest)
     tally, extent = Tally(), Extent()
     grids = _system(src, listing, out, tally, extent)
+    # The chunks' Arrow buffers are free now; hand them back so that the timelines
+    # (Python objects, which Arrow's pool cannot reuse) do not add to them.
+    pa.default_memory_pool().release_unused()
     ranks = import_timelines(src, listing.timelines, out, tally, extent.add)
     import_artifacts(src, listing, out, ranks, tally)
     import_tensors(src, listing, out, tally, extent.add)
@@ -91,7 +109,20 @@ def import_job(source: str, dest: str, name: str | None = None) -> ImportSummary
         **tally.as_json(),
     }
     _write_meta(out, name or _name(source), hosts, extent, origin)
-    return ImportSummary(source, dest, origin)
+    return ImportSummary(source, dest, origin, _diagnose(dest, extent))
+
+
+def _diagnose(dest: str, extent: Extent) -> dict[str, str]:
+    """Evaluate the job's rules as the live runner's final evaluation does and write
+    ``rules/<Rule>.json``; ``now`` is the job's end (the same input, the same files)."""
+    from stepscope.read import open as open_job
+    from stepscope.rules import evaluate_job
+    from stepscope.rules.runner import write_results
+
+    job = open_job(dest)
+    results = evaluate_job(job, now=extent.end or extent.start or 0.0)
+    write_results(job.store, results)
+    return {r.rule: r.status.value for r in results}
 
 
 def _prepare(out: Store, dest: str) -> None:

@@ -5,6 +5,12 @@ Its (Type, Name, Dimension) key is placed in one column with an aggregation over
 keys that share it: ``mean`` (per-core I/O wait -> ``cpu_iowait``) or ``sum`` (the
 network's ``Algorithm`` and ``Platform`` traffic -> ``net_rx_bps``). Keys with no
 place (``IOPS``, anything unknown) are counted, never dropped silently.
+
+I/O wait is placed whatever its metric's name: any key whose name or dimension
+says I/O wait (``I/OWaitPercentage``, ``IOWait``, ``iowait``; per core ``cpu<i>`` or
+the node's ``cpu``) goes to ``cpu_iowait``. The mean of the cores' values and of
+the node's (their mean) is the node's, so a source with both gives the same column.
+A node-wide ``cpu``/``CPUUtilization`` fills ``cpu`` where no core is reported.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ Agg = Literal["mean", "sum"]
 Placement = tuple[str, Agg]
 
 _CORE = re.compile(r"cpu(\d+)$")
+_CPU = re.compile(r"cpu(\d*)$", re.IGNORECASE)  # a core's name, or the node's ("cpu")
 _GPU = re.compile(r"gpu(\d+)$")
 _BY_NAME: dict[str, Placement] = {
     "MemoryUsedPercent": ("mem_percent", "mean"),
@@ -33,15 +40,20 @@ SEP = "\x1f"  # joins Type, Name and Dimension into one key: never inside a metr
 def place(key: str) -> Placement | None:
     """The column and aggregation of a ``Type<SEP>Name<SEP>Dimension`` key, or None."""
     _, name, dim = [*key.split(SEP), "", ""][:3]
-    if core := _CORE.match(name):
-        if dim == "CPUUtilization":
+    if "iowait" in _plain(name) or "iowait" in _plain(dim):
+        return ("cpu_iowait", "mean")
+    if core := _CPU.match(name):
+        if _plain(dim) in ("cpuutilization", "utilization"):
             return (f"cpu{core.group(1)}", "mean")
-        if dim == "I/OWaitPercentage":
-            return ("cpu_iowait", "mean")
         return None
     if (gpu := _GPU.match(name)) and dim in _GPU_DIMENSIONS:
         return (f"gpu{gpu.group(1)}_{_GPU_DIMENSIONS[dim]}", "mean")
     return _BY_NAME.get(name) or _BY_NAME.get(dim)
+
+
+def _plain(text: str) -> str:
+    """Lower-case letters only: ``I/OWaitPercentage`` -> ``iowaitpercentage``."""
+    return re.sub(r"[^a-z]", "", text.lower())
 
 
 def describe(key: str) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from stepscope.importers.sagemaker._trace import Span, Stream
+from stepscope.importers.sagemaker._trace import NONE, Spans, Stream, Workers
 from stepscope.jobfolder import EVENTS_SCHEMA, IMPORTED_STEPS_SCHEMA
 
 Floats = npt.NDArray[np.float64]
@@ -26,11 +26,12 @@ Floats = npt.NDArray[np.float64]
 
 def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
     """The rank's steps in stepscope's definition, sorted by start."""
-    pred = sorted(stream.steps, key=lambda s: (s.start, s.end))
-    n = len(pred)
-    starts = np.array([s.start for s in pred], np.float64)
-    ends = np.array([s.end for s in pred], np.float64)
-    begin = _begins(starts, ends, sorted(stream.fetches))
+    log = stream.steps
+    order = np.lexsort((np.array(log.ends), np.array(log.starts)))  # by start, then end
+    n = len(order)
+    starts = np.array(log.starts, np.float64)[order]
+    ends = np.array(log.ends, np.float64)[order]
+    begin = _begins(starts, ends, np.sort(np.array(stream.fetches.starts, np.float64)))
     end = np.append(begin[1:], ends[-1:]) if n else ends
     end = np.maximum(end, ends)  # overlapping source steps: never shorter than recorded
     duration = end - begin
@@ -46,8 +47,8 @@ def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int)
         "local_rank": np.full(n, local_rank, np.int32),
         "node": [node] * n,
         "pid": np.full(n, pid, np.int32),
-        "phase": [s.phase for s in pred],
-        "step": np.array([s.step for s in pred], np.int64),
+        "phase": [log.phases[i] for i in order],
+        "step": np.array(log.steps, np.int64)[order],
         "start": begin,
         "end": end,
         "duration": duration.astype(np.float32),
@@ -62,12 +63,12 @@ def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int)
     return pa.table(cols, schema=IMPORTED_STEPS_SCHEMA)
 
 
-def _begins(starts: Floats, ends: Floats, fetches: list[Span]) -> Floats:
-    """Each step's start: the first fetch after the previous step's end, if any."""
+def _begins(starts: Floats, ends: Floats, fs: Floats) -> Floats:
+    """Each step's start: the first fetch (``fs``: their sorted starts) after the
+    previous step's end, if any."""
     begin = starts.copy()
-    if not fetches:
+    if not len(fs):
         return begin
-    fs = np.array([f[0] for f in fetches], np.float64)
     prev_end = np.append(-np.inf, ends[:-1])
     first = np.searchsorted(fs, prev_end, side="right")  # first fetch after the previous end
     has = (first < len(fs)) & (fs[np.minimum(first, len(fs) - 1)] <= starts)
@@ -75,18 +76,12 @@ def _begins(starts: Floats, ends: Floats, fetches: list[Span]) -> Floats:
     return begin
 
 
-def _inside(spans: list[Span], begin: Floats, end: Floats) -> Floats | None:
+def _inside(spans: Spans, begin: Floats, end: Floats) -> Floats | None:
     """Per step, the time covered by ``spans`` inside it (nested spans counted once);
     None when the stream has no such span at all (never measured, not zero)."""
-    if not spans:
+    if not len(spans):
         return None
-    merged: list[list[float]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    arr = np.array(merged, np.float64)
+    arr = _union(*spans.columns())
     out = np.zeros(len(begin))
     lo = np.searchsorted(arr[:, 1], begin, side="right")
     hi = np.searchsorted(arr[:, 0], end, side="left")
@@ -99,15 +94,30 @@ def _inside(spans: list[Span], begin: Floats, end: Floats) -> Floats | None:
     return out
 
 
+def _union(starts: Floats, ends: Floats) -> Floats:
+    """The union of the spans as disjoint (start, end) rows, sorted: a span that starts
+    at or before the furthest end so far joins its run."""
+    order = np.lexsort((ends, starts))
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    return np.column_stack([s[first], np.maximum.reduceat(e, first)])
+
+
 def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
     """The rank's data loader settings (``dataloader``) and worker events
     (``dataloader_worker``), with the loader's settings under our names."""
     rows: list[tuple[float, str, str]] = []
-    for time, args in stream.loaders:
-        rows.append((time, "dataloader", json.dumps(loader_detail(args), sort_keys=True)))
-    for time, dur, args in stream.workers:
-        detail = {"worker_id": _int(args.get("worker_id")), "duration": dur,
-                  "pid": _int(args.get("pid")), "source": "sagemaker"}  # fmt: skip
+    settings = [loader_detail(args) for _, args in stream.loaders]
+    for (time, _), detail in zip(stream.loaders, settings, strict=True):
+        rows.append((time, "dataloader", json.dumps(detail, sort_keys=True)))
+    workers = stream.workers
+    if len(workers) and not any(isinstance(d["num_workers"], int) for d in settings):
+        detail = workers_seen(workers)
+        rows.append((min(workers.times), "dataloader", json.dumps(detail, sort_keys=True)))
+    for time, detail in worker_lives(workers):
         rows.append((time, "dataloader_worker", json.dumps(detail, sort_keys=True)))
     rows.sort()
     n = len(rows)
@@ -130,6 +140,52 @@ def loader_detail(args: dict[str, object]) -> dict[str, object]:
     keys = ("num_workers", "batch_size", "prefetch_factor", "persistent_workers", "pin_memory")
     detail: dict[str, object] = {k: _plain(args.get(k)) for k in keys}
     detail["iterator"] = args.get("iterator")
+    detail["source"] = "sagemaker"
+    return detail
+
+
+def worker_lives(workers: Workers) -> list[tuple[float, dict[str, object]]]:
+    """One ``dataloader_worker`` event per worker (``worker_id`` and ``pid``): from its
+    first event's start to its last event's end, with the number of its events and
+    the seconds they span (``busy``). A trace that records a worker event per batch
+    (a day: a quarter of a million a rank) gives a few events, not one per batch."""
+    if not len(workers):
+        return []
+    ids, pids = np.array(workers.ids), np.array(workers.pids)
+    start = np.array(workers.times, np.float64)
+    dur = np.array(workers.durations, np.float64)
+    keys, which = np.unique(np.column_stack([ids, pids]), axis=0, return_inverse=True)
+    which = which.ravel()
+    first = np.full(len(keys), np.inf)
+    last = np.full(len(keys), -np.inf)
+    np.minimum.at(first, which, start)
+    np.maximum.at(last, which, start + dur)
+    count = np.bincount(which, minlength=len(keys))
+    busy = np.bincount(which, weights=dur, minlength=len(keys))
+    out = []
+    for k, (wid, pid) in enumerate(keys.tolist()):
+        detail: dict[str, object] = {
+            "worker_id": None if wid == NONE else wid,
+            "pid": None if pid == NONE else pid,
+            "duration": float(last[k] - first[k]),
+            "events": int(count[k]),
+            "busy": float(busy[k]),
+            "source": "sagemaker",
+        }
+        out.append((float(first[k]), detail))
+    return out
+
+
+def workers_seen(workers: Workers) -> dict[str, object]:
+    """A ``dataloader`` event's detail when no settings event gave ``num_workers``: the
+    number of workers the worker events name (distinct ``worker_id``, else ``pid``),
+    marked ``inferred``. A worker that never recorded an event is not counted."""
+    ids, pids = set(workers.ids) - {NONE}, set(workers.pids) - {NONE}
+    keys = ("num_workers", "batch_size", "prefetch_factor", "persistent_workers", "pin_memory")
+    detail: dict[str, object] = dict.fromkeys(keys)
+    detail["num_workers"] = len(ids or pids) or None
+    detail["iterator"] = None
+    detail["inferred"] = "num_workers: the distinct workers of the DataLoaderWorker events"
     detail["source"] = "sagemaker"
     return detail
 
