@@ -20,6 +20,7 @@ import sagemaker_source as sm
 import stepscope
 from conftest import env_for_tests
 from s3_server import SeaweedServer, weed_binary
+from stepscope.cli._import import diagnose
 from stepscope.errors import UsageError
 from stepscope.importers.sagemaker import import_job
 from stepscope.rules import evaluate_job
@@ -50,6 +51,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def job(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("jobs") / "old-job"
     import_job(str(source), str(out))
+    diagnose(str(out))  # as `stepscope import` does
     return out
 
 
@@ -131,6 +133,7 @@ def test_import_is_idempotent(source: Path, job: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
     import_job(str(source), str(again))
     import_job(str(source), str(again))  # re-import into the same folder replaces it
+    diagnose(str(again))
     first = {p.relative_to(job): p.read_bytes() for p in job.rglob("*") if p.is_file()}
     second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()
@@ -253,9 +256,13 @@ def test_import_writes_the_verdicts_so_show_opens_with_the_diagnosis(
     assert "No rule results in this job" not in (tmp_path / "r.html").read_text()
 
 
-def test_imported_verdicts_are_the_same_bytes_on_a_reimport(source: Path, tmp_path: Path) -> None:
-    import_job(str(source), str(tmp_path / "a"))
-    import_job(str(source), str(tmp_path / "b"))
+def test_imported_verdicts_are_the_same_bytes_on_a_reimport(
+    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stepscope.cli._main import main
+
+    for job in ("a", "b"):
+        assert main(["import", "sagemaker", str(source), str(tmp_path / job)]) == 0
     a = sorted((tmp_path / "a" / "rules").glob("*.json"))
     assert a and [p.read_bytes() for p in a] == [
         (tmp_path / "b" / "rules" / p.name).read_bytes() for p in a

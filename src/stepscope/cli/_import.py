@@ -1,8 +1,11 @@
 """``stepscope import sagemaker SRC JOB``: a SageMaker Debugger/Profiler job as a stepscope job.
 
 SRC is the training job's output (a local copy, or ``s3://bucket/prefix/`` of any
-S3-compatible store); JOB the job folder to write. Prints what was imported and
-what had no place (docs/sagemaker.md).
+S3-compatible store); JOB the job folder to write. Then evaluates the job's rules
+as the live runner's final evaluation does and writes ``rules/<Rule>.json``, so
+``show`` and the report open with the diagnosis. Prints what was imported, what
+had no place, and the verdicts (docs/sagemaker.md). The importer only converts:
+judging is the rules' layer, called from here.
 """
 
 from __future__ import annotations
@@ -13,8 +16,25 @@ import argparse
 def cmd_import(args: argparse.Namespace) -> int:
     from stepscope.importers.sagemaker import import_job
 
-    print(import_job(args.source, args.job, name=args.name).text())
+    summary = import_job(args.source, args.job, name=args.name)
+    summary.verdicts = diagnose(args.job)
+    print(summary.text())
     return 0
+
+
+def diagnose(dest: str) -> dict[str, str]:
+    """Evaluate an imported job's rules and write ``rules/<Rule>.json``, dated at the
+    job's end (the same input, the same files); rule -> status."""
+    from stepscope.read import open as open_job
+    from stepscope.rules import evaluate_job
+    from stepscope.rules.runner import write_results
+
+    job = open_job(dest)
+    end, start = job.meta.get("end_time"), job.meta.get("start_time")
+    now = end if isinstance(end, float | int) else start if isinstance(start, float | int) else 0.0
+    results = evaluate_job(job, now=float(now))
+    write_results(job.store, results)
+    return {r.rule: r.status.value for r in results}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

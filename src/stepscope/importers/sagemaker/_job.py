@@ -50,7 +50,8 @@ class ImportSummary:
     source: str
     job: str
     origin: JsonObject = field(default_factory=dict)
-    verdicts: dict[str, str] = field(default_factory=dict)  # rule -> status, as written
+    # rule -> status, as written: `stepscope import` evaluates the rules (cli/_import.py)
+    verdicts: dict[str, str] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -109,20 +110,7 @@ def import_job(source: str, dest: str, name: str | None = None) -> ImportSummary
         **tally.as_json(),
     }
     _write_meta(out, name or _name(source), hosts, extent, origin)
-    return ImportSummary(source, dest, origin, _diagnose(dest, extent))
-
-
-def _diagnose(dest: str, extent: Extent) -> dict[str, str]:
-    """Evaluate the job's rules as the live runner's final evaluation does and write
-    ``rules/<Rule>.json``; ``now`` is the job's end (the same input, the same files)."""
-    from stepscope.read import open as open_job
-    from stepscope.rules import evaluate_job
-    from stepscope.rules.runner import write_results
-
-    job = open_job(dest)
-    results = evaluate_job(job, now=extent.end or extent.start or 0.0)
-    write_results(job.store, results)
-    return {r.rule: r.status.value for r in results}
+    return ImportSummary(source, dest, origin)
 
 
 def _prepare(out: Store, dest: str) -> None:
