@@ -113,7 +113,7 @@ def live(tmp_path_factory: pytest.TempPathFactory):
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # reaps it and closes its pipes (no ResourceWarning later)
     assert proc.returncode == 0, stderr
     return stepscope.open(job_path), acks, json.loads(stdout.strip().splitlines()[-1])
 
