@@ -150,7 +150,12 @@ def test_a_read_racing_a_flush_is_read_again(
         runner.scan()  # a file that stays unreadable is an error, not a silent gap
 
 
-CONFIG = '[[rules]]\nname = "StepOutlier"\nparameters = { n_outliers = 3, min_excess_s = 1.0 }\n'
+# min_cost_share = 100: the count alone decides (a 3 s stall in this short job costs
+# well over 5% of its step time, and would fire on cost: test_rules_cost.py).
+CONFIG = (
+    '[[rules]]\nname = "StepOutlier"\n'
+    "parameters = { n_outliers = 3, min_excess_s = 1.0, min_cost_share = 100 }\n"
+)
 
 
 @pytest.mark.process
