@@ -7,29 +7,43 @@ supervises them while the training runs: a helper that dies is recorded as a
 fault (``faults/helper-<name>-<node>-<launcher pid>.json``: exit code or signal,
 the last lines of its stderr) and started again after a backoff (0.5 s, doubling
 to 30 s, back to 0.5 s once it has lived a minute), at most ``MAX_RESTARTS`` times
-per helper and job. A restarted sampler records the sampling gap it leaves. At
-the end of the job it waits for them to flush what they hold.
+per helper and job. A restarted sampler records the sampling gap it leaves.
+A helper that is alive but makes no progress for ``HUNG_S`` (its progress file,
+``process._progress``) is recorded and restarted the same way (``_hung``). At the
+end of the job it gives them ``STOP_S`` in all to flush what they hold and kills
+the rest (``_supervise.Helpers.stop``).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
-from stepscope.process import HELPER_NICE, helper_env
+from stepscope.process import HELPER_NICE, ProgressFile, helper_env
 
 if TYPE_CHECKING:  # the launcher imports this module: no import cycle at run time
     from stepscope.launch._launcher import RunSpec
     from stepscope.store import Store
 
-HELPER_WAIT_S = 120
+# At the end, the helpers together get this long to finish (the sampler its last flush,
+# the rule runner its final evaluation) before they are killed: `stepscope run` returns
+# within about 5 s of the training's exit. The final evaluation of a 13 s job takes
+# 0.7 s from the training's exit here (BENCHMARKS.md, "Hung helpers").
+STOP_S = 3.5
+# A live helper whose progress file has not moved for this long is hung: recorded,
+# killed and restarted. Each beats at least once a second (the rule runner between
+# the stages of a scan); a niced helper on a busy node can wait seconds for a core.
+HUNG_S = 15.0
+# Both can be set per launcher (a slow store's final flush; a test that hangs a helper).
+STOP_ENV, HUNG_ENV = "STEPSCOPE_HELPER_STOP_S", "STEPSCOPE_HELPER_HUNG_S"
 MAX_RESTARTS = 10  # per helper and job: a helper that keeps dying is left dead, recorded
 FIRST_BACKOFF_S, MAX_BACKOFF_S, STABLE_S = 0.5, 30.0, 60.0
 STDERR_LINES = 20  # of a dead helper's stderr, kept in its fault record
@@ -55,6 +69,26 @@ def _rules_cmd(store: Store, me: str) -> list[str]:
         "stepscope.rules.runner",
         *("--job-url", store.url, "--parent-pid", me, "--nice", str(HELPER_NICE)),
     )
+
+
+def seconds_from_env(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of seconds from ``env[name]``; ``default`` if unset or bad (said)."""
+    given = env.get(name)
+    if given is None:
+        return default
+    try:
+        value = float(given)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        print(
+            f"stepscope: {name}={given[:40]!r} is not a positive number of seconds; "
+            f"using {default:g}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return default
+    return value
 
 
 def describe_exit(code: int) -> tuple[str, int | None, str | None]:
@@ -83,20 +117,26 @@ class Helper:
     log: IO[bytes] | None = None
     forwarded: int = 0
     extra: list[str] = field(default_factory=list)
+    progress: ProgressFile | None = None
+    started_mono: float = 0.0
 
     def start(self) -> None:
         # kept open across calls (closed by close()): no context manager
         self.log = tempfile.TemporaryFile(prefix=f"stepscope-{self.name}-")  # noqa: SIM115
         self.forwarded = 0
+        self.progress = ProgressFile()
+        extra = [*self.extra, "--progress-fd", str(self.progress.fd)]
         # a new session: a Ctrl-C at the terminal must not kill a helper before its
         # flush (the sampler) or its final scan (the rule runner)
         self.proc = subprocess.Popen(
-            self.command(self.extra),
+            self.command(extra),
             env=helper_env(os.environ),
             start_new_session=True,
             stderr=self.log,
+            pass_fds=(self.progress.fd,),
         )
-        self.started = self.last_alive = time.time()
+        self.started, self.started_mono = time.time(), time.monotonic()
+        self.last_alive = self.started
         self.restart_at, self.extra = None, []
 
     def forward(self) -> bytes:
@@ -120,8 +160,20 @@ class Helper:
         text = os.pread(self.log.fileno(), size - start, start).decode(errors="replace")
         return text.splitlines()[-STDERR_LINES:]
 
+    def last_progress(self) -> tuple[float | None, float | None]:
+        """``(progress, mark)`` of the running helper (``ProgressFile.read``)."""
+        return self.progress.read() if self.progress is not None else (None, None)
+
+    def skip_output(self) -> None:
+        """Leave what the helper wrote so far unforwarded (a stack dump we recorded)."""
+        if self.log is not None:
+            self.forwarded = os.fstat(self.log.fileno()).st_size
+
     def close(self) -> None:
         if self.log is not None:
             self.forward()
             self.log.close()
             self.log = None
+        if self.progress is not None:
+            self.progress.close()
+            self.progress = None

@@ -1,26 +1,36 @@
-"""The launcher's watch over its helpers while the training runs (see ``_helpers``)."""
+"""The launcher's watch over its helpers while the training runs, and their stop at the
+end (see ``_helpers``; what a hung helper was doing: ``_hung``)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
+import threading
+import time
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog
 from stepscope.launch._helpers import (
     FIRST_BACKOFF_S,
-    HELPER_WAIT_S,
+    HUNG_ENV,
+    HUNG_S,
     MAX_BACKOFF_S,
     MAX_RESTARTS,
     STABLE_S,
+    STOP_ENV,
+    STOP_S,
     Helper,
     _rules_cmd,
     _sampler_cmd,
     describe_exit,
+    seconds_from_env,
 )
+from stepscope.launch._hung import ask_stacks, doing, hung_for, last_progress_wall
+from stepscope.launch._stale import mark_stale
+from stepscope.process import wait_child
 
 if TYPE_CHECKING:
     from stepscope.launch._launcher import RunSpec
@@ -28,6 +38,9 @@ if TYPE_CHECKING:
 
 SAMPLER, RULES = "sampler", "rules-runner"
 FORWARD_S = 2.0  # how often the helpers' stderr is copied to the launcher's
+GAP_COMPONENT, GAP_INTERVALS, GAP_MIN_S = "sampling-gap", 3.0, 1.0  # as the sampler's
+KILLED_WAIT_S = 1.0  # a killed helper in the kernel (storage) dies when its call returns
+MARK_WAIT_S = 1.0  # for the stale marks: the store may be what held the rule runner
 
 
 class Helpers:
@@ -35,7 +48,10 @@ class Helpers:
 
     def __init__(self, spec: RunSpec, store: Store, child_pid: int, faults: FaultLog) -> None:
         me = str(os.getpid())
-        self.faults = faults
+        self.faults, self.store = faults, store
+        self.interval_s = spec.interval_ms / 1e3
+        self.stop_s = seconds_from_env(os.environ, STOP_ENV, STOP_S)
+        self.hung_s = seconds_from_env(os.environ, HUNG_ENV, HUNG_S)
         sampler = _sampler_cmd(spec, store, child_pid, me)
         self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra])]
         if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
@@ -48,10 +64,14 @@ class Helpers:
             h.start()
 
     def check(self, now: float) -> None:
-        """Note the helpers that died since the last call; start those that are due."""
+        """Note the helpers that died or hung since the last call; start those that are due."""
+        mono = time.monotonic()
         for h in self.helpers:
             if h.proc is not None and h.proc.poll() is None:
-                h.last_alive = now
+                if hung_for(h, mono) > self.hung_s:
+                    self._hung(h, now)
+                else:
+                    h.last_alive = now
             elif h.proc is not None:
                 self._died(h, h.proc.returncode, now)
             elif h.restart_at is not None and now >= h.restart_at:
@@ -61,9 +81,27 @@ class Helpers:
             for h in self.helpers:
                 h.forward()
 
-    def _died(self, h: Helper, code: int, now: float) -> None:
+    def _hung(self, h: Helper, now: float) -> None:
+        """Record what the hung helper was doing, kill it: restarted like a dead one."""
+        assert h.proc is not None
+        phrase, fields = doing(h, ask_stacks([h]).get(h.name))
+        since = last_progress_wall(h)
+        _kill(h)
+        how = f"hung ({phrase}), killed"
+        self._died(h, -signal.SIGKILL, now, how=how, gap_start=since, **fields)
+
+    def _died(
+        self,
+        h: Helper,
+        code: int,
+        now: float,
+        how: str | None = None,
+        gap_start: float | None = None,
+        **fields: object,
+    ) -> None:
         h.forward()
-        how, exit_code, sig = describe_exit(code)
+        exited, exit_code, sig = describe_exit(code)
+        how = how or exited
         tail = h.tail()
         pid = h.proc.pid if h.proc is not None else None
         h.close()
@@ -76,7 +114,8 @@ class Helpers:
             then = f"restarted ({h.restarts} of {MAX_RESTARTS}) after {h.backoff_s:.1f} s"
             h.backoff_s = min(MAX_BACKOFF_S, 2 * h.backoff_s)
             if h.name == SAMPLER:  # the new sampler records the gap this death leaves
-                h.extra = ["--gap-start", repr(h.last_alive), "--gap-cause", f"sampler {how}"]
+                start = h.last_alive if gap_start is None else gap_start
+                h.extra = ["--gap-start", repr(start), "--gap-cause", f"sampler {how}"]
         else:
             then = f"not restarted: it died {MAX_RESTARTS + 1} times"
         last = f"; stderr: {tail[-1]}" if tail else ""
@@ -84,23 +123,79 @@ class Helpers:
         print(f"stepscope: {error}", flush=True, file=sys.stderr)
         self.faults.record(
             f"helper-{h.name}", error, exit_code=exit_code, signal=sig, stderr=tail,
-            restarts=h.restarts, helper_pid=pid,
+            restarts=h.restarts, helper_pid=pid, **fields,
         )  # fmt: skip
 
     def stop(self) -> None:
-        """Ask the sampler to stop and wait for every helper to finish its last write."""
+        """Ask every helper to finish, all together, within ``stop_s``; kill the rest.
+
+        The sampler is told (SIGTERM) to take its last sample and flush; the rule
+        runner makes its final evaluation by itself once job.json says the job ended.
+        A helper still running at the deadline is recorded with what it was doing
+        and killed; the rule runner's verdicts are then marked stale, and the
+        sampler's missing span is recorded as a sampling gap.
+        """
+        began, deadline = time.time(), time.monotonic() + self.stop_s
         for h in self.helpers:
             if h.name == SAMPLER and h.proc is not None:
-                h.proc.send_signal(signal.SIGTERM)
-        for h in self.helpers:  # the rule runner finishes its final scan by itself
-            if h.proc is None:
-                continue
-            try:
-                h.proc.wait(timeout=HELPER_WAIT_S)
-            except subprocess.TimeoutExpired:
-                h.proc.kill()
-                h.proc.wait()
+                with contextlib.suppress(OSError):
+                    h.proc.send_signal(signal.SIGTERM)
+        for h in self.helpers:
+            if h.proc is not None:
+                wait_child(h.proc, None, max(0.0, deadline - time.monotonic()))
+        late = [h for h in self.helpers if h.proc is not None and h.proc.poll() is None]
+        stacks = ask_stacks(late)
+        for h in late:
+            self._late(h, stacks.get(h.name), began)
+        for h in self.helpers:
+            if h.name == SAMPLER and h.proc is None and h.restart_at is not None:
+                self._end_gap(h.last_alive, began, "the sampler was dead at the end of the job")
             h.close()
+
+    def _late(self, h: Helper, stack: list[str] | None, ended: float) -> None:
+        """Record and kill a helper that did not finish in time (see :meth:`stop`)."""
+        phrase, fields = doing(h, stack)
+        _, stored = h.last_progress()  # the sampler's newest stored sample
+        since = stored if stored is not None else last_progress_wall(h)
+        pid = h.proc.pid if h.proc is not None else None
+        _kill(h)
+        error = f"{h.name} did not finish within {self.stop_s:g} s of the job's end ({phrase})"
+        error += "; killed"
+        if h.name == RULES:
+            error += f"; {self._stale()}"
+        elif h.name == SAMPLER:
+            self._end_gap(since, ended, f"the sampler was hung at the end of the job ({phrase})")
+        print(f"stepscope: {error}", flush=True, file=sys.stderr)
+        h.forward()
+        self.faults.record(f"helper-{h.name}", error, stderr=h.tail(), helper_pid=pid, **fields)
+
+    def _stale(self) -> str:
+        """Mark the running verdicts stale (bounded: the store may be what hung)."""
+        found: list[float | None] = []
+
+        def mark() -> None:
+            found.append(mark_stale(self.store))
+
+        worker = threading.Thread(target=mark, name="stepscope-stale-marks", daemon=True)
+        worker.start()
+        worker.join(MARK_WAIT_S)
+        if not found:
+            return "its verdicts could not be marked stale (the job folder did not answer)"
+        as_of = found[0]
+        return "its verdicts are stale" + (f": as of {as_of:.1f} s" if as_of is not None else "")
+
+    def _end_gap(self, start: float, end: float, cause: str) -> None:
+        if end - start > max(GAP_INTERVALS * self.interval_s, GAP_MIN_S):
+            self.faults.gap(GAP_COMPONENT, start, end, f"{cause}; recorded by the launcher")
 
     def alive(self) -> bool:
         return any(h.proc is not None and h.proc.poll() is None for h in self.helpers)
+
+
+def _kill(h: Helper) -> None:
+    """SIGKILL (it ends a stopped process too) and reap, a bounded wait."""
+    if h.proc is None:
+        return
+    with contextlib.suppress(OSError):
+        h.proc.kill()
+    wait_child(h.proc, None, KILLED_WAIT_S)

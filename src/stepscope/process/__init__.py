@@ -5,15 +5,26 @@ end when it (or the launcher) ends, and must yield the CPU to it. :mod:`._exitwa
 sleeps until a watched process exits (pidfd where the kernel has it);
 :mod:`._background` lowers a helper's priority. Both import only the standard
 library (psutil on first use), so importing this package costs nothing.
+:mod:`._progress` carries a helper's progress to the launcher (is it hung?).
 """
 
 from stepscope.process._background import HELPER_NICE, add_nice_option, helper_env, lower_priority
 from stepscope.process._exitwatch import ExitWatch, pidfd, process, wait_child
+from stepscope.process._progress import (
+    STACK_SIGNAL,
+    ProgressFile,
+    ProgressWriter,
+    dump_stack_on_signal,
+)
 
 __all__ = [
     "HELPER_NICE",
+    "STACK_SIGNAL",
     "ExitWatch",
+    "ProgressFile",
+    "ProgressWriter",
     "add_nice_option",
+    "dump_stack_on_signal",
     "helper_env",
     "lower_priority",
     "pidfd",

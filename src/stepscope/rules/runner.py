@@ -31,7 +31,13 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from stepscope.jobfolder import FaultLog, JsonObject, control, paths, read_meta
-from stepscope.process import ExitWatch, add_nice_option, lower_priority
+from stepscope.process import (
+    ExitWatch,
+    ProgressWriter,
+    add_nice_option,
+    dump_stack_on_signal,
+    lower_priority,
+)
 from stepscope.read import Job
 from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
@@ -75,6 +81,8 @@ class Runner:
         self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
         self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
         self.faults = FaultLog(job.store, socket.gethostname(), os.getpid(), {"rank": None})
+        # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
+        self.progress = ProgressWriter(None)
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -86,6 +94,7 @@ class Runner:
         """Read what is new, judge the buffer, write the running verdicts, act."""
         for kind, reader in self.readers.items():
             self.state.add(kind, reader.read_new())
+            self.progress.beat()
         results = self.state.evaluate(self.clock())
         write_results(self.job.store, self._changed(results))
         self._act(results)
@@ -146,6 +155,7 @@ class Runner:
         next_scan = self.clock() + period
         parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
         while not self.job_over(parent):
+            self.progress.beat()
             if parent is not None and parent.ended():  # the launcher died: the job may not
                 parent.close()
                 parent, self._meta_due = None, 0.0
@@ -157,6 +167,7 @@ class Runner:
             self.sleep(max(0.0, min(POLL_S, next_scan - self.clock())))
         if parent is not None:
             parent.close()
+        self.progress.beat()  # the final evaluation begins
         return self.final()
 
 
@@ -180,10 +191,13 @@ def write_fault(store: Store, exc: BaseException) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    dump_stack_on_signal()  # the launcher asks a hung runner for its stack
     p = argparse.ArgumentParser(prog="python -m stepscope.rules.runner")
     p.add_argument("--job-url", required=True, help="the job folder (path or URL)")
     p.add_argument("--parent-pid", type=int, help="exit (after a final scan) when it is gone")
     p.add_argument("--once", action="store_true", help="one complete evaluation, then exit")
+    # the launcher's progress file (process._progress): is this runner hung?
+    p.add_argument("--progress-fd", type=int, help=argparse.SUPPRESS)
     add_nice_option(p)
     args = p.parse_args(argv)
     lower_priority(args.nice)  # before DuckDB starts its threads: they inherit it
@@ -191,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         job = Job(store)
         runner = Runner(job, job_rules(job))
+        runner.progress = ProgressWriter(args.progress_fd)
         if args.once:
             runner.final()
         else:

@@ -112,6 +112,11 @@ class RowBuffer:
     def __len__(self) -> int:
         return len(self._rows)
 
+    @property
+    def last_stored(self) -> float | None:
+        """The time of the newest row handed to the store (None: none yet)."""
+        return self._last_stored
+
     def add(self, row: Row) -> None:
         """Add ``row``; when the buffer is full, its oldest row is dropped and counted."""
         with self._lock:

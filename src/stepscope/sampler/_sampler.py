@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from stepscope.jobfolder import FaultLog, paths
-from stepscope.process import ExitWatch
+from stepscope.process import ExitWatch, ProgressWriter
 from stepscope.sampler._control import IntervalRequests
 from stepscope.sampler._flusher import Flusher, Stalls
 from stepscope.sampler._gaps import GapWatch, stored_until
@@ -58,6 +58,7 @@ class Sampler:
         clock_offset_s: float | None = 0.0,
         clock_skew_s: float = 0.0,
         gap: tuple[float, str] | None = None,
+        progress: ProgressWriter | None = None,
     ) -> None:
         self.store, self.node = store, node
         self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
@@ -74,6 +75,8 @@ class Sampler:
         self.stalls = Stalls(self.log)
         self.gaps, self.orphan = GapWatch(self.log), Orphan(store, node, self.log)
         self._watching = watch_pid is not None
+        # the launcher's watch on this loop (hung?): a beat per wake-up, at least 1/s
+        self.progress = progress or ProgressWriter(None)
         if gap is not None:  # restarted: the gap from what the dead sampler stored
             self.gaps.restarted(stored_until(store, node, gap[0]), gap[1])
         self.requests = IntervalRequests(store, node)  # live interval changes (control/)
@@ -137,6 +140,8 @@ class Sampler:
         if not self._node_written:
             self._guard(self._write_node)
         stored = self._guard(lambda: self._pending.store(self._writer, final))
+        if stored and self._pending.last_stored is not None:  # written by the next beat
+            self.progress.mark = self._pending.last_stored
         self._guard(lambda: self.others.flush(final))
         span = self._pending.dropped_span() if stored or final else None
         if span is not None:  # recorded once the store is back: one gap per outage
@@ -195,6 +200,7 @@ class Sampler:
         """Wait for the next tick; the reason to end instead, if there is one."""
         due = self._due()
         while (reason := self._end_reason()) is None:
+            self.progress.beat()
             left = due - time.monotonic()
             if left <= 0:
                 self._tick = due

@@ -31,7 +31,12 @@ import os
 import signal
 import sys
 
-from stepscope.process import add_nice_option, lower_priority
+from stepscope.process import (
+    ProgressWriter,
+    add_nice_option,
+    dump_stack_on_signal,
+    lower_priority,
+)
 from stepscope.sampler._probe import validate_interval_ms
 from stepscope.sampler._sampler import FLUSH_S, Sampler, next_tick
 from stepscope.store import StoreError, open_store
@@ -58,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     # a restarted sampler: when its predecessor was last seen alive, and why it died
     p.add_argument("--gap-start", type=float, help=argparse.SUPPRESS)
     p.add_argument("--gap-cause", default="the sampler died", help=argparse.SUPPRESS)
+    # the launcher's progress file (process._progress): is this sampler hung?
+    p.add_argument("--progress-fd", type=int, help=argparse.SUPPRESS)
     add_nice_option(p)
     return p
 
@@ -67,6 +74,7 @@ def _offset(value: str) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    dump_stack_on_signal()  # the launcher asks a hung sampler for its stack
     args = _parser().parse_args(argv)
     lower_priority(args.nice)
     try:
@@ -85,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         clock_offset_s=args.clock_offset_s,
         clock_skew_s=args.clock_skew_s,
         gap=(args.gap_start, args.gap_cause) if args.gap_start is not None else None,
+        progress=ProgressWriter(args.progress_fd),
     )
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: sampler.stop())
