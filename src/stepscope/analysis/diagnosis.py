@@ -20,6 +20,7 @@ from stepscope.analysis._diagnosis_facts import JobFacts, job_facts, wall_second
 from stepscope.analysis._plain import finite
 from stepscope.analysis.diagnosis_gpu import gpu_notes
 from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
+from stepscope.analysis.diagnosis_stale import stale_text
 from stepscope.analysis.diagnosis_text import (
     CheckJson,
     ChecksJson,
@@ -125,6 +126,7 @@ class Diagnosis:
     not_checked: tuple[Check, ...] = ()
     facts: JobFacts = field(default_factory=JobFacts)
     notes: tuple[str, ...] = ()  # what the samples show that no rule could judge
+    stale: str | None = None  # the rule runner did not finish (.diagnosis_stale)
 
     @property
     def summary(self) -> str:
@@ -133,6 +135,10 @@ class Diagnosis:
         return "; ".join((self._found(), *self.notes))
 
     def _found(self) -> str:
+        found = self._judged()
+        return found if self.stale is None else f"{self.stale}; {found}"
+
+    def _judged(self) -> str:
         wall = self.facts.wall_seconds
         job = f"this {duration_text(wall)} job" if wall is not None else "this job"
         if self.entries:
@@ -143,7 +149,10 @@ class Diagnosis:
         if not self.checked:
             return "nothing checked yet: " + (self._why_not() or "no rule results in this job")
         done = ", ".join(c.text for c in self.checked)
-        text = f"no problem found in {job}: checked {done}"
+        if self.stale is not None:  # the final evaluation never ran: not "no problem"
+            text = f"none had found a problem by then in {job}: checked {done}"
+        else:
+            text = f"no problem found in {job}: checked {done}"
         return text + (f"; not checked: {self._why_not()}" if self.not_checked else "")
 
     def _why_not(self) -> str:
@@ -249,4 +258,5 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
         tuple(sorted(not_checked, key=lambda c: c.rule)),
         facts,
         gpu_notes(verdicts),
+        stale_text(verdicts),
     )

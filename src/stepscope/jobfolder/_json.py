@@ -124,6 +124,7 @@ class RuleVerdict(TypedDict, total=False):
     verdict: str | None
     details: JsonObject
     cost_seconds: float | None
+    stale: JsonObject  # set by the launcher: the rule runner did not finish (docs/format.md)
 
 
 class FaultJson(TypedDict, total=False):
