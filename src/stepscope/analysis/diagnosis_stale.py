@@ -22,7 +22,8 @@ def stale_text(verdicts: Iterable[RuleVerdict]) -> str | None:
     marks = [m for v in verdicts if isinstance(m := v.get("stale"), Mapping)]
     if not marks:
         return None
-    known = [a for m in marks if (a := finite(m.get("as_of"))) is not None]
+    given = [m.get("as_of") for m in marks]
+    known = [float(a) for a in given if isinstance(a, int | float) and finite(a) is not None]
     reason = str(marks[0].get("reason") or NOT_FINISHED)
     when = f"verdicts as of {min(known):.1f} s" if known else "verdicts as of its last scan"
     return f"{reason}: {when} (stepscope rules judges the whole job again)"
