@@ -136,7 +136,9 @@ class FaultJson(TypedDict, total=False):
     a store stream's record names its ``stream`` and when it ``recovered_time``;
     the control channel's lists the last ``requests`` it refused.
     The launcher's record of a helper that died adds its ``exit_code`` or
-    ``signal``, the last lines of its ``stderr`` and the ``restarts`` so far; a
+    ``signal``, the last lines of its ``stderr`` and the ``restarts`` so far; of
+    one that hung (or outlived the stop deadline), what it was doing: ``state``,
+    ``wchan``, ``last_progress_time``, ``stack`` (``stack_note`` why none); a
     ``sampling-gap`` record lists its ``gaps`` (``start``, ``end``, ``cause``); a
     ``sampler-store`` record sums the seconds its store calls ``blocked_seconds``.
     """
@@ -165,6 +167,11 @@ class FaultJson(TypedDict, total=False):
     signal: str | None
     stderr: list[str]
     restarts: int
+    state: str | None
+    wchan: str | None
+    last_progress_time: float
+    stack: list[str]
+    stack_note: str
 
 
 class WindowJson(TypedDict, total=False):
