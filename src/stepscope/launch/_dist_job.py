@@ -30,7 +30,8 @@ from stepscope.jobfolder import (
     write_meta,
 )
 from stepscope.launch._clocksync import Offset, TimeServer, measure, skewed_clock
-from stepscope.launch._launcher import node_status, say
+from stepscope.launch._ending import node_status
+from stepscope.launch._launcher import say
 from stepscope.launch._torchrun import Plan
 from stepscope.store import Store
 

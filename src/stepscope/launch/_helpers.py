@@ -83,6 +83,7 @@ class Helper:
     log: IO[bytes] | None = None
     forwarded: int = 0
     extra: list[str] = field(default_factory=list)
+    clock: Callable[[], float] = time.time  # the launcher's: the job's timeline
 
     def start(self) -> None:
         # kept open across calls (closed by close()): no context manager
@@ -96,7 +97,7 @@ class Helper:
             start_new_session=True,
             stderr=self.log,
         )
-        self.started = self.last_alive = time.time()
+        self.started = self.last_alive = self.clock()
         self.restart_at, self.extra = None, []
 
     def forward(self) -> bytes:

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog
@@ -33,14 +35,21 @@ FORWARD_S = 2.0  # how often the helpers' stderr is copied to the launcher's
 class Helpers:
     """The node's sampler and the live rule runner, started, watched and restarted."""
 
-    def __init__(self, spec: RunSpec, store: Store, child_pid: int, faults: FaultLog) -> None:
+    def __init__(
+        self,
+        spec: RunSpec,
+        store: Store,
+        child_pid: int,
+        faults: FaultLog,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         me = str(os.getpid())
         self.faults = faults
         sampler = _sampler_cmd(spec, store, child_pid, me)
-        self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra])]
+        self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra], clock=clock)]
         if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
             rules = _rules_cmd(store, me)
-            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra]))
+            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra], clock=clock))
         self._forwarded = 0.0
 
     def start(self) -> None:
