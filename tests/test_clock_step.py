@@ -24,7 +24,7 @@ import pytest
 
 import stepscope
 from conftest import BIN, env_for_tests
-from test_fault_matrix import ARGS, MLP, bare, state_hash, wait_for  # noqa: F401 (fixture)
+from test_fault_matrix import ARGS, MLP, state_hash, wait_for
 
 STEP_S = 3600.0
 PACE = ["--step-sleep", "0.05"]  # about 8 s of training: room for a step in the middle
@@ -83,6 +83,15 @@ time_t time(time_t *out) {
 
 
 @pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The hash of the state a bare run (no stepscope, no shim) saves."""
+    save = tmp_path_factory.mktemp("bare") / "bare.pt"
+    cmd = [sys.executable, MLP, *ARGS, "--save", str(save)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=240, env=env_for_tests())
+    return state_hash(save)
+
+
+@pytest.fixture(scope="module")
 def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("shim")
     (folder / "shim.c").write_text(SHIM)
@@ -115,7 +124,7 @@ def test_a_wall_clock_step_changes_no_duration(
     shim: Path,
     tmp_path: Path,
     bare: str,
-    step: float,  # noqa: F811 (fixture)
+    step: float,
 ) -> None:
     flag, out = tmp_path / "step", tmp_path / "out"
     env = env_for_tests(LD_PRELOAD=str(shim), STEPSCOPE_TEST_CLOCK_FILE=str(flag),

@@ -79,8 +79,7 @@ class JobMeta:
         hosts: list[str],
         clock: JobClock | None = None,
     ) -> JobMeta:
-        """The record of a job starting now (at ``clock``'s start), in this working
-        directory."""
+        """The record of a job starting at ``clock``'s start, in this working directory."""
         from stepscope import __version__
 
         clock = clock or JobClock()
