@@ -7,8 +7,9 @@ rank) or ``Exited`` (the interpreter ended normally), with the ``exit_code``
 where the agent knows it (``sys.exit(n)``, ``raise SystemExit(n)`` or a normal end:
 ``n`` or 0; an uncaught exception: 1). A launcher that died reads it from here
 (``end_without_launcher``). A process
-killed hard (SIGKILL, a segfault) leaves ``Running``: the launcher reports such
-ranks as ended without a record.
+that ends without any of these (``os._exit``, SIGKILL, a segfault) leaves ``Running``:
+the launcher, which outlives it, rewrites the record as ``Abrupt`` (launch/_ending.py),
+bounding what was lost by the ``flush_s`` the ``Running`` record carries.
 The launcher reads these files to say which rank on which node failed first.
 
 ``raise SystemExit(n)`` (and ``exit(n)``) pass no hook: the interpreter takes the
@@ -76,7 +77,8 @@ class RankExit:
         self.exit_code = 0
 
     def install(self) -> None:
-        self._write("Running")
+        # the flush interval: the launcher's bound on what an abrupt end loses
+        self._write("Running", flush_s=self.agent.writer.flush_s)
         sys.excepthook = self._excepthook
         sys.exit = self._exit
         runpy._run_module_as_main = self._run_module_as_main  # type: ignore[attr-defined]
@@ -143,7 +145,7 @@ class RankExit:
         if not self.ended:
             self._write("Exited", exit_code=self.exit_code)
 
-    def _write(self, status: str, **detail: str | int | None) -> None:
+    def _write(self, status: str, **detail: str | float | None) -> None:
         self.ended = status != "Running"
         ident = self.agent.ident
         body = {**ident.as_dict(), "status": status, "time": self.agent.clock.now(), **detail}

@@ -88,4 +88,5 @@ def shutdown(failed: bool = False) -> None:
     bootstrap.set_current(None)
     store = agent.store
     status = "Failed" if failed else "Completed"
-    update_meta(store, status=status, end_time=time.time(), exit_code=1 if failed else 0)
+    end = agent.clock.now()  # the agent's times' clock: a wall-clock step moves no end
+    update_meta(store, status=status, end_time=end, exit_code=1 if failed else 0)

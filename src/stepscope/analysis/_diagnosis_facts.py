@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stepscope.analysis._plain import finite
-from stepscope.jobfolder import JobJson
+from stepscope.jobfolder import JobJson, job_seconds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,9 +26,9 @@ class JobFacts:
 
 
 def wall_seconds(meta: JobJson, now: float) -> float | None:
-    """The job's duration so far: its end (or ``now``) minus its start; None without one."""
-    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
-    return None if start is None else (end if end is not None else now) - start
+    """The job's duration so far (``stepscope.jobfolder.job_seconds``: the launcher's
+    monotonic measure, else its end, or ``now``, minus its start); None without a start."""
+    return job_seconds(meta, now)
 
 
 def job_facts(meta: JobJson, steps: pd.DataFrame, now: float) -> JobFacts:

@@ -69,6 +69,7 @@ class JobSummary(TypedDict):
     alive: bool
     exit_code: int | None
     reason: str | None
+    incomplete: str | None
     command: list[str] | None
     hosts: list[str] | None
     start_time: float | None
@@ -146,6 +147,7 @@ def summarize(job: Job) -> JobSummary:
         "alive": meta["alive"],
         "exit_code": meta.get("exit_code"),
         "reason": meta.get("reason"),
+        "incomplete": _incomplete(meta),
         "command": meta.get("command"),
         "hosts": meta.get("hosts"),
         "start_time": meta.get("start_time"),
@@ -161,3 +163,8 @@ def summarize(job: Job) -> JobSummary:
         "diagnosis_checks": diagnosis.checks(),
         "warnings": job.warnings,  # last: the damage the reads above ran into
     }
+
+
+def _incomplete(meta: JobJson) -> str | None:
+    """Why the job's data is incomplete (job.json's ``incomplete``), or None."""
+    return (meta.get("incomplete_reason") or "incomplete") if meta.get("incomplete") else None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 from stepscope.errors import JobFolderError, UsageError
 
 if TYPE_CHECKING:
+    from stepscope.jobfolder import JobJson
     from stepscope.read import Job
     from stepscope.store import Store
 
@@ -33,6 +34,7 @@ class LsRow(TypedDict):
     start_time: float | None
     duration_seconds: float
     steps: int
+    incomplete: str | None  # why the job's data is incomplete (a rank ended abruptly)
     problem: str | None
 
 
@@ -71,19 +73,20 @@ def ls_rows(output: str) -> list[LsRow]:
 
 def _row(store: Store, name: str) -> LsRow:
     """The row of the job ``name`` of ``store``; a Damaged one when it cannot be read."""
+    from stepscope.jobfolder import job_seconds
     from stepscope.read import Job
 
     try:
         job = Job(store.sub(name))
         meta = job.meta
-        end = meta.get("end_time") or time.time()
         return {
             "name": meta["name"],
             "path": job.path,
             "status": meta["status"],
             "start_time": meta.get("start_time"),
-            "duration_seconds": end - meta.get("start_time", end),
+            "duration_seconds": job_seconds(meta, time.time()) or 0.0,
             "steps": train_steps(job),
+            "incomplete": _incomplete(meta),
             "problem": None,
         }
     except (JobFolderError, OSError) as exc:  # a store error is an OSError too
@@ -94,6 +97,7 @@ def _row(store: Store, name: str) -> LsRow:
             "start_time": None,
             "duration_seconds": 0.0,
             "steps": 0,
+            "incomplete": None,
             "problem": str(exc),
         }
 
@@ -110,3 +114,8 @@ def ls_text(output: str, as_json: bool) -> str:
             file=sys.stderr,
         )
     return json.dumps(rows, indent=1) if as_json else render_ls(rows)
+
+
+def _incomplete(meta: JobJson) -> str | None:
+    """Why the job's data is incomplete (job.json's ``incomplete``), or None."""
+    return (meta.get("incomplete_reason") or "incomplete") if meta.get("incomplete") else None

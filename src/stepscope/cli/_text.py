@@ -108,6 +108,7 @@ def render_show(s: JobSummary) -> str:
         f"status     {s['status']} ({job_state(s)})"
         + (f"   exit code {s['exit_code']}" if s["exit_code"] is not None else "")
         + (f"   reason: {s['reason']}" if s.get("reason") else ""),
+        *([f"data       INCOMPLETE: {s['incomplete']}"] if s.get("incomplete") else []),
         f"command    {' '.join(s['command'] or [])}",
         f"duration   {fmt_seconds(s['duration_seconds'])}   init {fmt_seconds(s['init_seconds'])}"
         f"   finalization {fmt_seconds(s['finalization_seconds'])}",
@@ -217,8 +218,9 @@ def render_ls(rows: list[LsRow]) -> str:
         if r["problem"] is not None:  # no start, duration nor steps to trust: say why
             out.append(f"{r['name']:<32} {r['status']:<10} {r['problem']}")
             continue
+        status = r["status"] + (" (incomplete)" if r.get("incomplete") else "")
         out.append(
-            f"{r['name']:<32} {r['status']:<10} {started:<20} "
+            f"{r['name']:<32} {status:<10} {started:<20} "
             f"{fmt_seconds(r['duration_seconds']):>10} {r['steps']:>8}"
         )
     return "\n".join(out)

@@ -16,6 +16,7 @@ settings). I/O goes through :class:`FolderIO`, the few methods of a store it nee
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._clock import STEP_FAULT_S, JobClock, job_seconds, job_timeline
 from stepscope.jobfolder._constants import (
     FORMAT_VERSION,
     HEARTBEAT_STALE_S,
@@ -133,6 +134,7 @@ __all__ = [
     "OTHERS_SCHEMA",
     "SCALARS_SCHEMA",
     "STEPS_SCHEMA",
+    "STEP_FAULT_S",
     "STEP_PARTS",
     "SYSTEM_BASE_SCHEMA",
     "SYSTEM_PRESSURE_SCHEMA",
@@ -147,6 +149,7 @@ __all__ = [
     "FolderIO",
     "GpuFacts",
     "Heartbeat",
+    "JobClock",
     "JobJson",
     "JobMeta",
     "JsonObject",
@@ -168,6 +171,8 @@ __all__ = [
     "end_without_launcher",
     "heartbeats",
     "is_job",
+    "job_seconds",
+    "job_timeline",
     "json_number",
     "liveness",
     "parse_request",

@@ -39,6 +39,10 @@ class JobJson(TypedDict, total=False):
     exit_code: int | None
     reason: str | None
     stepscope_version: str
+    monotonic_offset_s: float | None
+    duration_s: float | None
+    incomplete: bool
+    incomplete_reason: str | None
     distributed: JsonObject
     nodes_status: dict[str, str]
     failed_ranks: list[JsonObject]
@@ -141,6 +145,9 @@ class FaultJson(TypedDict, total=False):
     ``wchan``, ``last_progress_time``, ``stack`` (``stack_note`` why none); a
     ``sampling-gap`` record lists its ``gaps`` (``start``, ``end``, ``cause``); a
     ``sampler-store`` record sums the seconds its store calls ``blocked_seconds``.
+    An ``abrupt-exit`` record names the rank (``rank_pid``) and the ``lost_seconds``
+    of steps it may have lost; a ``clock-step`` record the wall clock's newest
+    ``step_seconds``.
     """
 
     component: str
@@ -172,6 +179,9 @@ class FaultJson(TypedDict, total=False):
     last_progress_time: float
     stack: list[str]
     stack_note: str
+    rank_pid: int | None
+    lost_seconds: float
+    step_seconds: float
 
 
 class WindowJson(TypedDict, total=False):

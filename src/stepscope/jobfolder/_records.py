@@ -15,6 +15,7 @@ from typing import Protocol, Unpack
 
 from stepscope.errors import JobFolderError, JobNotFoundError
 from stepscope.jobfolder import _paths as paths
+from stepscope.jobfolder._clock import JobClock
 from stepscope.jobfolder._constants import FORMAT_VERSION, HEARTBEAT_STALE_S
 from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
 from stepscope.jobfolder._validate import check_job_json
@@ -64,24 +65,33 @@ class JobMeta:
     exit_code: int | None = None
     reason: str | None = None
     stepscope_version: str = ""
+    monotonic_offset_s: float | None = None
+    duration_s: float | None = None
     format_version: int = FORMAT_VERSION
     extra: JsonObject = field(default_factory=dict)
 
     @classmethod
     def new(
-        cls, name: str, command: Sequence[str], config: JsonObject, hosts: list[str]
+        cls,
+        name: str,
+        command: Sequence[str],
+        config: JsonObject,
+        hosts: list[str],
+        clock: JobClock | None = None,
     ) -> JobMeta:
-        """The record of a job starting now, in this working directory."""
+        """The record of a job starting at ``clock``'s start, in this working directory."""
         from stepscope import __version__
 
+        clock = clock or JobClock()
         return cls(
             name=name,
             command=list(command),
             cwd=os.getcwd(),
             config=config,
             hosts=hosts,
-            start_time=time.time(),
+            start_time=clock.start,
             stepscope_version=__version__,
+            monotonic_offset_s=clock.offset_s,
         )
 
     def to_dict(self) -> JsonObject:

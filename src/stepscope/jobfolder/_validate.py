@@ -25,6 +25,14 @@ def _str_list(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
+def _finite(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _seconds(v: object) -> bool:
+    return _finite(v) and float(v) >= 0  # type: ignore[arg-type]
+
+
 def _whole(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -46,6 +54,10 @@ _KEYS: dict[str, tuple[Callable[[object], bool], str]] = {
     "exit_code": (_optional(_whole), "null or a whole number"),
     "reason": (_optional(lambda v: isinstance(v, str)), "null or a string"),
     "stepscope_version": (lambda v: isinstance(v, str), "a string"),
+    "monotonic_offset_s": (_optional(_finite), "null or a number of seconds"),
+    "duration_s": (_optional(_seconds), "null or a number of seconds, at least 0"),
+    "incomplete": (lambda v: isinstance(v, bool), "true or false"),
+    "incomplete_reason": (_optional(lambda v: isinstance(v, str)), "null or a string"),
 }
 _FIX = "restore it from a copy, or remove the job folder"
 

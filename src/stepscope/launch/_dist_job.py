@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 
 from stepscope.jobfolder import (
     HEARTBEAT_STALE_S,
@@ -24,13 +25,15 @@ from stepscope.jobfolder import (
     as_launcher_record,
     heartbeats,
     is_job,
+    job_timeline,
     paths,
     read_all,
     update_meta,
     write_meta,
 )
 from stepscope.launch._clocksync import Offset, TimeServer, measure, skewed_clock
-from stepscope.launch._launcher import node_status, say
+from stepscope.launch._ending import node_status
+from stepscope.launch._launcher import say
 from stepscope.launch._torchrun import Plan
 from stepscope.store import Store
 
@@ -102,6 +105,7 @@ class NodeLauncher:
         self.server: TimeServer | None = None
         self.offset: Offset | None = None
         self.record: LauncherRecord = {}
+        self._now: Callable[[], float] = time.time  # the job's timeline, from begin()
 
     @property
     def key(self) -> str:
@@ -115,6 +119,7 @@ class NodeLauncher:
         meta.extra["distributed"] = dist
         if self.plan.leader or not is_job(self.store):
             write_meta(self.store, meta)
+        self._now = job_timeline(meta.to_dict())  # this node's: a wall step moves no end
         self.record = {
             "node": self.plan.node,
             "node_rank": self.plan.node_rank,
@@ -199,13 +204,13 @@ class NodeLauncher:
         what = "torchrun" if self.plan.launcher == "torchrun" else "the worker"
         status, reason = node_status(code, stop_reason, what)
         self.record |= {"status": status, "reason": reason, "exit_code": code}
-        self.record["end_time"] = time.time()
+        self.record["end_time"] = self._now()
         self.store.write_json(self.key, self.record)
         meta: JobJson = {}
         nodes = self._launchers()
         for _ in range(3):  # another node may end at the same moment: settle on both
             ranks, beats = read_all(self.store, paths.RANKS), heartbeats(self.store)
-            meta = update_meta(self.store, **aggregate(nodes, ranks, beats, time.time()))
+            meta = update_meta(self.store, **aggregate(nodes, ranks, beats, self._now()))
             again = self._launchers()
             if again == nodes:
                 break

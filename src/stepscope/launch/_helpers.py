@@ -119,6 +119,7 @@ class Helper:
     extra: list[str] = field(default_factory=list)
     progress: ProgressFile | None = None
     started_mono: float = 0.0
+    clock: Callable[[], float] = time.time  # the launcher's: the job's timeline
 
     def start(self) -> None:
         # kept open across calls (closed by close()): no context manager
@@ -135,7 +136,7 @@ class Helper:
             stderr=self.log,
             pass_fds=(self.progress.fd,),
         )
-        self.started, self.started_mono = time.time(), time.monotonic()
+        self.started, self.started_mono = self.clock(), time.monotonic()
         self.last_alive = self.started
         self.restart_at, self.extra = None, []
 

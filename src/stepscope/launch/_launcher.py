@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,15 +25,21 @@ from typing import TYPE_CHECKING
 from stepscope.jobfolder import (
     FaultLog,
     Heartbeat,
+    JobClock,
     JobJson,
     JobMeta,
     JsonObject,
     control,
-    paths,
-    read_all,
     update_meta,
     write_heartbeat,
     write_meta,
+)
+from stepscope.launch._ending import (
+    clock_step,
+    incomplete_reason,
+    node_status,
+    rank_error,
+    record_abrupt,
 )
 from stepscope.launch._supervise import Helpers
 from stepscope.process import pidfd, wait_child
@@ -71,8 +76,8 @@ def say(msg: str) -> None:
     print(f"stepscope: {msg}", file=sys.stderr, flush=True)
 
 
-def _job_meta(spec: RunSpec) -> JobMeta:
-    return JobMeta.new(spec.job, spec.command, spec.config, [spec.node])
+def _job_meta(spec: RunSpec, clock: JobClock) -> JobMeta:
+    return JobMeta.new(spec.job, spec.command, spec.config, [spec.node], clock)
 
 
 def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
@@ -95,9 +100,15 @@ class _Supervisor:
     """Waits for the command; heartbeats, signals and stop requests meanwhile."""
 
     def __init__(
-        self, store: Store, spec: RunSpec, child: subprocess.Popen[bytes], helpers: Helpers
+        self,
+        store: Store,
+        spec: RunSpec,
+        child: subprocess.Popen[bytes],
+        helpers: Helpers,
+        clock: JobClock,
     ) -> None:
         self.store, self.spec, self.child, self.helpers = store, spec, child, helpers
+        self.clock = clock  # schedules and stamps: the job's timeline, never a stepped wall
         self.stop_reason: str | None = None
         self._stop_sent = 0.0
         self._requests = control.Requests(self.store, "stop")
@@ -114,10 +125,12 @@ class _Supervisor:
         fd = pidfd(self.child.pid)  # sleep until the command ends, without polling it
         try:
             while (code := wait_child(self.child, fd, 0.25)) is None:
-                now = time.time()
+                now = self.clock.now()
                 self.helpers.check(now)
                 if now - last_beat >= self.beat_s:
                     last_beat = now
+                    if (step := clock_step(self.clock, self.helpers.faults)) is not None:
+                        say(step)
                     self._guarded(self._beat)
                     self._guarded(self._take_stop_requests)
                     disk_full(self.store, self.helpers.faults)
@@ -146,7 +159,7 @@ class _Supervisor:
             control.acknowledge(self.store, name, True, "stopping")
             say(f"stopping the job: {self.stop_reason}")
             if not self._stop_sent:
-                self._stop_sent = time.time()
+                self._stop_sent = self.clock.now()
                 self.child.send_signal(signal.SIGINT)
 
     def _escalate(self, now: float) -> None:
@@ -163,27 +176,6 @@ def _terminal_sent_it() -> bool:
         return False
 
 
-def node_status(
-    code: int, stop_reason: str | None, what: str = "the command", error: str | None = None
-) -> tuple[str, str | None]:
-    """Status and reason of a job (or a torchrun node) whose ``what`` exited with ``code``
-    (``error``: the exception line of the rank that failed, if one was recorded)."""
-    if stop_reason is not None:
-        return "Stopped", stop_reason
-    if code == 0:
-        return "Completed", None
-    return "Failed", f"{what} exited with code {code}" + (f": {error}" if error else "")
-
-
-def rank_error(store: Store) -> str | None:
-    """The exception line (``ValueError: bad shape``) of the first rank that failed,
-    from ``ranks/rank-<r>.json``; None if no rank recorded one."""
-    failed = [r for r in read_all(store, paths.RANKS) if r.get("status") == "Failed"]
-    failed = [r for r in failed if isinstance(r.get("error"), str)]
-    failed.sort(key=lambda r: float(t) if isinstance(t := r.get("time"), int | float) else 0.0)
-    return str(failed[0]["error"]) if failed else None
-
-
 def disk_full(store: Store, faults: FaultLog) -> None:
     """Record a full disk under a local job folder (its writes fail, the job goes on)."""
     path = store.local_path()
@@ -196,14 +188,19 @@ def disk_full(store: Store, faults: FaultLog) -> None:
 
 
 def _finish(
-    store: Store, spec: RunSpec, code: int, stop_reason: str | None, faults: FaultLog
+    store: Store, spec: RunSpec, child: subprocess.Popen[bytes], clock: JobClock, sup: _Supervisor
 ) -> JobJson:
+    faults, stop_reason, code = sup.helpers.faults, sup.stop_reason, _exit_code(child.returncode)
+    abrupt = record_abrupt(store, spec.node, child.pid, child.returncode, clock.now(), faults)
     error = rank_error(store) if code and stop_reason is None else None
     status, reason = node_status(code, stop_reason, error=error)
     disk_full(store, faults)
     faults.flush()
     changes: JobJson = {"status": status, "reason": reason, "exit_code": code}
-    changes["end_time"] = time.time()
+    changes |= {"end_time": clock.now(), "duration_s": round(clock.elapsed(), 3)}
+    if (incomplete := incomplete_reason(abrupt)) is not None:
+        changes |= {"incomplete": True, "incomplete_reason": incomplete}
+        say(f"the job's data is incomplete: {incomplete}")
     if unsaved := faults.pending():  # job.json has room kept for them (a full disk)
         changes["faults"] = unsaved
     return update_meta(store, **changes)
@@ -212,37 +209,37 @@ def _finish(
 def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
+    clock = JobClock()
     if spec.dist is None:
-        write_meta(store, _job_meta(spec))
+        write_meta(store, _job_meta(spec, clock))
     else:
-        spec.dist.begin(_job_meta(spec))
+        spec.dist.begin(_job_meta(spec, clock))
     say(f"job {spec.job!r} -> {store.url}")
-    started = time.time()
     child = subprocess.Popen(spec.command, env=_child_env(spec, store))
-    helpers = Helpers(spec, store, child.pid, FaultLog(store, spec.node, os.getpid()))
-    sup = _Supervisor(store, spec, child, helpers)
+    faults = FaultLog(store, spec.node, os.getpid(), wall=clock.now)
+    helpers = Helpers(spec, store, child.pid, faults, clock.now)
+    sup = _Supervisor(store, spec, child, helpers, clock)
     old = {s: signal.signal(s, sup.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     helpers.start()
     try:
         code = _exit_code(sup.wait())
+        took = clock.elapsed()  # a monotonic clock: a step of the wall clock changes nothing
     finally:
         for s, h in old.items():
             signal.signal(s, h)
     meta: JobJson
     try:
         if spec.dist is None:
-            meta = _finish(store, spec, code, sup.stop_reason, helpers.faults)
+            meta = _finish(store, spec, child, clock, sup)
         else:
             meta = spec.dist.finish(code, sup.stop_reason)
     except OSError as exc:  # the store is failing: the exit code is still the command's
         say(f"could not record the end of the job ({exc})")
-        meta = {"status": "unrecorded", "end_time": time.time(), "start_time": started}
+        meta = {"status": "unrecorded"}
     finally:
         if spec.dist is not None:
             spec.dist.close()
     helpers.stop()
-    end = meta.get("end_time")
-    took = (time.time() if end is None else end) - meta.get("start_time", started)
     say(
         f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
         f"stepscope show {store.url}"

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog
@@ -46,17 +47,24 @@ MARK_WAIT_S = 1.0  # for the stale marks: the store may be what held the rule ru
 class Helpers:
     """The node's sampler and the live rule runner, started, watched and restarted."""
 
-    def __init__(self, spec: RunSpec, store: Store, child_pid: int, faults: FaultLog) -> None:
+    def __init__(
+        self,
+        spec: RunSpec,
+        store: Store,
+        child_pid: int,
+        faults: FaultLog,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         me = str(os.getpid())
-        self.faults, self.store = faults, store
+        self.faults, self.store, self.clock = faults, store, clock
         self.interval_s = spec.interval_ms / 1e3
         self.stop_s = seconds_from_env(os.environ, STOP_ENV, STOP_S)
         self.hung_s = seconds_from_env(os.environ, HUNG_ENV, HUNG_S)
         sampler = _sampler_cmd(spec, store, child_pid, me)
-        self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra])]
+        self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra], clock=clock)]
         if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
             rules = _rules_cmd(store, me)
-            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra]))
+            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra], clock=clock))
         self._forwarded = 0.0
 
     def start(self) -> None:
@@ -135,7 +143,7 @@ class Helpers:
         and killed; the rule runner's verdicts are then marked stale, and the
         sampler's missing span is recorded as a sampling gap.
         """
-        began, deadline = time.time(), time.monotonic() + self.stop_s
+        began, deadline = self.clock(), time.monotonic() + self.stop_s
         for h in self.helpers:
             if h.name == SAMPLER and h.proc is not None:
                 with contextlib.suppress(OSError):

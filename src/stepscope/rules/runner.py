@@ -30,7 +30,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from stepscope.jobfolder import FaultLog, JsonObject, control, paths, read_meta
+from stepscope.jobfolder import FaultLog, JsonObject, control, job_timeline, paths, read_meta
 from stepscope.process import (
     ExitWatch,
     ProgressWriter,
@@ -65,9 +65,17 @@ class Runner:
     """Scans one job: live verdicts, actions, and the final evaluation."""
 
     def __init__(
-        self, job: Job, specs: list[RuleSpec], clock: Callable[[], float] = time.time
+        self,
+        job: Job,
+        specs: list[RuleSpec],
+        clock: Callable[[], float] = time.time,
+        mono: Callable[[], float] | None = None,
     ) -> None:
+        # ``clock``: the job's "now" the rules judge with; ``mono``: what the scans are
+        # scheduled by, never the wall clock (a step of it would stall or rush them).
+        # A test's fake clock drives both.
         self.job, self.specs, self.clock = job, specs, clock
+        self.mono = mono or (time.monotonic if clock is time.time else clock)
         self.rules = [s.rule for s in specs]
         base = job_input(job, clock())
         self.state = LiveState(self.rules, base, chunk_seconds(self.rules, base.interval_s()))
@@ -130,9 +138,9 @@ class Runner:
         return results
 
     def job_over(self, parent: ExitWatch | None) -> bool:
-        if self.clock() < self._meta_due:
+        if self.mono() < self._meta_due:
             return False
-        self._meta_due = self.clock() + self.job.store.min_interval_s
+        self._meta_due = self.mono() + self.job.store.min_interval_s
         try:
             if parent is None:  # a dead launcher is seen by its stale heartbeats
                 return str(self.job.meta.get("status")) != "Running"
@@ -152,7 +160,7 @@ class Runner:
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely."""
         period = self.period()
-        next_scan = self.clock() + period
+        next_scan = self.mono() + period
         parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
         while not self.job_over(parent):
             self.progress.beat()
@@ -160,11 +168,11 @@ class Runner:
                 parent.close()
                 parent, self._meta_due = None, 0.0
                 continue
-            if self.clock() >= next_scan:
-                began, cpu = self.clock(), self.cpu()
+            if self.mono() >= next_scan:
+                began, cpu = self.mono(), self.cpu()
                 self.try_scan()
                 next_scan = began + next_delay(period, self.cpu() - cpu, self.cores)
-            self.sleep(max(0.0, min(POLL_S, next_scan - self.clock())))
+            self.sleep(max(0.0, min(POLL_S, next_scan - self.mono())))
         if parent is not None:
             parent.close()
         self.progress.beat()  # the final evaluation begins
@@ -204,7 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = open_store(args.job_url)
     try:
         job = Job(store)
-        runner = Runner(job, job_rules(job))
+        # Beside the launcher (same node), the job's timeline: the agent's times
+        # never step with the wall clock, so the rules' "now" must not either.
+        now = job_timeline(job.meta) if args.parent_pid is not None else time.time
+        runner = Runner(job, job_rules(job), clock=now)
         runner.progress = ProgressWriter(args.progress_fd)
         if args.once:
             runner.final()

@@ -112,7 +112,8 @@ class Sampler:
         try:
             while (reason := self._sleep()) is None:
                 self._guard(self.sample)
-            ended = time.time()  # when the watched process ended (its pidfd woke us)
+            # when the watched process ended (its pidfd woke us), on the samples' clock
+            ended = self._wall0 + (time.monotonic() - self._mono0)
             if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
                 self._guard(self.sample)  # the state at the end, unless the last one is it
         finally:

@@ -32,6 +32,12 @@ def segment_name(start: float, seq: int, pid: int | None = None) -> str:
     return f"part-{int(start * 1000):013d}-{pid or os.getpid()}-{seq:05d}.parquet"
 
 
+def _steady_wall() -> Callable[[], float]:
+    """Unix seconds from the wall clock read once, then from the monotonic clock."""
+    offset = time.time() - time.monotonic()
+    return lambda: time.monotonic() + offset
+
+
 def encode_parquet(table: pa.Table, dictionary: Sequence[str] | None = None) -> bytes:
     """One Parquet file, zstd; dictionary encoding on ``dictionary`` (None: every column).
 
@@ -85,7 +91,7 @@ class SegmentWriter:
         *,
         segment_rows: int = SEGMENT_ROWS,
         segment_seconds: float = SEGMENT_SECONDS,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         max_buffered_rows: int = MAX_BUFFERED_ROWS,
         backoff: Backoff | None = None,
         dictionary: Sequence[str] | None = None,
@@ -94,7 +100,9 @@ class SegmentWriter:
         self.dictionary = dictionary  # columns worth dictionary encoding (None: all)
         self.segment_rows, self.segment_seconds = segment_rows, segment_seconds
         self.max_buffered_rows = max_buffered_rows
-        self._clock = clock
+        # Names and ages of segments: the wall clock of now, then a monotonic clock, so
+        # that a step of the wall clock neither breaks the names' order nor a segment's age.
+        self._clock = clock or _steady_wall()
         self._pid = os.getpid()
         self._open: _Segment | None = None
         self._waiting: list[_Segment] = []  # closed before they could be stored, oldest first
