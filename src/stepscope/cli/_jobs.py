@@ -79,7 +79,7 @@ def resolve_job(
     if os.sep in given or "/" in given or given in (".", ".."):  # a path, not a name
         why = "it has no job.json" if os.path.isdir(given) else "no such folder"
         raise JobNotFoundError(
-            f"no job at {given!r}: {why}. Give a job folder (OUT/NAME) or a job's name; "
+            f"No stepscope job at {given!r}: {why}. Give a job folder (OUT/NAME) or a job's name; "
             "`stepscope ls OUT` lists them."
         )
     out, why = output_folder(folder, env)
@@ -103,7 +103,7 @@ def resolve_job(
             )
     here = "is not a job folder" if os.path.isdir(given) else "does not exist"
     raise JobNotFoundError(
-        f"no job {given!r} in {where}, and the folder {given!r} here {here}. "
+        f"No stepscope job {given!r} in {where}, and the folder {given!r} here {here}. "
         f"`stepscope ls {out}` lists the jobs there; {flag} FOLDER looks in another folder."
     )
 

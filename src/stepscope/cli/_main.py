@@ -102,7 +102,9 @@ def _add_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         metavar="OUT",
         help=f"the output folder to list (default ${OUTPUT_ENV}, else {DEFAULT_OUTPUT})",
     )
-    p.add_argument("-o", "--output", dest="jobs_in", metavar="FOLDER", help="the same as OUT")
+    p.add_argument(
+        "-o", "--output", dest="jobs_in", metavar="FOLDER", help="the same as OUT (default: OUT)"
+    )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(fn=cmd_ls)
     p = sub.add_parser("show", help="the diagnosis and a one-screen summary of a job")

@@ -38,7 +38,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     add_job_argument(p)
     w = p.add_argument_group("what to profile (one or more; default: none, give one or --off)")
     w.add_argument(
-        "--detailed", action="store_true", help="PyTorch profiler trace of the window's steps"
+        "--detailed",
+        action="store_true",
+        help="PyTorch profiler trace of the window's steps (default: off)",
     )
     w.add_argument(
         "--record-shapes",
@@ -66,7 +68,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         choices=["total_time", "cpu_time", "off_cpu_time"],
         help="with --python cprofile: the timer (default total_time)",
     )
-    w.add_argument("--dataloader", action="store_true", help="per-batch data loader timings")
+    w.add_argument(
+        "--dataloader", action="store_true", help="per-batch data loader timings (default: off)"
+    )
     w.add_argument(
         "--metrics-regex",
         default=".*",
