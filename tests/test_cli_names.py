@@ -233,3 +233,18 @@ def test_ls_refuses_two_different_folders(
     assert main(["ls", str(tmp_path / "a"), "-o", str(tmp_path / "b")]) == 2
     assert "two folders" in capsys.readouterr().err
     assert main(["ls", str(tmp_path / "a"), "-o", str(tmp_path / "a")]) == 0
+
+
+def test_ui_serves_the_folder_ls_lists_by_default(
+    tmp_path: Path,
+    elsewhere: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No folder there: refused before anything is bound, naming the folder it took."""
+    monkeypatch.setenv(OUTPUT_ENV, str(tmp_path / "from-env"))
+    assert main(["ui", "--port", "0"]) == 2
+    assert f"no folder {str(tmp_path / 'from-env')!r}" in capsys.readouterr().err
+    monkeypatch.delenv(OUTPUT_ENV)
+    assert main(["ui", "--port", "0"]) == 2
+    assert "no folder './stepscope-runs'" in capsys.readouterr().err
