@@ -69,7 +69,8 @@ def test_ls_of_a_folder_without_jobs_says_what_it_expected(
     (tmp_path / "not-a-job").mkdir()
     assert main(["ls", str(tmp_path)]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines() == [out.splitlines()[0]] and out.startswith("JOB")  # header only
+    where, head = out.splitlines()  # where the folder is, then the table's header only
+    assert where == f"Jobs in {tmp_path}" and head.startswith("JOB")
     assert "no jobs in" in err and "one folder per job" in err
 
 
@@ -106,7 +107,7 @@ def test_ls_lists_every_readable_job_and_names_the_damaged_one(
         assert rows["job-a"]["steps"] == 30 and rows["job-a"]["problem"] is None
         assert rows["job-b"]["status"] == "Damaged" and why in rows["job-b"]["problem"]
     else:
-        lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+        lines = {line.split()[0]: line for line in out.splitlines()[2:]}
         assert set(lines) == {"job-a", "job-b", "job-c"}
         assert lines["job-a"].split()[1] == "Completed" and lines["job-a"].endswith(" 30")
         assert lines["job-b"].split()[1] == "Damaged" and why in lines["job-b"]

@@ -40,9 +40,15 @@ def diagnose(dest: str) -> dict[str, str]:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``import`` (one kind for now: ``sagemaker``) on the ``stepscope`` parser."""
     p = sub.add_parser("import", help="import a job recorded by another tool")
-    kinds = p.add_subparsers(dest="kind", required=True)
+    kinds = p.add_subparsers(dest="kind", required=True, title="kinds", metavar="KIND")
     sm = kinds.add_parser("sagemaker", help="a SageMaker Debugger/Profiler job's output")
-    sm.add_argument("source", help="the job's output folder, or s3://bucket/prefix/")
-    sm.add_argument("job", help="the stepscope job folder to write (e.g. runs/old-job)")
+    sm.add_argument(
+        "source", metavar="SRC", help="the training job's output folder, or s3://bucket/prefix/"
+    )
+    sm.add_argument(
+        "job",
+        metavar="JOB",
+        help="the stepscope job folder to write, e.g. runs/old-job (must not exist)",
+    )
     sm.add_argument("--name", help="the job's name (default: the source folder's name)")
     sm.set_defaults(fn=cmd_import)

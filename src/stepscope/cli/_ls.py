@@ -1,5 +1,9 @@
 """``stepscope ls [OUT] [--json]``: the jobs of an output folder, at once.
 
+The folder is OUT (or ``-o``), else ``$STEPSCOPE_OUTPUT``, else ``./stepscope-runs``
+(:func:`stepscope.cli._jobs.output_folder`, where the other commands look a job name
+up); the text starts with the line "Jobs in FOLDER".
+
 It reads each job's ``job.json`` and heartbeats, and of its steps only the
 ``phase`` column of rank 0's segments (pyarrow alone: no DuckDB, no pandas), so
 that listing a folder of jobs answers in a fraction of a second. A job whose
@@ -102,8 +106,10 @@ def _row(store: Store, name: str) -> LsRow:
         }
 
 
-def ls_text(output: str, as_json: bool) -> str:
-    """The output of ``stepscope ls``; a folder without jobs says so on stderr."""
+def ls_text(output: str, why: str, as_json: bool) -> str:
+    """The output of ``stepscope ls``: where the folder is (``why`` it is that one: "" when
+    given), then the table; a folder without jobs says so on stderr."""
+    from stepscope.cli._jobs import shown
     from stepscope.cli._text import render_ls
 
     rows = ls_rows(output)
@@ -113,7 +119,9 @@ def ls_text(output: str, as_json: bool) -> str:
             "(each with a job.json), as written by `stepscope run -o FOLDER`.",
             file=sys.stderr,
         )
-    return json.dumps(rows, indent=1) if as_json else render_ls(rows)
+    if as_json:
+        return json.dumps(rows, indent=1)
+    return f"Jobs in {shown(output)}{f' ({why})' if why else ''}\n{render_ls(rows)}"
 
 
 def _incomplete(meta: JobJson) -> str | None:

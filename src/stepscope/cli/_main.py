@@ -9,12 +9,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from stepscope.cli._help import top_parser
 from stepscope.cli._import import add_parser as add_import_parser
-from stepscope.cli._profile import add_parsers as add_profiling_parsers
+from stepscope.cli._jobs import OUTPUT_ENV, add_job_argument, job_arg, output_folder
+from stepscope.cli._profile_args import add_parsers as add_profiling_parsers
 from stepscope.cli._run import add_parser as add_run_parser
 from stepscope.cli._ui import add_parser as add_ui_parser
 from stepscope.config import DEFAULT_OUTPUT
-from stepscope.errors import StepscopeError
+from stepscope.errors import StepscopeError, UsageError
 
 if TYPE_CHECKING:
     from stepscope.read import Job
@@ -23,21 +25,23 @@ if TYPE_CHECKING:
 def cmd_ls(args: argparse.Namespace) -> int:
     from stepscope.cli._ls import ls_text
 
-    print(ls_text(args.output, args.json))
+    if args.output and args.jobs_in and args.output != args.jobs_in:
+        raise UsageError(f"two folders: {args.output!r} and -o {args.jobs_in!r}: give one")
+    print(ls_text(*output_folder(args.output or args.jobs_in), args.json))
     return 0
 
 
-def _open(path: str) -> Job:
+def _open(args: argparse.Namespace) -> Job:
     from stepscope.read import open
 
-    return open(path)
+    return open(job_arg(args))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from stepscope.analysis.summary import summarize
     from stepscope.cli._text import render_show
 
-    summary = summarize(_open(args.job))
+    summary = summarize(_open(args))
     print(json.dumps(summary, indent=1, default=str) if args.json else render_show(summary))
     return 0
 
@@ -45,27 +49,27 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_rules(args: argparse.Namespace) -> int:
     from stepscope.cli._rules import rules_text
 
-    print(rules_text(args.job, args.rule or [], args.param or [], args.json, args.save))
+    print(rules_text(job_arg(args), args.rule or [], args.param or [], args.json, args.save))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from stepscope.cli._report import write_with_progress
 
-    print(write_with_progress(args.job, args.output))
+    print(write_with_progress(job_arg(args), args.output))
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from stepscope.cli._demo import run_demo
 
-    return run_demo(args.output)
+    return run_demo(output_folder(args.output)[0])
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from stepscope.export.tensorboard import export_tensorboard
 
-    job = _open(args.job)
+    job = _open(args)
     done = export_tensorboard(job, args.dir)
     for w in job.warnings:
         print(f"stepscope: warning: {w}", file=sys.stderr)
@@ -76,50 +80,79 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+JSON_HELP = "print JSON instead of text (default: text)"
+
+
 def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("export", help="export a job's data to another tool")
-    kinds = p.add_subparsers(dest="kind", required=True)
-    tb = kinds.add_parser("tensorboard", help="the job's tensors as TensorBoard event files")
-    tb.add_argument("job")
-    tb.add_argument("dir", help="folder for the event files (tensorboard --logdir DIR)")
+    p = sub.add_parser("export", help="export a job's data to another tool (tensorboard)")
+    kinds = p.add_subparsers(dest="kind", required=True, title="kinds", metavar="KIND")
+    tb = kinds.add_parser("tensorboard", help="the job's saved tensors as TensorBoard event files")
+    add_job_argument(tb)
+    tb.add_argument(
+        "dir", metavar="DIR", help="folder for the event files (tensorboard --logdir DIR)"
+    )
     tb.set_defaults(fn=cmd_export)
 
 
 def _add_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("ls", help="list the jobs of an output folder")
-    p.add_argument("output", nargs="?", default=DEFAULT_OUTPUT)
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("ls", help="list the jobs of an output folder, with their names")
+    p.add_argument(
+        "output",
+        nargs="?",
+        metavar="OUT",
+        help=f"the output folder to list (default ${OUTPUT_ENV}, else {DEFAULT_OUTPUT})",
+    )
+    p.add_argument(
+        "-o", "--output", dest="jobs_in", metavar="FOLDER", help="the same as OUT (default: OUT)"
+    )
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(fn=cmd_ls)
-    p = sub.add_parser("show", help="one-screen summary of a job")
-    p.add_argument("job")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("show", help="the diagnosis and a one-screen summary of a job")
+    add_job_argument(p)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(fn=cmd_show)
-    p = sub.add_parser("rules", help="rule statuses and findings of a job")
-    p.add_argument("job")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--rule", action="append", help="only this rule (repeatable)")
-    p.add_argument("--param", action="append", help="NAME.key=value (repeatable)")
+    p = sub.add_parser("rules", help="judge a job with its rules now: statuses and findings")
+    add_job_argument(p)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument(
+        "--rule",
+        action="append",
+        metavar="NAME",
+        help="only this rule (repeatable; default: the job's rules)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME.key=value",
+        help="a rule parameter, e.g. StepOutlier.stddev=3 (repeatable; default: the job's)",
+    )
     p.add_argument(
         "--save",
         action="store_true",
-        help="record the results as the job's verdicts (rules/*.json: show, report)",
+        help="record the results as the job's verdicts (rules/*.json: show, report); "
+        "default: print only",
     )
     p.set_defaults(fn=cmd_rules)
     p = sub.add_parser("report", help="write the HTML profiling report of a job")
-    p.add_argument("job")
-    p.add_argument("-o", "--output", help="file to write (default JOB/report.html)")
+    add_job_argument(p, "--in")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="the file to write (default JOB/report.html)"
+    )
     p.set_defaults(fn=cmd_report)
-    p = sub.add_parser("demo", help="run a small demo training job under stepscope")
-    p.add_argument("-o", "--output", default=DEFAULT_OUTPUT)
+    p = sub.add_parser("demo", help="run a small demo job with three planted problems")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FOLDER",
+        help=f"output folder to write the job into (default ${OUTPUT_ENV}, else {DEFAULT_OUTPUT})",
+    )
     p.set_defaults(fn=cmd_demo)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="stepscope", description="Training debugger and profiler for PyTorch."
-    )
-    p.add_argument("--version", action="version", version=f"stepscope {_version()}")
-    sub = p.add_subparsers(dest="subcommand", required=True)
+    """The ``stepscope`` command's parser, every subcommand on it."""
+    p = top_parser(_version())
+    sub = p.add_subparsers(dest="subcommand", required=True, title="commands", metavar="COMMAND")
     add_run_parser(sub)
     _add_readers(sub)
     _add_export(sub)
@@ -136,6 +169,11 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # bare `stepscope`: the overview, as --help prints it; not a mistake
+        parser().print_help()
+        _flush_quietly()
+        return 0
     try:
         args = parser().parse_args(argv)
     except SystemExit:  # --help, --version, a usage error: argparse printed it

@@ -16,6 +16,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
+from stepscope.cli._jobs import job_arg
 from stepscope.errors import UsageError
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
             "(with --steps START:N or --start-time/--duration), or --off KIND"
         )
     windows = profile_windows(args)
-    job = _running_job(args.job)
+    job = _running_job(job_arg(args))
     step = current_step(job)
     print(
         f"the job is at step {step} (its last step written)"
@@ -166,54 +167,5 @@ def cmd_config(args: argparse.Namespace) -> int:
         raise UsageError(
             f"Invalid value {args.interval_ms} for --interval-ms. Accepted values are {accepted}."
         )
-    job = _running_job(args.job)
+    job = _running_job(job_arg(args))
     return _wait(job.store, control.request_interval(job.store, args.interval_ms, BY), args)
-
-
-def _add_wait(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-wait", action="store_true", help="do not wait for the answer")
-    p.add_argument("--wait", type=float, default=WAIT_S, help="seconds to wait (default 10)")
-
-
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``profile`` and ``config`` on the ``stepscope`` parser."""
-    p = sub.add_parser("profile", help="open (or switch off) profiling windows of a running job")
-    p.add_argument("job")
-    p.add_argument("--detailed", action="store_true", help="PyTorch profiler trace")
-    p.add_argument("--record-shapes", action="store_true")
-    p.add_argument("--profile-memory", action="store_true")
-    p.add_argument("--with-stack", action="store_true")
-    p.add_argument("--python", choices=["cprofile", "pyinstrument"], help="Python profiler")
-    p.add_argument(
-        "--timer",
-        default="total_time",
-        choices=["total_time", "cpu_time", "off_cpu_time"],
-        help="cProfile's timer",
-    )
-    p.add_argument("--dataloader", action="store_true", help="per-batch data loader timings")
-    p.add_argument("--metrics-regex", default=".*", help="data loader metrics to keep")
-    p.add_argument(
-        "--steps",
-        help="START:N (blank START: the next step; blank N: one step); +K:N: N steps "
-        "from K steps after the job's current step",
-    )
-    p.add_argument("--start-time", help="'now' or unix seconds (a time window)")
-    p.add_argument("--duration", type=float, help="seconds (a time window)")
-    p.add_argument(
-        "--off",
-        action="append",
-        choices=["detailed", "python", "dataloader", "deep"],
-        help="switch open and planned windows of KIND off (repeatable)",
-    )
-    _add_wait(p)
-    p.set_defaults(fn=cmd_profile)
-    p = sub.add_parser("config", help="change a running job's settings (sampling interval)")
-    p.add_argument("job")
-    p.add_argument(
-        "--interval-ms",
-        type=int,
-        required=True,
-        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000",
-    )
-    _add_wait(p)
-    p.set_defaults(fn=cmd_config)

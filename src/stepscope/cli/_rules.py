@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from stepscope.config import suggest
 from stepscope.errors import UsageError
 from stepscope.read import Job
 from stepscope.read import open as open_job
@@ -57,8 +58,10 @@ def select(specs: list[RuleSpec], names: Sequence[str]) -> list[RuleSpec]:
         elif name in BUILTIN:
             out.append(RuleSpec(BUILTIN[name]()))
         else:
-            valid = ", ".join(sorted(set(by_name) | set(BUILTIN)))
-            raise RuleConfigError(f"Unknown rule {name!r}. Valid rules: {valid}.")
+            valid = sorted(set(by_name) | set(BUILTIN))
+            close = suggest(name, valid)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise RuleConfigError(f"Unknown rule {name!r}.{hint} Valid rules: {', '.join(valid)}.")
     return out
 
 

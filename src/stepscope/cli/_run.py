@@ -102,15 +102,37 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="run a training command as a watched job",
         usage="stepscope run [OPTIONS] -- COMMAND...",
     )
-    p.add_argument("-o", "--output", help=f"output folder or URL (default {DEFAULT_OUTPUT})")
-    p.add_argument("--job", help="job name (default: <script>-<timestamp>)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FOLDER",
+        help=f"output folder or URL of the jobs (default $STEPSCOPE_OUTPUT, else {DEFAULT_OUTPUT})",
+    )
+    p.add_argument(
+        "--job",
+        metavar="NAME",
+        help="job name, its folder's name (default $STEPSCOPE_JOB, else <script>-<timestamp>)",
+    )
     p.add_argument(
         "--interval-ms",
         type=int,
-        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000 ms (default 500)",
+        metavar="MS",
+        help="system sampling interval: 100, 200, 500, 1000, 5000 or 60000 ms "
+        "(default $STEPSCOPE_INTERVAL_MS, else 500)",
     )
-    p.add_argument("--config", help="TOML configuration file (see docs/config.md)")
-    p.add_argument("--no-rules", action="store_true", help="do not run rules live")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration file, docs/config.md (default: none; options override it)",
+    )
+    p.add_argument(
+        "--no-rules", action="store_true", help="do not run the rules live (default: they run)"
+    )
     add_torchrun_options(p)
-    p.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="the training command and its arguments, after -- (required)",
+    )
     p.set_defaults(fn=cmd_run)

@@ -20,6 +20,7 @@ import ssl
 import sys
 from collections.abc import Callable
 
+from stepscope.cli._jobs import OUTPUT_ENV, output_folder
 from stepscope.errors import UsageError
 
 DEFAULT_ROOT = "./stepscope-runs"
@@ -31,8 +32,12 @@ TOKEN_ENV = "STEPSCOPE_UI_TOKEN"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``ui`` on the ``stepscope`` parser."""
     p = sub.add_parser("ui", help="serve the live dashboard of the jobs under a folder")
-    p.add_argument("root", nargs="?", default=DEFAULT_ROOT,
-                   help=f"folder (or URL) holding the jobs (default {DEFAULT_ROOT})")  # fmt: skip
+    p.add_argument(
+        "root",
+        nargs="?",
+        metavar="ROOT",
+        help=f"folder (or URL) holding the jobs (default ${OUTPUT_ENV}, else {DEFAULT_ROOT})",
+    )
     p.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -45,18 +50,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"port (default {DEFAULT_PORT}; 0 picks a free one)",
     )
     p.add_argument(
-        "--token", help=f"access token, >= 16 characters (default: random; or ${TOKEN_ENV})"
+        "--token", help=f"access token, >= 16 characters (default ${TOKEN_ENV}, else random)"
     )
     p.add_argument(
         "--allow-host", action="append", default=[], metavar="NAME",
         help="another host name or address the server is reached by (repeatable; bound to "
-             "0.0.0.0, the machine's names and addresses are in already)",
+             "0.0.0.0, the machine's names and addresses are in already; default: none)",
     )  # fmt: skip
-    p.add_argument("--certfile", help="serve HTTPS with this PEM certificate (chain)")
-    p.add_argument("--keyfile", help="the certificate's PEM private key (unencrypted)")
+    p.add_argument(
+        "--certfile",
+        metavar="FILE",
+        help="serve HTTPS with this PEM certificate (chain) (default: plain HTTP)",
+    )
+    p.add_argument(
+        "--keyfile",
+        metavar="FILE",
+        help="the certificate's PEM private key, unencrypted (default: in --certfile)",
+    )
     p.add_argument(
         "--follow-symlinks", action="store_true",
-        help="also serve job folders, and links in them, that resolve outside ROOT",
+        help="also serve job folders, and links in them, that resolve outside ROOT "
+             "(default: not served)",
     )  # fmt: skip
     p.set_defaults(fn=cmd_ui)
 
@@ -129,6 +143,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from stepscope.dashboard import check_name, create_app, new_token
     from stepscope.store import StoreError, open_store
 
+    args.root = args.root or output_folder(None)[0]  # where `stepscope ls` looks
     token = args.token or os.environ.get(TOKEN_ENV) or ""
     tls = check_tls(args.certfile, args.keyfile)
     try:

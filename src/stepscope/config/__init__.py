@@ -7,7 +7,13 @@ command-line arguments (in that order of precedence). See docs/config.md.
 
 from __future__ import annotations
 
-from stepscope.config._base import MAX_CHEAP_SECONDS, MAX_CHEAP_STEPS, Json, ProfilingCostWarning
+from stepscope.config._base import (
+    MAX_CHEAP_SECONDS,
+    MAX_CHEAP_STEPS,
+    Json,
+    ProfilingCostWarning,
+    suggest,
+)
 from stepscope.config._collection_params import BUILTIN_COLLECTIONS, PHASES, SaveConfig
 from stepscope.config._debugger import CollectionConfig, DebuggerHookConfig
 from stepscope.config._framework import FrameworkProfile
@@ -66,4 +72,5 @@ __all__ = [
     "check_live_limits",
     "load_toml",
     "resolve_config",
+    "suggest",
 ]

@@ -37,6 +37,17 @@ OPTIONS = {
     "rdzv_endpoint": "--rdzv-endpoint",
     "rdzv_id": "--rdzv-id",
 }
+# Each option's metavar and help, with torchrun's default.
+_HELP = {
+    "nproc_per_node": ("N", "processes per node, one per GPU (default 1)"),
+    "nnodes": ("N", "number of nodes, or MIN:MAX (default 1)"),
+    "node_rank": ("RANK", "this node's rank among the nodes (default 0)"),
+    "master_addr": ("HOST", "the address of the node of rank 0 (default 127.0.0.1)"),
+    "master_port": ("PORT", "the port of the node of rank 0 (default 29500)"),
+    "rdzv_backend": ("BACKEND", "rendezvous backend, e.g. c10d (default static)"),
+    "rdzv_endpoint": ("HOST:PORT", "rendezvous endpoint (default: none)"),
+    "rdzv_id": ("ID", "rendezvous id, the same on every node (default: none)"),
+}
 TEST_SKEW_ENV = "STEPSCOPE_TEST_CLOCK_OFFSET_S"
 
 
@@ -44,9 +55,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """The torchrun options of ``stepscope run`` (any of them runs the command under torchrun)."""
     g = p.add_argument_group("torchrun (the command runs under torchrun; docs/distributed.md)")
     for dest, flag in OPTIONS.items():
-        g.add_argument(
-            flag, dest=dest, metavar=dest.split("_")[-1].upper(), help=f"torchrun {flag}"
-        )
+        metavar, text = _HELP[dest]
+        g.add_argument(flag, dest=dest, metavar=metavar, help=f"torchrun {flag}: {text}")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import SupportsFloat, SupportsIndex, TypeAlias
 
+from stepscope.config import suggest
 from stepscope.errors import RuleConfigError
 
 #: A parameter's value once validated: a number, a string or a flag (None: no default).
@@ -77,6 +78,12 @@ def _convert(kind: type[float | int | str | bool], value: object) -> float | int
     return number
 
 
+def did_you_mean(given: str, valid: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the valid name ``given`` was probably meant to be, or ""."""
+    close = suggest(given, valid)
+    return f" Did you mean {close!r}?" if close else ""
+
+
 def resolve_params(
     rule: str, declared: Iterable[Param], given: Mapping[str, object]
 ) -> dict[str, ParamValue]:
@@ -86,7 +93,8 @@ def resolve_params(
     if unknown:
         valid = ", ".join(sorted(by_name)) or "none"
         raise RuleConfigError(
-            f"Unknown parameter {unknown[0]!r} for rule {rule}. Valid parameters: {valid}."
+            f"Unknown parameter {unknown[0]!r} for rule {rule}.{did_you_mean(unknown[0], by_name)}"
+            f" Valid parameters: {valid}."
         )
     values = {name: p.default for name, p in by_name.items()}
     for name, value in given.items():

@@ -25,6 +25,7 @@ from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
 from stepscope.rules._overhead_rules import PythonOverhead
+from stepscope.rules._params import did_you_mean
 from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
@@ -76,8 +77,10 @@ def split_override(key: str) -> tuple[str, str]:
     for name in sorted(PROFILER_RULES, key=len, reverse=True):
         if key.startswith(name + "_"):
             return name, key[len(name) + 1 :]
+    overrides = [f"{r}_{p.name}" for r in PROFILER_RULES for p in BUILTIN[r].declared()]
     raise RuleConfigError(
-        f"Unknown ProfilerReport parameter {key!r}: expected <Rule>_<parameter> with a "
+        f"Unknown ProfilerReport parameter {key!r}.{did_you_mean(key, overrides)} "
+        "Expected <Rule>_<parameter> with a "
         f"built-in rule ({', '.join(sorted(BUILTIN))}), e.g. CPUBottleneck_cpu_threshold."
     )
 
@@ -137,8 +140,8 @@ def _entry_rules(entry: Mapping[str, object], base_dir: str) -> list[Rule]:
     if name not in BUILTIN:
         valid = ", ".join([PROFILER_REPORT, *sorted(BUILTIN)])
         raise RuleConfigError(
-            f"Unknown rule {name!r}. Built-in rules: {valid}. A custom rule needs 'source' "
-            "and 'rule_to_invoke'."
+            f"Unknown rule {name!r}.{did_you_mean(name, [PROFILER_REPORT, *BUILTIN])} "
+            f"Built-in rules: {valid}. A custom rule needs 'source' and 'rule_to_invoke'."
         )
     return [BUILTIN[name](**params)]
 
