@@ -62,6 +62,7 @@ from stepscope.jobfolder._requests import (
     describe,
     parse_request,
 )
+from stepscope.jobfolder._unwritable import folder_trouble, missing_job_json
 from stepscope.jobfolder._validate import (
     FAULT_SPEC,
     NODE_SPEC,
@@ -166,10 +167,12 @@ __all__ = [
     "check_version",
     "describe",
     "end_without_launcher",
+    "folder_trouble",
     "heartbeats",
     "is_job",
     "json_number",
     "liveness",
+    "missing_job_json",
     "parse_request",
     "paths",
     "rank_prefix",

@@ -8,7 +8,8 @@ fault (``faults/helper-<name>-<node>-<launcher pid>.json``: exit code or signal,
 the last lines of its stderr) and started again after a backoff (0.5 s, doubling
 to 30 s, back to 0.5 s once it has lived a minute), at most ``MAX_RESTARTS`` times
 per helper and job. A restarted sampler records the sampling gap it leaves. At
-the end of the job it waits for them to flush what they hold.
+the end of the job it tells them (the sampler a SIGTERM, the rule runner a word
+down a pipe: ``stepscope.process._word``) and waits for them to flush what they hold.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
-from stepscope.process import HELPER_NICE, helper_env
+from stepscope.process import HELPER_NICE, give_word, helper_env, word_pipe
 
 if TYPE_CHECKING:  # the launcher imports this module: no import cycle at run time
     from stepscope.launch._launcher import RunSpec
@@ -83,6 +84,8 @@ class Helper:
     log: IO[bytes] | None = None
     forwarded: int = 0
     extra: list[str] = field(default_factory=list)
+    listens: bool = False  # takes --stop-fd: the launcher's word that the job ended
+    word_fd: int | None = None  # our end of that pipe
 
     def start(self) -> None:
         # kept open across calls (closed by close()): no context manager
@@ -90,12 +93,19 @@ class Helper:
         self.forwarded = 0
         # a new session: a Ctrl-C at the terminal must not kill a helper before its
         # flush (the sampler) or its final scan (the rule runner)
-        self.proc = subprocess.Popen(
-            self.command(self.extra),
-            env=helper_env(os.environ),
-            start_new_session=True,
-            stderr=self.log,
-        )
+        read_fd, self.word_fd = word_pipe() if self.listens else (None, None)
+        word = ["--stop-fd", str(read_fd)] if read_fd is not None else []
+        try:
+            self.proc = subprocess.Popen(
+                self.command([*self.extra, *word]),
+                env=helper_env(os.environ),
+                start_new_session=True,
+                stderr=self.log,
+                pass_fds=() if read_fd is None else (read_fd,),
+            )
+        finally:
+            if read_fd is not None:
+                os.close(read_fd)
         self.started = self.last_alive = time.time()
         self.restart_at, self.extra = None, []
 
@@ -120,7 +130,16 @@ class Helper:
         text = os.pread(self.log.fileno(), size - start, start).decode(errors="replace")
         return text.splitlines()[-STDERR_LINES:]
 
+    def tell_end(self) -> None:
+        """Give the helper the word that the job has ended (helpers that listen)."""
+        if self.word_fd is not None:
+            give_word(self.word_fd)
+            self.word_fd = None
+
     def close(self) -> None:
+        if self.word_fd is not None:  # a dead helper's pipe: closed without the word
+            os.close(self.word_fd)
+            self.word_fd = None
         if self.log is not None:
             self.forward()
             self.log.close()

@@ -36,6 +36,7 @@ from stepscope.jobfolder import (
     write_heartbeat,
     write_meta,
 )
+from stepscope.launch._folder import FolderWatch
 from stepscope.launch._supervise import Helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
@@ -102,6 +103,7 @@ class _Supervisor:
         self._stop_sent = 0.0
         self._requests = control.Requests(self.store, "stop")
         self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
+        self.folder = FolderWatch(store, say)  # a deleted or read-only folder: told once
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_reason = self.stop_reason or f"interrupted by {signal.Signals(signum).name}"
@@ -128,10 +130,7 @@ class _Supervisor:
         return code
 
     def _guarded(self, fn: Callable[[], object]) -> None:
-        try:
-            fn()
-        except Exception as exc:  # storage trouble must not end the supervision
-            say(f"job folder unavailable ({exc}); the command keeps running")
+        self.folder.guarded(fn)  # storage trouble must not end the supervision
 
     def _beat(self) -> None:
         write_heartbeat(self.store, self.spec.node, Heartbeat.now(self.beat_s))
@@ -235,16 +234,14 @@ def run(spec: RunSpec) -> int:
         else:
             meta = spec.dist.finish(code, sup.stop_reason)
     except OSError as exc:  # the store is failing: the exit code is still the command's
-        say(f"could not record the end of the job ({exc})")
-        meta = {"status": "unrecorded", "end_time": time.time(), "start_time": started}
+        sup.folder.end_failed(exc)
+        status = node_status(code, sup.stop_reason)[0]
+        meta = {"status": status, "end_time": time.time(), "start_time": started}
     finally:
         if spec.dist is not None:
             spec.dist.close()
     helpers.stop()
     end = meta.get("end_time")
     took = (time.time() if end is None else end) - meta.get("start_time", started)
-    say(
-        f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
-        f"stepscope show {store.url}"
-    )
+    say(f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s{sup.folder.where()}")
     return code

@@ -40,7 +40,7 @@ class Helpers:
         self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra])]
         if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
             rules = _rules_cmd(store, me)
-            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra]))
+            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra], listens=True))
         self._forwarded = 0.0
 
     def start(self) -> None:
@@ -92,6 +92,7 @@ class Helpers:
         for h in self.helpers:
             if h.name == SAMPLER and h.proc is not None:
                 h.proc.send_signal(signal.SIGTERM)
+            h.tell_end()  # the rule runner's word: it ends on it, not on job.json
         for h in self.helpers:  # the rule runner finishes its final scan by itself
             if h.proc is None:
                 continue
