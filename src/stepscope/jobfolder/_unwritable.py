@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import errno
 import os
+from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import _paths as paths
-from stepscope.jobfolder._records import FolderIO
+
+if TYPE_CHECKING:  # _records imports this module
+    from stepscope.jobfolder._records import FolderIO
 
 DELETED, READ_ONLY, NOT_WRITABLE = "was deleted", "is read-only", "is not writable"
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM)
