@@ -11,9 +11,11 @@ begin, not at every heartbeat.
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
 
+from stepscope.errors import StepscopeError, UsageError, quote
 from stepscope.jobfolder import folder_trouble
 from stepscope.jobfolder._unwritable import DELETED
 from stepscope.store import Store
@@ -71,3 +73,26 @@ class FolderWatch:
             return f": {show}"
         why = f"; not recorded: the job folder {self.lost}" if self.lost else "; not recorded"
         return why if self.lost == DELETED else f"{why} ({show})"
+
+
+# errno -> what is wrong with the place the job folder was to go, and the fix
+_START_FIX = {
+    errno.EACCES: "permission denied: give a folder you can write with -o",
+    errno.EPERM: "permission denied: give a folder you can write with -o",
+    errno.EROFS: "the file system is read-only: give a writable folder with -o",
+    errno.ENOSPC: "no space left on the device: free some space, or give another -o",
+    errno.EDQUOT: "the disk quota is exceeded: free some space, or give another -o",
+    errno.ENAMETOOLONG: "the path is too long: give a shorter -o or --job",
+    errno.ELOOP: "a symbolic link on the path loops: fix the link, or give another -o",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: give another -o",
+    errno.EEXIST: "a file (or a dangling link) is where the folder should be: give another -o",
+    errno.ENOENT: "a folder on the path is missing (a dangling link?): give another -o",
+}
+
+
+def start_error(url: str, exc: OSError) -> StepscopeError:
+    """The one-line error of a job folder that cannot be created (no job was started)."""
+    if isinstance(exc, StepscopeError):
+        return exc  # a store's own error says it already
+    why = _START_FIX.get(exc.errno or 0) or f"{exc.strerror or exc}: give another folder with -o"
+    return UsageError(f"cannot create the job folder {quote(url)}: {why}. No job was started.")

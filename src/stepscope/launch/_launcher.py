@@ -36,7 +36,7 @@ from stepscope.jobfolder import (
     write_heartbeat,
     write_meta,
 )
-from stepscope.launch._folder import FolderWatch
+from stepscope.launch._folder import FolderWatch, start_error
 from stepscope.launch._supervise import Helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
@@ -211,10 +211,13 @@ def _finish(
 def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
-    if spec.dist is None:
-        write_meta(store, _job_meta(spec))
-    else:
-        spec.dist.begin(_job_meta(spec))
+    try:  # any failure to create the job folder: one line, exit 2, no job started
+        if spec.dist is None:
+            write_meta(store, _job_meta(spec))
+        else:
+            spec.dist.begin(_job_meta(spec))
+    except OSError as exc:
+        raise start_error(store.url, exc) from None
     say(f"job {spec.job!r} -> {store.url}")
     started = time.time()
     child = subprocess.Popen(spec.command, env=_child_env(spec, store))
