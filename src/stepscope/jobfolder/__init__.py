@@ -62,6 +62,7 @@ from stepscope.jobfolder._requests import (
     describe,
     parse_request,
 )
+from stepscope.jobfolder._unwritable import DELETED as FOLDER_DELETED
 from stepscope.jobfolder._unwritable import folder_trouble, missing_job_json
 from stepscope.jobfolder._validate import (
     FAULT_SPEC,
@@ -125,6 +126,7 @@ __all__ = [
     "AGENT_STEPS_SCHEMA",
     "EVENTS_SCHEMA",
     "FAULT_SPEC",
+    "FOLDER_DELETED",
     "FORMAT_VERSION",
     "HEARTBEAT_STALE_S",
     "IMPORTED_STEPS_SCHEMA",

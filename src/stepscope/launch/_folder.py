@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 
 from stepscope.errors import StepscopeError, UsageError, quote
-from stepscope.jobfolder import folder_trouble
-from stepscope.jobfolder._unwritable import DELETED
+from stepscope.jobfolder import FOLDER_DELETED, folder_trouble
 from stepscope.store import Store
 
 LOST = (
@@ -72,7 +71,7 @@ class FolderWatch:
         if not self.end_unrecorded:
             return f": {show}"
         why = f"; not recorded: the job folder {self.lost}" if self.lost else "; not recorded"
-        return why if self.lost == DELETED else f"{why} ({show})"
+        return why if self.lost == FOLDER_DELETED else f"{why} ({show})"
 
 
 # errno -> what is wrong with the place the job folder was to go, and the fix
