@@ -82,9 +82,7 @@ def test_a_job_folder_lost_mid_run_is_told_once_and_the_launcher_returns_promptl
     assert len(said) == 1, stderr
     assert "nothing more of this job can be recorded" in said[0]
     assert "recorded in the job's faults/" not in stderr and "Traceback" not in stderr
-    assert (
-        "Completed (exit 0)" in lines[-1] and f"not recorded: the job folder {told}" in lines[-1]
-    )
+    assert "Completed (exit 0)" in lines[-1] and f"not recorded: the job folder {told}" in lines[-1]
     if fault == "deleted":
         assert not recreated, "a writer re-created the deleted job folder"
 
