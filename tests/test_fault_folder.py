@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, env_for_tests
+from stepscope.process import Word, give_word, word_pipe
 from test_fault_matrix import ARGS, MLP, finish, start, state_hash, wait_for
 
 pytestmark = pytest.mark.process
@@ -109,3 +110,18 @@ def test_hostile_output_paths_work_end_to_end(tmp_path: Path, name: str) -> None
     )  # fmt: skip
     assert code.returncode == 0, code.stderr
     assert "Completed" in code.stdout
+
+
+def test_the_launchers_word_is_heard_once_given_and_kept() -> None:
+    read_end, write_end = word_pipe()
+    word = Word(read_end)
+    assert word.heard() is False  # not yet: the job goes on
+    give_word(write_end)
+    assert word.heard() is True and word.heard() is True and word.fd is None
+
+
+def test_the_twin_a_launcher_gone_without_its_word_is_not_the_word() -> None:
+    read_end, write_end = word_pipe()
+    word = Word(read_end)
+    os.close(write_end)  # the launcher died: the runner watches job.json instead
+    assert word.heard() is None and word.fd is None
