@@ -34,6 +34,7 @@ from stepscope.config import (
     load_toml,
     resolve_config,
 )
+from stepscope.errors import quote
 
 INTERVAL_ERROR = (
     "Invalid value 700 for system_monitor_interval_millis. "
@@ -325,7 +326,7 @@ def test_invalid_job_names(name: str, suggestion: str) -> None:
     with pytest.raises(ConfigError, match="job name") as raised:
         JobConfig(name=name)
     message = str(raised.value)
-    assert repr(name) in message
+    assert quote(name) in message  # a long name is cut (80 characters, and its length)
     assert "A-Z, a-z, 0-9, '.', '_' and '-'" in message
     assert suggestion in message
 

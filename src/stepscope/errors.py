@@ -26,6 +26,7 @@ imports nothing, so that every layer can raise from it.
 from __future__ import annotations
 
 __all__ = [
+    "QUOTE_CHARS",
     "AgentError",
     "ConfigError",
     "FormatVersionError",
@@ -39,7 +40,19 @@ __all__ = [
     "StoreUnavailable",
     "TorchrunUsageError",
     "UsageError",
+    "quote",
 ]
+
+QUOTE_CHARS = 80  # a value quoted in a message is cut to this many characters
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` for a message, cut to ``limit`` characters with an ellipsis
+    and its full length: a 10 MB key or name must not become a 10 MB error."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(text):,} characters)"
 
 
 class StepscopeError(Exception):

@@ -56,8 +56,8 @@ class Agent:
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
         self.ident = Identity(settings.rank, settings.local_rank, settings.node, os.getpid())
-        self.store: Store = open_store(settings.job_url)
-        self.faults = FaultBoundary(self.store, self.ident.as_dict())
+        self.store: Store = open_store(settings.job_url).keep_root()
+        self.faults = FaultBoundary(self.store, self.ident.as_dict(), settings.standalone)
         self.clock = Clock(settings.clock_offset_s, settings.clock_skew_s)
         self.writer = AgentWriter(
             self.store,

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from stepscope.jobfolder import FaultLog
+from stepscope.jobfolder import FaultLog, folder_trouble
 from stepscope.store import Store
 
 
@@ -24,7 +24,11 @@ class FaultBoundary:
 
     store: Store | None
     identity: Mapping[str, int | str]  # Identity.as_dict(): rank, local_rank, node, pid
+    # says that the job folder was deleted or made read-only (without a launcher,
+    # which otherwise says it once for every writer)
+    tells_folder: bool = False
     log: FaultLog = field(init=False)
+    _folder_told: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         # the job folder's one writer of fault records (faults/<component>-<node>-<pid>)
@@ -50,9 +54,15 @@ class FaultBoundary:
             return
         detail = "".join(traceback.format_exception(exc, limit=6))  # the first one only
         self.log.record(component, error, traceback=detail)
-        print(
-            f"stepscope: {component} failed: {error} (training continues; "
-            "recorded in the job's faults/)",
-            file=sys.stderr,
-            flush=True,
-        )
+        trouble = folder_trouble(self.store, exc) if self.store is not None else None
+        if trouble is not None:  # no record can be written: said once, by one writer
+            if self.tells_folder and not self._folder_told and self.store is not None:
+                _say(f"the job folder {self.store.url} {trouble}: nothing more is recorded")
+            self._folder_told = True
+            return
+        kept = "not recorded" if component in self.log.unsaved else "recorded in the job's faults/"
+        _say(f"{component} failed: {error} (training continues; {kept})")
+
+
+def _say(msg: str) -> None:
+    print(f"stepscope: {msg}", file=sys.stderr, flush=True)

@@ -8,7 +8,8 @@ It reads each job's ``job.json`` and heartbeats, and of its steps only the
 ``phase`` column of rank 0's segments (pyarrow alone: no DuckDB, no pandas), so
 that listing a folder of jobs answers in a fraction of a second. A job whose
 ``job.json`` cannot be read is listed as ``Damaged`` with the reason, after the
-others; it never stops the listing.
+others, and so is a folder of job records without a ``job.json``; it never stops
+the listing.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def train_steps(job: Job) -> int:
 def ls_rows(output: str) -> list[LsRow]:
     """One row per job under ``output``, oldest first; a clear error when ``output``
     is not an output folder (missing, a file, or a job folder itself)."""
-    from stepscope.jobfolder import is_job
+    from stepscope.jobfolder import is_job, missing_job_json
     from stepscope.store import open_store
 
     store = open_store(output)
@@ -70,7 +71,11 @@ def ls_rows(output: str) -> list[LsRow]:
             f"no folder {output!r}: give the output folder of your jobs "
             "(stepscope run -o FOLDER, default ./stepscope-runs), or run one first."
         )
-    rows = [_row(store, name) for name in store.listdir() if is_job(store, name)]
+    rows = [
+        _row(store, name)
+        for name in store.listdir()
+        if is_job(store, name) or missing_job_json(store.sub(name)) is not None
+    ]
     # oldest first; the damaged ones (no start time to trust) after the others
     return sorted(rows, key=lambda r: (r["problem"] is not None, r["start_time"] or 0.0))
 

@@ -185,13 +185,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
         return code
     except StepscopeError as exc:  # usage, config, job folder, store: one line, exit 2
-        print(f"stepscope: error: {exc}", file=sys.stderr)
+        print(f"stepscope: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         return _missing_extra(exc)
     except BrokenPipeError:  # `stepscope show JOB | head`: the reader has what it wanted
         _silence_stdout()
         return 141  # the shell's code for a process ended by SIGPIPE
+
+
+def one_line(message: str, limit: int = 2000) -> str:
+    """``message`` on one line, cut to ``limit`` characters: the last guard of the rule
+    that an error is one readable line, whatever a value quoted in it held."""
+    flat = " ".join(message.splitlines())
+    return flat if len(flat) <= limit else f"{flat[: limit - 1]}…"
 
 
 def _silence_stdout() -> None:

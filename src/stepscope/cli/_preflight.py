@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 
-from stepscope.errors import UsageError
+from stepscope.errors import UsageError, quote
 
 _ELF = b"\x7fELF"
 
@@ -29,7 +29,7 @@ def check_command(program: str) -> str:
                 f"{program!r} is not executable: make it so (chmod +x {program}), "
                 f"or run it with its interpreter: stepscope run -- python {program}"
             )
-        raise UsageError(f"command not found: {program!r}. Check the name and your PATH.")
+        raise UsageError(f"command not found: {quote(program)}. Check the name and your PATH.")
     if sys.platform.startswith("linux"):  # other systems start other formats
         _check_format(program, path)
     return path
@@ -68,12 +68,12 @@ def check_output(output: str, job: str) -> None:
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
         raise UsageError(
-            f"cannot write the job into {output!r}: {probe!r} is a file, not a folder. "
+            f"cannot write the job into {quote(output)}: {quote(probe)} is a file, not a folder. "
             "Give an output folder with -o (default ./stepscope-runs), or another --job."
         )
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(
-            f"cannot write the job into {output!r}: {probe!r} is not writable. "
+            f"cannot write the job into {quote(output)}: {quote(probe)} is not writable. "
             "Give another output folder with -o."
         )
 

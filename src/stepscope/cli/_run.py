@@ -14,7 +14,7 @@ import time
 
 from stepscope.cli._preflight import check_command, check_output, check_rules
 from stepscope.config import DEFAULT_OUTPUT, StepscopeConfig
-from stepscope.errors import ConfigError, UsageError
+from stepscope.errors import ConfigError, UsageError, quote
 from stepscope.launch import add_options as add_torchrun_options
 
 
@@ -45,8 +45,8 @@ def _resolve(args: argparse.Namespace) -> StepscopeConfig:
         return resolve_config(args.config, env=os.environ, args=given)
     except ConfigError as exc:
         for key, flag in _FLAGS.items():  # name the flag the user typed, not the key
-            if exc.where == f"argument {key}={given[key]!r}":
-                raise UsageError(f"{flag} {given[key]}: {exc.message}") from None
+            if exc.where == f"argument {key}={quote(given[key])}":
+                raise UsageError(f"{flag} {quote(given[key])}: {exc.message}") from None
         raise
 
 
@@ -90,7 +90,7 @@ def _refuse_existing(output: str, name: str) -> None:
 
     if is_job(open_store(output), name):
         raise UsageError(
-            f"a job named {name!r} already exists in {output}. "
+            f"a job named {quote(name)} already exists in {quote(output)}. "
             "Choose another --job, or remove the old job folder."
         )
 

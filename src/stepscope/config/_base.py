@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar, overload
 
-from stepscope.errors import ConfigError
+from stepscope.errors import ConfigError, quote
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -46,7 +46,7 @@ class ProfilingCostWarning(UserWarning):
 
 def invalid(value: object, name: str, accepted: str, fix: str = "") -> ConfigError:
     """``Invalid value <value> for <name>. Accepted values are <accepted>. <fix>``."""
-    message = f"Invalid value {value!r} for {name}. Accepted values are {accepted}."
+    message = f"Invalid value {quote(value)} for {name}. Accepted values are {accepted}."
     return ConfigError(f"{message} {fix}" if fix else message)
 
 
@@ -129,7 +129,7 @@ def check_keys(data: object, valid: Iterable[str], section: str) -> Mapping[str,
     where = f"[{section}]"
     if not isinstance(data, Mapping):
         raise ConfigError(
-            f"Expected a table of keys, got {type(data).__name__} {data!r}. "
+            f"Expected a table of keys, got {type(data).__name__} {quote(data)}. "
             f"Valid keys are {', '.join(valid)}.",
             where,
         )
@@ -138,7 +138,7 @@ def check_keys(data: object, valid: Iterable[str], section: str) -> Mapping[str,
             close = suggest(str(key), valid)
             hint = f" Did you mean {close!r}?" if close else ""
             raise ConfigError(
-                f"Unknown key {key!r}.{hint} Valid keys are {', '.join(valid)}. "
+                f"Unknown key {quote(key)}.{hint} Valid keys are {', '.join(valid)}. "
                 "Fix the spelling or remove the key.",
                 where,
             )

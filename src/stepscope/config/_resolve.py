@@ -15,7 +15,7 @@ from pathlib import Path
 from stepscope.config._base import as_bool, as_text, suggest
 from stepscope.config._profiler import check_interval
 from stepscope.config._stepscope import JobConfig, StepscopeConfig, check_job_name
-from stepscope.errors import ConfigError
+from stepscope.errors import ConfigError, quote
 
 #: Environment variables read by :func:`resolve_config`, and the ``args`` they match.
 ENV_VARS = {
@@ -35,13 +35,19 @@ def load_toml(path: str | Path) -> dict[str, object]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(
-            f"Configuration file {str(path)!r} not found. Fix: check the path "
+            f"Configuration file {quote(str(path))} not found. Fix: check the path "
             "(relative paths start in the current folder) or create the file."
         ) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"Cannot read configuration file {str(path)!r}: {error}.") from None
+        raise ConfigError(f"Cannot read configuration file {quote(str(path))}: {error}.") from None
     try:
         return tomllib.loads(text)
+    except RecursionError:  # tomllib recurses once per level of nested arrays or tables
+        raise ConfigError(
+            "Invalid TOML: nested too deep for the parser. Fix: flatten the nesting "
+            "(a configuration needs a few levels, see docs/config.md).",
+            str(path),
+        ) from None
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"\(at line (\d+), column (\d+)\)", str(error))
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error)) or "syntax error"
@@ -105,23 +111,27 @@ def resolve_config(
             config = StepscopeConfig.from_dict(data)
         except ConfigError as error:
             raise error.in_source(str(file)) from None
+        except RecursionError:  # a value nested deeper than the parser's own limit
+            raise ConfigError(
+                "a value is nested too deep. Fix: flatten it (see docs/config.md).", str(file)
+            ) from None
     for var, key in ENV_VARS.items():
         text = (env or {}).get(var)
         if text is not None and text.strip():
             try:
                 config = _SETTERS[key](config, text.strip())
             except ConfigError as error:
-                raise error.in_source(f"environment variable {var}={text!r}") from None
+                raise error.in_source(f"environment variable {var}={quote(text)}") from None
     for key, value in (args or {}).items():
         if key not in _SETTERS:
             close = suggest(key, ARGS)
             hint = f" Did you mean {close!r}?" if close else ""
             raise ConfigError(
-                f"Unknown argument {key!r}.{hint} Valid arguments are {', '.join(ARGS)}."
+                f"Unknown argument {quote(key)}.{hint} Valid arguments are {', '.join(ARGS)}."
             )
         if value is not None:
             try:
                 config = _SETTERS[key](config, value)
             except ConfigError as error:
-                raise error.in_source(f"argument {key}={value!r}") from None
+                raise error.in_source(f"argument {key}={quote(value)}") from None
     return config

@@ -17,7 +17,7 @@ from stepscope.config._base import (
 )
 from stepscope.config._debugger import DebuggerHookConfig
 from stepscope.config._profiler import ProfilerConfig
-from stepscope.errors import ConfigError
+from stepscope.errors import ConfigError, quote
 
 DEFAULT_OUTPUT = "./stepscope-runs"
 _JOB_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -30,7 +30,7 @@ def check_job_name(name: object) -> str:
     fix = ""
     if isinstance(name, str):
         safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:128]
-        fix = f"Fix: e.g. {safe!r}." if safe else ""
+        fix = f"Fix: e.g. {quote(safe, 140)}." if safe else ""  # whole: a name to copy
     raise invalid(
         name,
         "job name",
@@ -96,8 +96,8 @@ class StepscopeConfig:
         if output is not None and output != self.job.output:
             if self.job.output != DEFAULT_OUTPUT:
                 raise ConfigError(
-                    f"Two output folders: profiler.output_path={output!r} and "
-                    f"job.output={self.job.output!r}. They are the same setting. "
+                    f"Two output folders: profiler.output_path={quote(output)} and "
+                    f"job.output={quote(self.job.output)}. They are the same setting. "
                     "Fix: keep only job.output."
                 )
             object.__setattr__(self, "job", JobConfig(output, self.job.name))

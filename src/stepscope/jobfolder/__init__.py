@@ -63,6 +63,8 @@ from stepscope.jobfolder._requests import (
     describe,
     parse_request,
 )
+from stepscope.jobfolder._unwritable import DELETED as FOLDER_DELETED
+from stepscope.jobfolder._unwritable import folder_trouble, missing_job_json
 from stepscope.jobfolder._validate import (
     FAULT_SPEC,
     NODE_SPEC,
@@ -125,6 +127,7 @@ __all__ = [
     "AGENT_STEPS_SCHEMA",
     "EVENTS_SCHEMA",
     "FAULT_SPEC",
+    "FOLDER_DELETED",
     "FORMAT_VERSION",
     "HEARTBEAT_STALE_S",
     "IMPORTED_STEPS_SCHEMA",
@@ -169,12 +172,14 @@ __all__ = [
     "check_version",
     "describe",
     "end_without_launcher",
+    "folder_trouble",
     "heartbeats",
     "is_job",
     "job_seconds",
     "job_timeline",
     "json_number",
     "liveness",
+    "missing_job_json",
     "parse_request",
     "paths",
     "rank_prefix",

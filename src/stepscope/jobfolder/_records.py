@@ -18,6 +18,7 @@ from stepscope.jobfolder import _paths as paths
 from stepscope.jobfolder._clock import JobClock
 from stepscope.jobfolder._constants import FORMAT_VERSION, HEARTBEAT_STALE_S
 from stepscope.jobfolder._json import JobJson, JsonObject, as_job_json
+from stepscope.jobfolder._unwritable import missing_job_json
 from stepscope.jobfolder._validate import check_job_json
 
 # Bytes kept in job.json and small records (heartbeats, ranks) for a rewrite in
@@ -119,6 +120,8 @@ def read_meta(io: FolderIO) -> JobJson:
     try:  # one read, no existence check first: each is a request on object storage
         body = io.read_json(paths.JOB_JSON)
     except FileNotFoundError:
+        if (damaged := missing_job_json(io)) is not None:
+            raise JobFolderError(f"{io.url!r} is {damaged}") from None
         raise JobNotFoundError(
             f"No stepscope job at {io.url!r}: it has no job.json. "
             "Pass a job folder (OUT/JOB), e.g. one listed by `stepscope ls OUT`."

@@ -10,8 +10,9 @@ to 30 s, back to 0.5 s once it has lived a minute), at most ``MAX_RESTARTS`` tim
 per helper and job. A restarted sampler records the sampling gap it leaves.
 A helper that is alive but makes no progress for ``HUNG_S`` (its progress file,
 ``process._progress``) is recorded and restarted the same way (``_hung``). At the
-end of the job it gives them ``STOP_S`` in all to flush what they hold and kills
-the rest (``_supervise.Helpers.stop``).
+end of the job it tells them (the sampler a SIGTERM, the rule runner a word down a
+pipe: ``stepscope.process._word``), gives them ``STOP_S`` in all to flush what they
+hold and kills the rest (``_supervise.Helpers.stop``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
-from stepscope.process import HELPER_NICE, ProgressFile, helper_env
+from stepscope.process import HELPER_NICE, ProgressFile, give_word, helper_env, word_pipe
 
 if TYPE_CHECKING:  # the launcher imports this module: no import cycle at run time
     from stepscope.launch._launcher import RunSpec
@@ -120,6 +121,8 @@ class Helper:
     progress: ProgressFile | None = None
     started_mono: float = 0.0
     clock: Callable[[], float] = time.time  # the launcher's: the job's timeline
+    listens: bool = False  # takes --stop-fd: the launcher's word that the job ended
+    word_fd: int | None = None  # our end of that pipe
 
     def start(self) -> None:
         # kept open across calls (closed by close()): no context manager
@@ -129,13 +132,20 @@ class Helper:
         extra = [*self.extra, "--progress-fd", str(self.progress.fd)]
         # a new session: a Ctrl-C at the terminal must not kill a helper before its
         # flush (the sampler) or its final scan (the rule runner)
-        self.proc = subprocess.Popen(
-            self.command(extra),
-            env=helper_env(os.environ),
-            start_new_session=True,
-            stderr=self.log,
-            pass_fds=(self.progress.fd,),
-        )
+        read_fd, self.word_fd = word_pipe() if self.listens else (None, None)
+        word = ["--stop-fd", str(read_fd)] if read_fd is not None else []
+        fds = (self.progress.fd,) if read_fd is None else (self.progress.fd, read_fd)
+        try:
+            self.proc = subprocess.Popen(
+                self.command([*extra, *word]),
+                env=helper_env(os.environ),
+                start_new_session=True,
+                stderr=self.log,
+                pass_fds=fds,
+            )
+        finally:
+            if read_fd is not None:
+                os.close(read_fd)
         self.started, self.started_mono = self.clock(), time.monotonic()
         self.last_alive = self.started
         self.restart_at, self.extra = None, []
@@ -170,7 +180,16 @@ class Helper:
         if self.log is not None:
             self.forwarded = os.fstat(self.log.fileno()).st_size
 
+    def tell_end(self) -> None:
+        """Give the helper the word that the job has ended (helpers that listen)."""
+        if self.word_fd is not None:
+            give_word(self.word_fd)
+            self.word_fd = None
+
     def close(self) -> None:
+        if self.word_fd is not None:  # a dead helper's pipe: closed without the word
+            os.close(self.word_fd)
+            self.word_fd = None
         if self.log is not None:
             self.forward()
             self.log.close()

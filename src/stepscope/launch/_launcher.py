@@ -41,6 +41,7 @@ from stepscope.launch._ending import (
     rank_error,
     record_abrupt,
 )
+from stepscope.launch._folder import FolderWatch, start_error
 from stepscope.launch._supervise import Helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
@@ -113,6 +114,7 @@ class _Supervisor:
         self._stop_sent = 0.0
         self._requests = control.Requests(self.store, "stop")
         self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
+        self.folder = FolderWatch(store, say)  # a deleted or read-only folder: told once
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_reason = self.stop_reason or f"interrupted by {signal.Signals(signum).name}"
@@ -141,10 +143,7 @@ class _Supervisor:
         return code
 
     def _guarded(self, fn: Callable[[], object]) -> None:
-        try:
-            fn()
-        except Exception as exc:  # storage trouble must not end the supervision
-            say(f"job folder unavailable ({exc}); the command keeps running")
+        self.folder.guarded(fn)  # storage trouble must not end the supervision
 
     def _beat(self) -> None:
         write_heartbeat(self.store, self.spec.node, Heartbeat.now(self.beat_s))
@@ -210,10 +209,13 @@ def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
     clock = JobClock()
-    if spec.dist is None:
-        write_meta(store, _job_meta(spec, clock))
-    else:
-        spec.dist.begin(_job_meta(spec, clock))
+    try:  # any failure to create the job folder: one line, exit 2, no job started
+        if spec.dist is None:
+            write_meta(store, _job_meta(spec, clock))
+        else:
+            spec.dist.begin(_job_meta(spec, clock))
+    except OSError as exc:
+        raise start_error(store.url, exc) from None
     say(f"job {spec.job!r} -> {store.url}")
     child = subprocess.Popen(spec.command, env=_child_env(spec, store))
     faults = FaultLog(store, spec.node, os.getpid(), wall=clock.now)
@@ -234,14 +236,11 @@ def run(spec: RunSpec) -> int:
         else:
             meta = spec.dist.finish(code, sup.stop_reason)
     except OSError as exc:  # the store is failing: the exit code is still the command's
-        say(f"could not record the end of the job ({exc})")
-        meta = {"status": "unrecorded"}
+        sup.folder.end_failed(exc)
+        meta = {"status": node_status(code, sup.stop_reason)[0]}
     finally:
         if spec.dist is not None:
             spec.dist.close()
     helpers.stop()
-    say(
-        f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s: "
-        f"stepscope show {store.url}"
-    )
+    say(f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s{sup.folder.where()}")
     return code

@@ -64,7 +64,9 @@ class Helpers:
         self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra], clock=clock)]
         if spec.rules and importlib.util.find_spec("stepscope.rules.runner") is not None:
             rules = _rules_cmd(store, me)
-            self.helpers.append(Helper(RULES, lambda extra: [*rules, *extra], clock=clock))
+            self.helpers.append(
+                Helper(RULES, lambda extra: [*rules, *extra], clock=clock, listens=True)
+            )
         self._forwarded = 0.0
 
     def start(self) -> None:
@@ -138,7 +140,7 @@ class Helpers:
         """Ask every helper to finish, all together, within ``stop_s``; kill the rest.
 
         The sampler is told (SIGTERM) to take its last sample and flush; the rule
-        runner makes its final evaluation by itself once job.json says the job ended.
+        runner makes its final evaluation once told (a word down its pipe).
         A helper still running at the deadline is recorded with what it was doing
         and killed; the rule runner's verdicts are then marked stale, and the
         sampler's missing span is recorded as a sampling gap.
@@ -148,6 +150,7 @@ class Helpers:
             if h.name == SAMPLER and h.proc is not None:
                 with contextlib.suppress(OSError):
                     h.proc.send_signal(signal.SIGTERM)
+            h.tell_end()  # the rule runner's word: it ends on it, not on job.json
         for h in self.helpers:
             if h.proc is not None:
                 wait_child(h.proc, None, max(0.0, deadline - time.monotonic()))

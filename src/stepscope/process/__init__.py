@@ -3,9 +3,10 @@
 The sampler and the live rule runner run beside the training command; both must
 end when it (or the launcher) ends, and must yield the CPU to it. :mod:`._exitwatch`
 sleeps until a watched process exits (pidfd where the kernel has it);
-:mod:`._background` lowers a helper's priority. Both import only the standard
-library (psutil on first use), so importing this package costs nothing.
-:mod:`._progress` carries a helper's progress to the launcher (is it hung?).
+:mod:`._background` lowers a helper's priority; :mod:`._word` carries the launcher's
+word that the job has ended; :mod:`._progress` carries a helper's progress to the
+launcher (is it hung?). They import only the standard library (psutil on first
+use), so importing this package costs nothing.
 """
 
 from stepscope.process._background import HELPER_NICE, add_nice_option, helper_env, lower_priority
@@ -16,6 +17,7 @@ from stepscope.process._progress import (
     ProgressWriter,
     dump_stack_on_signal,
 )
+from stepscope.process._word import Word, give_word, word_pipe
 
 __all__ = [
     "HELPER_NICE",
@@ -23,11 +25,14 @@ __all__ = [
     "ExitWatch",
     "ProgressFile",
     "ProgressWriter",
+    "Word",
     "add_nice_option",
     "dump_stack_on_signal",
+    "give_word",
     "helper_env",
     "lower_priority",
     "pidfd",
     "process",
     "wait_child",
+    "word_pipe",
 ]

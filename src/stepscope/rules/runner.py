@@ -4,7 +4,10 @@ Started by ``stepscope run`` in its own process beside the job. It scans the
 job folder, writes each rule's running verdict to ``rules/<Rule>.json`` (status
 ``InProgress``), takes the rules' actions (``stop``), and when the job ends
 (job.json no longer ``Running``, or the parent process gone) runs a final,
-complete evaluation and writes the final statuses. Its own errors are written
+complete evaluation and writes the final statuses. Under ``stepscope run`` the
+end is the launcher's word (``--stop-fd``, :mod:`stepscope.process._word`), not
+job.json: a job folder deleted or made read-only cannot say the job ended, and the
+runner would wait for it until killed. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
 
 No error of one scan ends it (a segment being rewritten, a store that does not
@@ -30,10 +33,19 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from stepscope.jobfolder import FaultLog, JsonObject, control, job_timeline, paths, read_meta
+from stepscope.jobfolder import (
+    FaultLog,
+    JsonObject,
+    control,
+    folder_trouble,
+    job_timeline,
+    paths,
+    read_meta,
+)
 from stepscope.process import (
     ExitWatch,
     ProgressWriter,
+    Word,
     add_nice_option,
     dump_stack_on_signal,
     lower_priority,
@@ -88,6 +100,8 @@ class Runner:
         self.cpu: Callable[[], float] = time.process_time
         self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
         self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
+        self.word: Word | None = None  # the launcher's word that the job ended
+        self.lost: str | None = None  # the job folder was deleted or made read-only
         self.faults = FaultLog(job.store, socket.gethostname(), os.getpid(), {"rank": None})
         # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
         self.progress = ProgressWriter(None)
@@ -138,6 +152,11 @@ class Runner:
         return results
 
     def job_over(self, parent: ExitWatch | None) -> bool:
+        if self.word is not None:  # the launcher tells: job.json is not read
+            heard = self.word.heard()
+            if heard is not None:
+                return heard
+            self.word = None  # the launcher died without a word: job.json, heartbeats
         if self.mono() < self._meta_due:
             return False
         self._meta_due = self.mono() + self.job.store.min_interval_s
@@ -155,6 +174,7 @@ class Runner:
         try:
             self.scan()
         except Exception as exc:
+            self.lost = folder_trouble(self.job.store, exc)
             self.faults.record(SCAN_COMPONENT, _line(exc), traceback=traceback.format_exc())
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
@@ -175,8 +195,12 @@ class Runner:
             self.sleep(max(0.0, min(POLL_S, next_scan - self.mono())))
         if parent is not None:
             parent.close()
+        if self.word is not None:
+            self.word.close()
         self.progress.beat()  # the final evaluation begins
-        return self.final()
+        # a folder that took no verdict: the final one would be lost too (its reads cost
+        # the CPU of a whole evaluation, and the launcher's return waits for it)
+        return [] if self.lost is not None else self.final()
 
 
 def _line(exc: BaseException) -> str:
@@ -191,7 +215,10 @@ def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
 
 
 def write_fault(store: Store, exc: BaseException) -> None:
-    """Record the runner's own failure in ``faults/`` (docs/format.md)."""
+    """Record the runner's own failure in ``faults/`` (docs/format.md); a job folder
+    deleted or read-only takes no record, and the launcher says so: nothing to add."""
+    if folder_trouble(store, exc) is not None:
+        return
     error = f"{type(exc).__name__}: {exc}"
     log = FaultLog(store, socket.gethostname(), os.getpid(), {"rank": None})
     log.record(COMPONENT, error, traceback=traceback.format_exc())
@@ -206,10 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--once", action="store_true", help="one complete evaluation, then exit")
     # the launcher's progress file (process._progress): is this runner hung?
     p.add_argument("--progress-fd", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--stop-fd", type=int, help="the launcher's word that the job ended (a pipe)")
     add_nice_option(p)
     args = p.parse_args(argv)
     lower_priority(args.nice)  # before DuckDB starts its threads: they inherit it
-    store = open_store(args.job_url)
+    store = open_store(args.job_url).keep_root()
+    word = Word(args.stop_fd) if args.stop_fd is not None else None
     try:
         job = Job(store)
         # Beside the launcher (same node), the job's timeline: the agent's times
@@ -217,14 +246,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         now = job_timeline(job.meta) if args.parent_pid is not None else time.time
         runner = Runner(job, job_rules(job), clock=now)
         runner.progress = ProgressWriter(args.progress_fd)
+        runner.word = word
         if args.once:
             runner.final()
         else:
             runner.run(args.parent_pid)
     except Exception as exc:  # recorded in the job; the training is never affected
+        if word is not None and folder_trouble(store, exc) is not None:
+            wait_for(word)  # a folder deleted before we read it: no restarts, no noise
+            return 0
         write_fault(store, exc)
         return 1
     return 0
+
+
+def wait_for(word: Word) -> None:
+    """Sleep until the launcher's word comes, or the launcher is gone."""
+    while word.heard() is False:
+        time.sleep(POLL_S)
 
 
 if __name__ == "__main__":

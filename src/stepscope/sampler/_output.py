@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from stepscope.jobfolder import FaultJson, GpuFacts, NodeInfo, paths
+from stepscope.jobfolder import FaultJson, GpuFacts, NodeInfo, folder_trouble, paths
 from stepscope.sampler._nvml import Row, Value
 from stepscope.sampler._probe import rows_to_batches
 from stepscope.store import SegmentWriter, Store, StoreUnavailable
@@ -61,7 +61,8 @@ class Faults:
         thread must not wait on a store that may be what failed)."""
         now, error = time.time(), f"{type(exc).__name__}: {exc}"
         with self._lock:
-            if self.doc["count"] == 0:
+            # a deleted or read-only job folder: the launcher says so, once
+            if self.doc["count"] == 0 and folder_trouble(self._store, exc) is None:
                 print(f"stepscope: sampler: {error}", file=sys.stderr, flush=True)
                 self.doc["first_time"] = now
             self.doc |= {"time": now, "error": error, "count": self.doc["count"] + 1}

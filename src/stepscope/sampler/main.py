@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     lower_priority(args.nice)
     try:
         validate_interval_ms(args.interval_ms)
-        store = open_store(args.job_url)
+        store = open_store(args.job_url).keep_root()
     except (ValueError, StoreError) as exc:
         print(f"stepscope: sampler: {exc}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ that opening a store and reading its JSON files imports neither.
 from typing import TYPE_CHECKING
 
 from stepscope.errors import StoreError, StoreUnavailable
+from stepscope.store._files import FolderGoneError
 from stepscope.store._store import REMOTE_MIN_INTERVAL_S, TMP_MARKER, Store, open_store
 
 _LAZY = {
@@ -39,6 +40,7 @@ __all__ = [
     "TIME_COLUMNS",
     "TMP_MARKER",
     "Checked",
+    "FolderGoneError",
     "SegmentCheck",
     "SegmentWriter",
     "Store",

@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
-def write_atomic(full: str, tmp: str, data: bytes) -> None:
+class FolderGoneError(FileNotFoundError):
+    """The job folder itself is gone (deleted while the job ran): not re-created."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(errno.ENOENT, "the job folder was deleted", root)
+
+
+def write_atomic(full: str, tmp: str, data: bytes, root: str | None = None) -> None:
     """Write ``full`` atomically in four system calls: ``tmp``, then a rename.
 
     Each system call lets another thread take the GIL, and the training thread
     then waits to get it back: Python's ``open()`` and ``os.makedirs`` make about
     four times as many calls (measured in BENCHMARKS.md, "GIL handoffs"). The
-    folder is made only when it is missing.
+    folder is made only when it is missing. ``root``: the job folder, which is
+    never re-created (:class:`FolderGoneError`): a writer must not bring a deleted
+    job folder back without its job.json; None: any missing folder is made.
     """
     try:
         fd = os.open(tmp, _CREATE, 0o666)
     except FileNotFoundError:
-        os.makedirs(os.path.dirname(full), exist_ok=True)
+        make_dirs(os.path.dirname(full), root)
         fd = os.open(tmp, _CREATE, 0o666)
     try:
         try:
@@ -33,6 +43,30 @@ def write_atomic(full: str, tmp: str, data: bytes) -> None:
             os.unlink(tmp)  # no partial file left behind on a full disk
         raise
     os.replace(tmp, full)
+
+
+def make_dirs(path: str, root: str | None) -> None:
+    """``os.makedirs(path)``, but never ``root`` itself: each folder below it is made
+    with its own ``mkdir``, so a ``root`` deleted meanwhile is not made again."""
+    if root is None:
+        os.makedirs(path, exist_ok=True)
+        return
+    root = root.rstrip("/")
+    if not os.path.isdir(root):
+        raise FolderGoneError(root)
+    if not path.startswith(root + "/"):
+        return  # the root itself: the caller's open() tells why it failed
+    here = root
+    for part in path[len(root) + 1 :].split("/"):
+        here = f"{here}/{part}"
+        try:
+            os.mkdir(here)
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if not os.path.isdir(root):
+                raise FolderGoneError(root) from None
+            raise
 
 
 def overwrite_in_place(full: str, data: bytes) -> bool:

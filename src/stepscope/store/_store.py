@@ -13,70 +13,20 @@ import errno
 import json
 import os
 import posixpath
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from collections.abc import Iterator
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from stepscope.errors import StoreError
 from stepscope.store._files import overwrite_in_place, write_atomic
+from stepscope.store._remote import REMOTE_HINT, InlineExecutor, missing_extra, storage_options
 
 TMP_MARKER = ".tmp-"
 # Object stores are written and polled at most this often by each periodic loop
 # (segment flushes, heartbeats, control polls): see docs/storage.md.
 REMOTE_MIN_INTERVAL_S = 10.0
-# Short timeouts and few retries: a store that is down must fail a write fast, so
-# that the caller (a background thread) can back off and keep its rows buffered.
-S3_CONNECT_TIMEOUT_S = 3.0
-S3_READ_TIMEOUT_S = 15.0
-S3_MAX_ATTEMPTS = 3
 _LOCALISH = ("file", "local", "memory")
-_P = ParamSpec("_P")
-_T = TypeVar("_T")
-
-
-_REMOTE_HINT = (
-    "Check the endpoint (AWS_ENDPOINT_URL, or endpoint_url in the AWS config for non-AWS "
-    "stores), the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE) "
-    "and that the bucket exists."
-)
-
-
-def _missing_extra(url: str, exc: Exception) -> StoreError:
-    scheme = url.split("://", 1)[0]
-    if scheme in ("s3", "s3a"):
-        hint = "pip install 'stepscope[s3]'"
-        return StoreError(f"Cannot open {url!r}: S3 support is an extra. Install it with: {hint}")
-    return StoreError(f"Cannot open {url!r}: {exc}")
-
-
-def storage_options(url: str) -> dict[str, object]:
-    """Client settings for ``url``'s backend; credentials and endpoint are not among them.
-
-    S3 clients take credentials, region and endpoint from the standard AWS
-    environment and config files (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ...),
-    resolved by botocore. What stepscope sets is how a dead store fails: fast.
-    """
-    if url.split("://", 1)[0] not in ("s3", "s3a"):
-        return {}
-    retries = {"max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"}
-    config = {"connect_timeout": S3_CONNECT_TIMEOUT_S, "read_timeout": S3_READ_TIMEOUT_S}
-    # No listings cache: readers poll folders that other processes write into.
-    return {"config_kwargs": {**config, "retries": retries}, "use_listings_cache": False}
-
-
-class _InlineExecutor(ThreadPoolExecutor):
-    """Runs each call at once in the caller's thread: works after Python's exit began."""
-
-    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
-        done: Future[_T] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
-            done.set_exception(exc)
-        return done
 
 
 class Store:
@@ -86,7 +36,7 @@ class Store:
         try:
             fs, root = fsspec.core.url_to_fs(url, **storage_options(url))
         except (ImportError, ValueError) as exc:
-            raise _missing_extra(url, exc) from exc
+            raise missing_extra(url, exc) from exc
         if hasattr(fs, "retries"):
             fs.retries = 1  # s3fs's own retry loop on top of botocore's: one attempt
         self.url = url
@@ -95,6 +45,7 @@ class Store:
         self.is_local = isinstance(fs, LocalFileSystem)
         protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
         self.is_remote = not any(p in _LOCALISH for p in protocols)
+        self._root_made = self.is_local and os.path.isdir(self.root)
 
     @property
     def min_interval_s(self) -> float:
@@ -113,7 +64,7 @@ class Store:
                 raise
             where = f"{self.url.rstrip('/')}/{key}" if key else self.url
             raise StoreError(
-                f"Cannot {what} {where}: {type(exc).__name__}: {exc}. {_REMOTE_HINT}"
+                f"Cannot {what} {where}: {type(exc).__name__}: {exc}. {REMOTE_HINT}"
             ) from exc
 
     def ready_for_exit(self) -> None:
@@ -125,7 +76,7 @@ class Store:
         """
         loop = getattr(self.fs, "loop", None)  # fsspec's async filesystems have one
         if self.is_remote and loop is not None:
-            loop.set_default_executor(_InlineExecutor(max_workers=1))
+            loop.set_default_executor(InlineExecutor(max_workers=1))
 
     def __repr__(self) -> str:
         return f"Store({self.url!r})"
@@ -143,22 +94,36 @@ class Store:
         child = Store.__new__(Store)
         child.url = self.url.rstrip("/") + "/" + key
         child.fs, child.root, child.is_local = self.fs, self.path(key), self.is_local
-        child.is_remote = self.is_remote
+        child.is_remote, child._root_made = (
+            self.is_remote,
+            self.is_local and os.path.isdir(child.root),
+        )
         return child
 
+    def keep_root(self) -> Store:
+        """Never make this store's local folder (an existing job folder: a writer
+        must not bring it back without its job.json once it is deleted)."""
+        self._root_made = self.is_local
+        return self
+
     def write_bytes(self, key: str, data: bytes) -> None:
-        """Write a whole file atomically: readers see the old or the new content."""
+        """Write a whole file atomically: readers see the old or the new content.
+        A local folder that existed when this store was opened (or was made by its
+        first write) is not made again if it is deleted: :class:`FolderGoneError`."""
         full = self.path(key)
         if self.is_local:
-            write_atomic(full, f"{full}{TMP_MARKER}{os.getpid()}", data)
+            # a job folder that existed is never made again (deleted mid-run: a
+            # FolderGoneError); one that never did is made by its first write
+            root = self.root if self._root_made else None
+            write_atomic(full, f"{full}{TMP_MARKER}{os.getpid()}", data, root)
+            self._root_made = True
         else:
             with self._errors("write", key):
                 self.fs.pipe_file(full, data)
 
     def read_bytes(self, key: str) -> bytes:
         with self._errors("read", key):
-            data: bytes = self.fs.cat_file(self.path(key))
-        return data
+            return bytes(self.fs.cat_file(self.path(key)))
 
     def read_many(self, keys: builtins.list[str]) -> builtins.list[bytes]:
         """Whole files, in the order of ``keys``; object stores fetch them concurrently."""
@@ -172,12 +137,9 @@ class Store:
         return [found[p] for p in paths]
 
     def write_json(self, key: str, obj: object, reserve: int = 0) -> None:
-        """Write ``obj`` (JSON-serialisable) as ``key``, atomically.
-
-        ``reserve``: pad the file with spaces to this many bytes, so that a local
-        disk that is full later can still take a rewrite of it in place (the
-        record of the job's end on a disk that stays full; local folders only).
-        """
+        """Write ``obj`` (JSON-serialisable) as ``key``, atomically. ``reserve``: pad the
+        file with spaces to this many bytes, so that a local disk that is full later can
+        still take a rewrite of it in place (the job's end on a full disk; local only)."""
         text = json.dumps(obj, indent=1, sort_keys=True).encode()
         try:
             self.write_bytes(key, text.ljust(reserve) if self.is_local else text)
