@@ -71,11 +71,13 @@ def resolve_job(
     looked up in the output folder (``folder``, else the environment's, else the default;
     ``flag`` gives ``folder`` on the command line). Raises ``UsageError`` for a name several
     jobs match, ``JobNotFoundError`` for none; each says where it looked."""
-    from stepscope.jobfolder import is_job
+    from stepscope.jobfolder import is_job, missing_job_json
     from stepscope.store import open_store
 
     if "://" in given or is_job(open_store(given)):
         return given
+    if os.path.isdir(given) and missing_job_json(open_store(given)) is not None:
+        return given  # job records without job.json: the reader says what is damaged
     if os.sep in given or "/" in given or given in (".", ".."):  # a path, not a name
         why = "it has no job.json" if os.path.isdir(given) else "no such folder"
         raise JobNotFoundError(
