@@ -101,7 +101,7 @@ class StepOutlier(NodeRule):
         columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
         cores = _cores(data, flagged)
         findings = [
-            self._finding(*row, cores)
+            self._finding(*row, cores=cores)
             for row in zip(*(flagged[c] for c in (*columns, "others", "waited")), strict=True)
         ]
         counted = judged.drop(index=flagged.index[explained]) if explained.any() else judged
