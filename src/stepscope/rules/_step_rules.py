@@ -180,6 +180,7 @@ class StepOutlier(NodeRule):
         sigma: float,
         others: float,
         waited: float,
+        *,
         cores: float | None,
     ) -> Finding:
         base, k = d - excess, float(self.p_float("stddev"))
