@@ -1,7 +1,8 @@
 """Import speed: a 24-hour, 32-core, 8-GPU node's system metrics (about 1.3 GB of JSON)
 and the framework timelines of its ranks.
 
-    python benchmarks/import_sagemaker.py [--hours 24] [--ranks 2] [--keep]
+    python benchmarks/import_sagemaker.py [--hours 24] [--ranks 2] [--runs 3] [--keep]
+    python benchmarks/import_sagemaker.py --source /tmp/sm-import-.../src --runs 3
 
 Writes the predecessor's layout streaming into a temporary folder under /tmp (one
 minute file, or one rank's hour of timeline, at a time, lines formatted from
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -119,31 +119,43 @@ def generate_timelines(root: Path, hours: float, ranks: int) -> int:
     return total
 
 
+def run_import(src: Path, job: Path) -> tuple[float, float, float, str]:
+    """``stepscope import sagemaker SRC JOB`` in a child process, as a user runs it (the
+    import, then the rules' evaluation): wall s, CPU s and peak RSS MB, its output."""
+    code = "import sys; from stepscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", code, "import", "sagemaker", str(src), str(job)]
+    t = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=os.environ)
+    out = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: no second wait
+    if child.returncode:
+        raise SystemExit(f"the import failed ({child.returncode}):\n{out}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - t, cpu, usage.ru_maxrss / 1024, out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--ranks", type=int, default=2, help="ranks with a timeline (0: none)")
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the generated source")
+    ap.add_argument("--source", type=Path, help="import this source (one kept) instead")
+    ap.add_argument("--runs", type=int, default=1, help="imports of the same source")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sm-import-", dir="/tmp"))
     try:
-        t = time.perf_counter()
-        size = generate(tmp / "src", args.hours)
-        size += generate_timelines(tmp / "src", args.hours, args.ranks)
-        print(f"generated {size / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s")
-        code = ("import sys; from stepscope.importers.sagemaker import import_job; "
-                "print(import_job(sys.argv[1], sys.argv[2]).text())")  # fmt: skip
-        t = time.perf_counter()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        argv = [sys.executable, "-c", code, str(tmp / "src"), str(tmp / "job")]
-        done = subprocess.run(argv, check=True, capture_output=True, text=True, env=os.environ)
-        wall = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        print(done.stdout)
-        rss = after.ru_maxrss / 1024
-        print(f"import: wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss:.0f} MB, "
-              f"{size / 1e6 / wall:.0f} MB/s")  # fmt: skip
+        src = args.source or tmp / "src"
+        if args.source is None:
+            t = time.perf_counter()
+            size = generate(src, args.hours)
+            size += generate_timelines(src, args.hours, args.ranks)
+            print(f"generated {size / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s at {src}")
+        for run in range(args.runs):
+            wall, cpu, rss, out = run_import(src, tmp / f"job-{run}")
+            print(out if run == 0 else "", end="")
+            print(f"import {run + 1}: wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss:.0f} MB")
+            shutil.rmtree(tmp / f"job-{run}", ignore_errors=True)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

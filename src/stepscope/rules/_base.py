@@ -192,6 +192,10 @@ class NodeRule(Rule):
         """Judge one node's data (``data`` holds only that node)."""
         raise NotImplementedError
 
+    def forget(self) -> None:
+        """Drop what the rule kept of the node it checked last: called after each
+        ``check``, so no rule holds one node's frames while the next is judged."""
+
     def summary(self, data: RuleInput) -> pd.DataFrame | None:
         """A compact summary of one node's data, kept by the live runner when the data
         leaves its buffer and handed back as ``data.history[rule_name]`` (see
@@ -210,6 +214,7 @@ class NodeRule(Rule):
 
     def evaluate(self, data: RuleInput) -> RuleResult:
         parts = [self.check(data.for_node(node)) for node in data.node_names()]
+        self.forget()
         return self.combine(parts, data)
 
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from stepscope.analysis import outliers as out
+from stepscope.analysis.diagnosis_text import cpu_text
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.host import others_during, run_wait_in, run_wait_seconds
 from stepscope.analysis.profiled import LEFT_OUT, cap_profiled
@@ -98,8 +99,9 @@ class StepOutlier(NodeRule):
         # Explained by contention: the loop waited for a core for most of the excess.
         explained = (flagged["waited"] >= EXPLAINED * flagged["excess"].abs()).to_numpy()
         columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
+        cores = _cores(data, flagged)
         findings = [
-            self._finding(*row)
+            self._finding(*row, cores=cores)
             for row in zip(*(flagged[c] for c in (*columns, "others", "waited")), strict=True)
         ]
         counted = judged.drop(index=flagged.index[explained]) if explained.any() else judged
@@ -149,10 +151,8 @@ class StepOutlier(NodeRule):
         """Other processes' CPU (% of the node) during each flagged step: NaN unknown."""
         if not len(flagged) or not len(data.system):
             return np.full(len(flagged), np.nan)
-        info = data.nodes.get(str(flagged["node"].iloc[0]), {})
-        cores = float(info.get("cpu_count") or 0) or None
         starts, ends = flagged["start"].to_numpy(np.float64), flagged["end"].to_numpy(np.float64)
-        return others_during(data.system, starts, ends, cores)
+        return others_during(data.system, starts, ends, _cores(data, flagged))
 
     @staticmethod
     def _waited(data: RuleInput, flagged: pd.DataFrame) -> FloatArray:
@@ -180,6 +180,8 @@ class StepOutlier(NodeRule):
         sigma: float,
         others: float,
         waited: float,
+        *,
+        cores: float | None,
     ) -> Finding:
         base, k = d - excess, float(self.p_float("stddev"))
         margin = max(k * sigma, float(self.p_float("min_excess_s")))
@@ -187,7 +189,8 @@ class StepOutlier(NodeRule):
         side = "more" if excess > 0 else "less"
         # Flagged, not dropped: the step was slow all the same, but the host may be why.
         busy = others >= self.p_float("contention_threshold")  # False when NaN
-        host = f"; other processes used {others:.0f}% of the node's CPU meanwhile" if busy else ""
+        used = cpu_text(others, cores, 0)  # CPU in one unit: % of the node (cores)
+        host = f"; other processes used {used} of the node's CPU meanwhile" if busy else ""
         if waited >= EXPLAINED * abs(excess):
             host += f"; it waited {waited:.3f} s for a core: host contention, not counted"
         return Finding(
@@ -204,6 +207,14 @@ class StepOutlier(NodeRule):
             value=float(d),
             threshold=base + margin if excess > 0 else base - margin,
         )
+
+
+def _cores(data: RuleInput, flagged: pd.DataFrame) -> float | None:
+    """The cores of the flagged steps' node (None: unknown)."""
+    if not len(flagged):
+        return None
+    info = data.nodes.get(str(flagged["node"].iloc[0]), {})
+    return float(info.get("cpu_count") or 0) or None
 
 
 class MaxInitializationTime(NodeRule):

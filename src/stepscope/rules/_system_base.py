@@ -102,6 +102,10 @@ class SystemRule(NodeRule):
         framed = with_windows(data, judged, self.p_int("window"))
         return framed, Windows(framed) if len(framed) else None
 
+    def forget(self) -> None:
+        # The last node's framed samples and their converted columns (tens of MB a day).
+        self._windows = (None, None)
+
     def windows_of(self, framed: pd.DataFrame) -> Windows:
         """The :class:`Windows` of ``framed`` (computed once per input)."""
         done, w = getattr(self, "_windows", (None, None))

@@ -97,17 +97,25 @@ def gpu_indices(system: pd.DataFrame) -> list[int]:
     return sorted(g for g, ok in zip(cols.values(), seen, strict=True) if ok)
 
 
+# Entries ``data.cache`` keeps: the node's GPUs and the last two framings. A framing
+# of a day of samples is tens of MB, and the rules that share one are judged one
+# after another (ProfilerReport's order): keeping every framing held 150 MB more.
+SHARED_ENTRIES = 3
+
+
 def shared(data: RuleInput, key: Hashable, frame: object, make: Callable[[], T]) -> T:
     """``make()``, computed once per input for the rules that judge the same ``frame``
-    (``data.cache`` entries hold the frame they were computed from, checked by identity).
+    (``data.cache`` entries hold the frame they were computed from, checked by identity;
+    the :data:`SHARED_ENTRIES` used last are kept).
 
     Every ``key`` is made by one ``make`` only, so its entry holds a ``T``.
     """
-    hit = data.cache.get(key)
+    hit = data.cache.pop(key, None)
     if hit is None or hit[0] is not frame:
-        value = make()
-        data.cache[key] = (frame, value)
-        return value
+        hit = (frame, make())
+    data.cache[key] = hit  # the newest last: the first entry is the least recently used
+    while len(data.cache) > SHARED_ENTRIES:
+        del data.cache[next(iter(data.cache))]
     return cast(T, hit[1])
 
 
