@@ -124,6 +124,7 @@ class RuleVerdict(TypedDict, total=False):
     verdict: str | None
     details: JsonObject
     cost_seconds: float | None
+    saving_seconds: float | None
 
 
 class FaultJson(TypedDict, total=False):
