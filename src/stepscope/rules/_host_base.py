@@ -58,8 +58,10 @@ class StepEffect:
         return replace(self, cost=lasted, estimate=self.cost)
 
     def _lost(self) -> str:
-        held = f" (estimated {self.estimate:.3g} s, held to the time it lasted)"
-        return f"about {self.cost or 0.0:.3g} s lost" + (held if self.estimate else "")
+        lost = f"about {self.cost or 0.0:.3g} s lost"
+        if self.estimate is None:
+            return lost
+        return f"{lost} (estimated {self.estimate:.3g} s, held to the time it lasted)"
 
     def text(self) -> str:
         """For a finding's message: how step time varies with the problem."""

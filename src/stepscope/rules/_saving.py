@@ -61,10 +61,10 @@ def idle_core_bound(
     seconds = step_time * max(1.0 - job / room, 0.0) if room > 0 else 0.0
     whose = "the job" if proc is not None else "the node (the job's own CPU unrecorded)"
     why = (
-        f"more workers only use idle cores: over {step_time:.1f} s of steps {whose} used "
-        f"{cpu_text(100.0 * job / cores, cores, 0)} of the node's CPU with "
-        f"{cpu_text(100.0 * idle / cores, cores, 0)} idle, and the loader's work stays, "
-        f"so the steps take at least {step_time - seconds:.1f} s"
+        f"more workers only use idle cores: {whose} used {cpu_text(100.0 * job / cores, cores, 0)}"
+        f" of the node's CPU with {cpu_text(100.0 * idle / cores, cores, 0)} idle, and the "
+        f"loader's work stays, so its {step_time:.1f} s of steps take at least "
+        f"{step_time - seconds:.1f} s"
     )
     return Saving(seconds, why)
 
