@@ -89,8 +89,11 @@ class DataLoading(NodeRule):
         above the allowance, at most the idle cores' bound over them (a wait spent
         decoding on the training thread needs the cores more workers would use)."""
         span = float(rows["start"].min()), float(rows["end"].max())
-        cores = node_cores(data, rank_facts(data.events))
-        return bounded(cost, idle_core_bound(data.system, span, float(rows["total"].sum()), cores))
+        facts = rank_facts(data.events)
+        usable = min((f.affinity for f in facts.values() if f.affinity), default=None)
+        times = float(rows["total"].sum()), float(rows["wait"].sum())
+        bound = idle_core_bound(data.system, span, times, node_cores(data, facts), usable)
+        return bounded(cost, bound)
 
     def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:
         """Per (rank, window): data wait and step time, steps, span and node."""

@@ -49,7 +49,9 @@ class Priced:
 
     def text(self) -> str:
         """For the finding's fix: the saving, when the idle cores bound it."""
-        return f", which would save at most {self.saving:.1f} s of it" if self.why else ""
+        if not self.why or f"{self.saving:.1f}" == f"{self.cost:.1f}":
+            return ""
+        return f", which would save at most {self.saving:.1f} s of it"
 
 
 class DataLoaderWorkers(NodeRule):
@@ -103,8 +105,8 @@ class DataLoaderWorkers(NodeRule):
         wait = float(rows["data_wait"].sum())
         span = float(rows["start"].min()), float(rows["end"].max())
         cores = node_cores(data, {int(rows["rank"].iloc[0]): facts})
-        bound = idle_core_bound(data.system, span, float(rows["duration"].sum()), cores,
-                                facts.affinity)  # fmt: skip
+        times = float(rows["duration"].sum()), wait
+        bound = idle_core_bound(data.system, span, times, cores, facts.affinity)
         return Priced(wait, *bounded(wait, bound))
 
     def _judge(
