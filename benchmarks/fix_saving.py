@@ -81,7 +81,7 @@ def main() -> None:
     for case in a.case or sorted(CASES):
         slow_args, fixed_args = CASES[case]
         ratios = []
-        print(f"{case}: slow `{slow_args}`, fixed `{fixed_args}`")
+        print(f"{case}: slow `{slow_args}`, fixed `{fixed_args}`", flush=True)
         for i in range(a.reps):
             load = os.getloadavg()[0]
             slow = run(out, f"{case}-slow-{i}", slow_args)
@@ -90,9 +90,12 @@ def main() -> None:
             measured = step_time(slow) - step_time(fixed)
             ratio = saving / measured if measured > 0 else float("inf")
             ratios.append(ratio)
-            print(f"  rep {i + 1}: load {load:.1f}; steps {step_time(slow):.2f} s -> "
-                  f"{step_time(fixed):.2f} s: measured saving {measured:.2f} s; claimed "
-                  f"{saving:.2f} s (ratio {ratio:.2f}); the wait's cost {cost:.2f} s")  # fmt: skip
+            line = (
+                f"  rep {i + 1}: load {load:.1f}; steps {step_time(slow):.2f} s -> "
+                f"{step_time(fixed):.2f} s: measured saving {measured:.2f} s; claimed "
+                f"{saving:.2f} s (ratio {ratio:.2f}); the wait's cost {cost:.2f} s"
+            )
+            print(line, flush=True)
         spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
         print(f"  claimed/measured: median {statistics.median(ratios):.2f}, spread {spread}")
     print(f"jobs in {out}")
