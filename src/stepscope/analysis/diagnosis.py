@@ -189,7 +189,7 @@ def _evidence(rule: str, findings: list[FindingJson]) -> Evidence:
 
 
 def _entry(
-    v: RuleVerdict, facts: JobFacts, counted: Counted, bounds: Mapping[str, str]
+    v: RuleVerdict, facts: JobFacts, counted: Counted, bounds: Mapping[str, tuple[float, str]]
 ) -> DiagnosisEntry:
     rule = str(v.get("rule") or "")
     findings = [f for f in v.get("findings") or [] if isinstance(f, Mapping)]
@@ -252,7 +252,8 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
     own = {r: finite(v.get("cost_seconds")) for r, v in zip(names, issues, strict=True)}
     saved = {r: finite(v.get("saving_seconds")) for r, v in zip(names, issues, strict=True)}
     counted = counted_costs(own, facts.wall_seconds, saved)
-    bounds = {r: why for r, v in zip(names, issues, strict=True) if (why := saving_bound(v))}
+    bounds = {r: (saved.get(r) or 0.0, why)
+              for r, v in zip(names, issues, strict=True) if (why := saving_bound(v))}  # fmt: skip
     entries = [
         _entry(v, facts, counted[r], bounds)
         for r, v in zip(names, issues, strict=True)

@@ -25,11 +25,17 @@ def saving_bound(v: RuleVerdict) -> str | None:
 
 
 def saving_text(
-    cost: float, saving: float | None, rules: Iterable[str], bounds: Mapping[str, str]
+    cost: float,
+    saving: float | None,
+    rules: Iterable[str],
+    bounds: Mapping[str, tuple[float, str]],
 ) -> str:
-    """ "; a fix would save about X: <why>" when the saving reads less than the cost
-    (the first of ``rules`` with a bound says why); else nothing."""
+    """What a fix would save ("; a fix would save about X: <why>") when the saving reads
+    less than the cost; else nothing. ``bounds``: per rule, its own saving and why it
+    is bounded; of ``rules`` (the entry's and those folded into it) the one whose own
+    saving is nearest the entry's says why (its figures then add up to the entry's)."""
     if saving is None or duration_text(saving) == duration_text(cost) or saving >= cost:
         return ""
-    why = next((bounds[r] for r in rules if r in bounds), SHARED)
+    known = [bounds[r] for r in rules if r in bounds]
+    why = min(known, key=lambda b: abs(b[0] - saving))[1] if known else SHARED
     return f"; a fix would save about {duration_text(saving)}: {why}"
