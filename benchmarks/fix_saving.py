@@ -88,16 +88,19 @@ def main() -> None:
             fixed = run(out, f"{case}-fixed-{i}", fixed_args)
             saving, cost = claimed(slow)
             measured = step_time(slow) - step_time(fixed)
-            ratio = saving / measured if measured > 0 else float("inf")
-            ratios.append(ratio)
+            ratio = saving / measured if measured > 0 else float("nan")  # the twin was slower
+            if measured > 0:
+                ratios.append(ratio)
             line = (
                 f"  rep {i + 1}: load {load:.1f}; steps {step_time(slow):.2f} s -> "
                 f"{step_time(fixed):.2f} s: measured saving {measured:.2f} s; claimed "
                 f"{saving:.2f} s (ratio {ratio:.2f}); the wait's cost {cost:.2f} s"
             )
             print(line, flush=True)
-        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
-        print(f"  claimed/measured: median {statistics.median(ratios):.2f}, spread {spread}")
+        if ratios:
+            spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+            median = statistics.median(ratios)
+            print(f"  claimed/measured: median {median:.2f}, spread {spread} ({len(ratios)} reps)")
     print(f"jobs in {out}")
 
 
