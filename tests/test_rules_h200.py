@@ -123,7 +123,10 @@ def test_the_diagnosis_says_what_the_gpu_samples_show(h200: dict[str, Judged]) -
     (note,) = loader.notes
     assert note.startswith("GPU starved: gpu0 on vm idle 93% of the training loop")
     assert note.endswith(patience) and loader.summary.endswith(note)
-    assert [e.rule for e in loader.entries] == ["DataLoaderWorkers", "DataLoading", "BatchSize"]
+    # DataLoading prices next to nothing beyond DataLoaderWorkers: one entry, the cause's
+    assert [e.rule for e in loader.entries] == ["DataLoaderWorkers", "BatchSize"]
+    assert loader.entries[0].also == ("DataLoading",)
+    assert "DataLoading's finding of the same time included" in loader.entries[0].message
     (note,) = h200["leak"].diagnosis.notes
     assert note.startswith("GPU starved: gpu0 on vm idle 89%")
     (note,) = h200["stall"].diagnosis.notes

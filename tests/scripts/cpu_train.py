@@ -1,14 +1,17 @@
 """A compute-bound CPU training script for the CPU rules' tests.
 
 Usage: python cpu_train.py [--steps N] [--threads T] [--width W] [--workers K]
-       [--slow-data S] [--burn-data S] [--step-sleep S]
+       [--slow-data S] [--burn-data S] [--step-sleep S] [--cores C]
 ``--slow-data`` sleeps and ``--burn-data`` burns CPU for S seconds per sample in
 ``__getitem__``; ``--step-sleep`` sleeps in Python between backward and the
-optimizer step (time in the step's ``other``). Prints one JSON line at the end.
+optimizer step (time in the step's ``other``). ``--cores`` runs the process on
+its first C usable cores (``os.sched_setaffinity``, as taskset would). Prints one
+JSON line at the end.
 """
 
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -44,7 +47,10 @@ def main() -> None:
     p.add_argument("--slow-data", type=float, default=0.0)
     p.add_argument("--burn-data", type=float, default=0.0)
     p.add_argument("--step-sleep", type=float, default=0.0)
+    p.add_argument("--cores", type=int, default=0)
     a = p.parse_args()
+    if a.cores:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: a.cores])
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     w = a.width

@@ -20,6 +20,7 @@ from stepscope.analysis._diagnosis_facts import JobFacts, job_facts, wall_second
 from stepscope.analysis._plain import finite
 from stepscope.analysis.diagnosis_gpu import gpu_notes
 from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
+from stepscope.analysis.diagnosis_saving import saving_bound, saving_text
 from stepscope.analysis.diagnosis_stale import stale_text
 from stepscope.analysis.diagnosis_text import (
     CheckJson,
@@ -78,7 +79,9 @@ class DiagnosisEntry:
     """One problem: its rule, what it cost the job, what was found, the fix, the evidence.
 
     ``cost_share`` is ``cost_seconds`` over the job's wall time (0-1; None when
-    either is unknown).
+    either is unknown). ``saving_seconds`` is what the fix would save of the cost, at
+    most it (None: unknown); ``also`` the rules whose findings of the same time this
+    entry counts (folded into it: :mod:`.diagnosis_overlap`).
     """
 
     rule: str
@@ -89,12 +92,15 @@ class DiagnosisEntry:
     message: str
     recommendation: str
     evidence: Evidence
+    saving_seconds: float | None = None
+    also: tuple[str, ...] = ()
 
     def to_dict(self) -> EntryJson:
         return {"rule": self.rule, "status": self.status, "cost_seconds": self.cost_seconds,
-                "cost_share": self.cost_share, "severity": self.severity,
-                "message": self.message, "recommendation": self.recommendation,
-                "evidence": self.evidence.to_dict()}  # fmt: skip
+                "cost_share": self.cost_share, "saving_seconds": self.saving_seconds,
+                "severity": self.severity, "message": self.message,
+                "recommendation": self.recommendation, "evidence": self.evidence.to_dict(),
+                "also": list(self.also)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -191,7 +197,9 @@ def _evidence(rule: str, findings: list[FindingJson]) -> Evidence:
                     int(rank) if isinstance(rank, int | float) else None)  # fmt: skip
 
 
-def _entry(v: RuleVerdict, facts: JobFacts, counted: Counted) -> DiagnosisEntry:
+def _entry(
+    v: RuleVerdict, facts: JobFacts, counted: Counted, bounds: Mapping[str, tuple[float, str]]
+) -> DiagnosisEntry:
     rule = str(v.get("rule") or "")
     findings = [f for f in v.get("findings") or [] if isinstance(f, Mapping)]
     worst = _worst(findings)
@@ -207,13 +215,14 @@ def _entry(v: RuleVerdict, facts: JobFacts, counted: Counted) -> DiagnosisEntry:
         of = f" of {'this ' + duration_text(wall) + ' job' if wall else 'the job'}"
         pct = f" ({percent_text(share)})" if share is not None else ""
         message = f"{label(rule)}: about {duration_text(cost)}{of}{pct}{left_out_text(counted)}"
+        message += saving_text(cost, counted.saving, (rule, *counted.folded), bounds)
         message += f"; {what}"
     if more := profiled_text(profiled_count(v.get("details"))):
         message += f" ({more})"
     fix = str(v.get("recommendation") or (worst.get("recommendation") if worst else "") or "")
     severity = max((finite(f.get("severity")) or 0.0 for f in findings), default=0.0)
     return DiagnosisEntry(rule, str(v.get("status")), cost, share, severity, message, fix,
-                          _evidence(rule, findings))  # fmt: skip
+                          _evidence(rule, findings), counted.saving, counted.folded)  # fmt: skip
 
 
 def _check(v: RuleVerdict) -> Check:
@@ -231,7 +240,10 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
 
     Problems are ranked by ``cost_seconds`` (most first; ties by severity, then
     rule name), those without a cost after, by severity. Costs are counted once
-    (:mod:`.diagnosis_overlap`): they never add up to more than the job. A GPU job
+    (:mod:`.diagnosis_overlap`): they never add up to more than the job; a rule that
+    prices next to nothing beyond its cause is folded into the cause's entry. Each
+    entry says what its fix would save when that is less than its cost
+    (:mod:`.diagnosis_saving`). A GPU job
     too short for the GPU rules' patience gets a note on what its samples show
     (:mod:`.diagnosis_gpu`).
     """
@@ -245,9 +257,17 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
         else:
             c = _check(v)
             (checked if c.reason is None else not_checked).append(c)
-    own = {str(v.get("rule") or ""): finite(v.get("cost_seconds")) for v in issues}
-    counted = counted_costs(own, facts.wall_seconds)
-    entries = [_entry(v, facts, counted[str(v.get("rule") or "")]) for v in issues]
+    names = [str(v.get("rule") or "") for v in issues]
+    own = {r: finite(v.get("cost_seconds")) for r, v in zip(names, issues, strict=True)}
+    saved = {r: finite(v.get("saving_seconds")) for r, v in zip(names, issues, strict=True)}
+    counted = counted_costs(own, facts.wall_seconds, saved)
+    bounds = {r: (saved.get(r) or 0.0, why)
+              for r, v in zip(names, issues, strict=True) if (why := saving_bound(v))}  # fmt: skip
+    entries = [
+        _entry(v, facts, counted[r], bounds)
+        for r, v in zip(names, issues, strict=True)
+        if counted[r].into is None  # folded: its cause's entry counts and names it
+    ]
 
     def key(e: DiagnosisEntry) -> tuple[bool, float, float, str]:
         return e.cost_seconds is None, -(e.cost_seconds or 0.0), -e.severity, e.rule

@@ -93,10 +93,12 @@ class EntryJson(TypedDict):
     status: str
     cost_seconds: float | None
     cost_share: float | None
+    saving_seconds: float | None
     severity: float
     message: str
     recommendation: str
     evidence: EvidenceJson
+    also: list[str]
 
 
 class CheckJson(TypedDict):

@@ -129,6 +129,7 @@ class RuleVerdict(TypedDict, total=False):
     details: JsonObject
     cost_seconds: float | None
     stale: JsonObject  # set by the launcher: the rule runner did not finish (docs/format.md)
+    saving_seconds: float | None
 
 
 class FaultJson(TypedDict, total=False):

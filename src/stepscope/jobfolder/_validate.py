@@ -128,6 +128,7 @@ VERDICT_SPEC: Spec = {
     "details": _obj,
     "updated": _num,
     "cost_seconds": _num,
+    "saving_seconds": _num,
     "findings": (lambda v: isinstance(v, list), "a list"),
 }
 FAULT_SPEC: Spec = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from stepscope.analysis.profiled import LEFT_OUT, profiled_count, profiled_text
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._cost import on_cost
+from stepscope.rules._cost import on_cost, within_evidence
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import (
     MIN_COST_SHARE,
@@ -122,12 +122,17 @@ class Rule:
         reason: str | None = None,
         details: Mapping[str, object] | None = None,
         cost_seconds: float | None = None,
+        saving_seconds: float | None = None,
     ) -> RuleResult:
         """A result of this rule with its name, parameters and description filled in.
 
-        ``cost_seconds``: the job time the findings cost, when the rule can tell.
+        ``cost_seconds``: the job time the findings cost, when the rule can tell, held
+        to the time the findings span; ``saving_seconds``: what the recommendation
+        would save, at most the cost (None: all of it).
         """
         found = tuple(sorted(findings, key=lambda f: (-f.severity, f.start or 0.0)))
+        cost = within_evidence(cost_seconds, found)
+        saving = cost if saving_seconds is None or cost is None else min(saving_seconds, cost)
         return RuleResult(
             rule=self.rule_name,
             status=status,
@@ -141,7 +146,8 @@ class Rule:
             reason=reason,
             updated=data.now,
             details=dict(details or {}),
-            cost_seconds=cost_seconds,
+            cost_seconds=cost,
+            saving_seconds=saving,
         )
 
     def not_applicable(self, data: RuleInput, reason: str) -> RuleResult:
@@ -155,6 +161,8 @@ class Part:
 
     ``cost_seconds`` is the job time this node's findings cost (``None``: unknown);
     the result's ``cost_seconds`` combines the nodes' with :meth:`NodeRule.cost`.
+    ``saving_seconds`` is what the rule's recommendation would save on the node, at
+    most its cost (None: the whole cost); :meth:`NodeRule.saving` combines the nodes'.
     ``step_seconds`` is the step time the cost is a share of (the slowest rank's sum of
     step durations); a rule with ``min_cost_share`` fires when the share reaches it.
     """
@@ -166,6 +174,7 @@ class Part:
     na_reason: str | None = None
     cost_seconds: float | None = None
     step_seconds: float | None = None
+    saving_seconds: float | None = None
 
 
 def _joined(parts: list[Part]) -> JsonObject:
@@ -212,6 +221,17 @@ class NodeRule(Rule):
         known = [p.cost_seconds for p in parts if p.cost_seconds is not None]
         return max(known) if known else None
 
+    def saving(self, parts: list[Part]) -> float | None:
+        """What the recommendation would save the job, as :meth:`cost` combines costs:
+        the nodes' savings (a node without one saves its whole cost); None when no node
+        knows its cost."""
+        known = [
+            p.cost_seconds if p.saving_seconds is None else p.saving_seconds
+            for p in parts
+            if p.cost_seconds is not None
+        ]
+        return max(known) if known else None
+
     def evaluate(self, data: RuleInput) -> RuleResult:
         parts = [self.check(data.for_node(node)) for node in data.node_names()]
         self.forget()
@@ -232,7 +252,7 @@ class NodeRule(Rule):
             details.update(p.details)
         if profiled := sum(profiled_count(p.details) for p in judged):
             details[LEFT_OUT] = profiled
-        cost = self.cost(judged)
+        cost = within_evidence(self.cost(judged), findings)
         steps = [p.step_seconds for p in judged if p.step_seconds]
         if steps:
             details["step_seconds"] = max(steps)
@@ -256,6 +276,7 @@ class NodeRule(Rule):
             message=message,
             details=details,
             cost_seconds=cost,
+            saving_seconds=self.saving(judged),
         )
 
     def below_text(self, triggers: int, findings: list[Finding]) -> str:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import Part
+from stepscope.rules._cost import within_evidence
 from stepscope.rules._input import RuleInput
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule
@@ -47,6 +48,20 @@ class StepEffect:
     # HostContention the job's threads' run-queue wait; None where not measured
     measured: float | None = None
     measured_as: str = "{}"  # what ``measured`` is, for the message ({} takes it)
+    estimate: float | None = None  # the cost before it was held to the time it lasted
+
+    def held(self, lasted: float) -> StepEffect:
+        """The effect with its cost at most ``lasted`` seconds (the fired windows' time):
+        a problem costs no more time than it lasted."""
+        if self.cost is None or self.cost <= lasted:
+            return self
+        return replace(self, cost=lasted, estimate=self.cost)
+
+    def _lost(self) -> str:
+        lost = f"about {self.cost or 0.0:.3g} s lost"
+        if self.estimate is None:
+            return lost
+        return f"{lost} (estimated {self.estimate:.3g} s, held to the time it lasted)"
 
     def text(self) -> str:
         """For a finding's message: how step time varies with the problem."""
@@ -64,14 +79,13 @@ class StepEffect:
                     f"median step {self.hit:.3g} s during it vs {self.quiet:.3g} s otherwise "
                     f"({ratio:.2g}x; {self.n_hit} and {self.n_quiet} steps)"
                 )
-            return f"{steps}; {waited}: about {self.cost or 0.0:.3g} s lost"
+            return f"{steps}; {waited}: {self._lost()}"
         if self.quiet is None:
             return f"median step {self.hit:.3g} s during it, none outside it to compare with"
         ratio = self.hit / self.quiet if self.quiet > 0 else float("inf")
         return (
             f"median step {self.hit:.3g} s during it vs {self.quiet:.3g} s otherwise "
-            f"({ratio:.2g}x; {self.n_hit} and {self.n_quiet} steps), "
-            f"about {self.cost or 0.0:.3g} s lost"
+            f"({ratio:.2g}x; {self.n_hit} and {self.n_quiet} steps), {self._lost()}"
         )
 
 
@@ -131,6 +145,7 @@ class HostRule(SystemRule):
         medians = w.quantiles(self.level(framed, w, data)[:, None], [0.5])[:, 0, 0]
         found = runs(w.hits("", medians, fired))
         effect = self._effect(data, node, {int(i) for i in w.ids[fired]}, {int(i) for i in w.ids})
+        effect = effect.held(sum(run[-1].end - run[0].start for run in found))
         findings = [self.describe(node, run, framed, data, effect) for run in found]
         mine: JsonObject = {"windows": len(w.ids), "fired": int(fired.sum())}
         mine |= {"cost_seconds": effect.cost if findings else None, **self.more_details(data)}
@@ -183,13 +198,16 @@ class HostRule(SystemRule):
         return effect
 
     def combine(self, parts: list[Part], data: RuleInput) -> RuleResult:
-        """As :class:`NodeRule`, with ``cost_seconds``: the slowest node's (None if unknown)."""
+        """As :class:`NodeRule`, with ``cost_seconds``: the slowest node's (None if unknown),
+        at most the time the findings span; the fix removes the problem: the saving is
+        the cost."""
         res = super().combine(parts, data)
         costs = [
             v.get("cost_seconds") for p in parts for v in p.details.values() if isinstance(v, dict)
         ]
         known = [float(c) for c in costs if isinstance(c, int | float)]
-        return replace(res, cost_seconds=max(known) if known else None)
+        cost = within_evidence(max(known) if known else None, res.findings)
+        return replace(res, cost_seconds=cost, saving_seconds=cost)  # the fix: stop it
 
 
 def medians_in(

@@ -163,6 +163,7 @@ def merge(rule: Rule, committed: RuleResult | None, current: RuleResult) -> Rule
         datapoints=datapoints,
         message=message,
         cost_seconds=_add(committed.cost_seconds, current.cost_seconds),
+        saving_seconds=_add(committed.saving_seconds, current.saving_seconds),
     )
 
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
+from stepscope.rules._data_loading import DataLoading
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
 from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
-from stepscope.rules._loader_rules import DataLoaderWorkers, DataLoading
+from stepscope.rules._loader_rules import DataLoaderWorkers
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._params import did_you_mean
 from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier

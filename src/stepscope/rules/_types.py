@@ -101,7 +101,10 @@ class RuleResult:
     ``details`` holds rule-specific figures (e.g. per-node percentiles).
     ``cost_seconds`` estimates the job time the findings cost (what the job would
     have saved without the problem), ``None`` when the rule cannot tell; the
-    diagnosis ranks findings by it.
+    diagnosis ranks findings by it. ``saving_seconds`` is what the rule's
+    recommendation would save, bounded by what the machine allows (more workers only
+    use idle cores): at most ``cost_seconds``; ``details.saving_bound`` says which
+    bound applied when it is less.
     """
 
     rule: str
@@ -118,6 +121,7 @@ class RuleResult:
     verdict: Status | None = None
     details: JsonObject = field(default_factory=dict)
     cost_seconds: float | None = None
+    saving_seconds: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))
