@@ -107,7 +107,10 @@ FEW_WORKERS = "--seconds 10 --workers 1 --decode-ms 1"  # one worker decoding, t
 SMALL = "--threads 1 --compute 40"  # ~11 ms steps idle
 FOUR_STALLS = f"--steps 210 {SMALL} --stall-every 50"  # 0.5 s after steps 50, 100, 150, 200
 PY_SHARE = "--steps 1500 --seconds 12 --threads 1 --compute 9"  # ~2.8 ms steps idle
-CHECKPOINTS = f"--steps 210 {SMALL} --save-every 25 --save-mb 256"  # torch.save + fsync
+# Beside a hog of one busy process per core: lighter steps (~3.5 ms idle), still short.
+HOGGED = "--steps 210 --threads 1 --compute 10"
+CHECKPOINTS = f"{HOGGED} --save-every 25 --save-mb 256"  # torch.save + fsync: ~0.4 s idle
+CONTENDED = "--steps 300 --seconds 8 --threads 1 --compute 20"  # ~6 ms steps idle
 LOADER = "--steps 200 --threads 1 --compute 4 --decode-ms 1"  # 32 ms of decoding a batch
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
@@ -162,16 +165,16 @@ SCENARIOS: tuple[Scenario, ...] = (
     # it fires on cost. 1500 steps: past convergence (LossNotDecreasing is right).
     s("python-share", f"{PY_SHARE} --python-ms 4", "PythonOverhead" + CONVERGED, fixed=PY_SHARE),
     # Stalls beside a CPU hog: a step is excused only for the wait inside it.
-    s("sleep-hog", f"{FOUR_STALLS} --stall-s 0.5", "StepOutlier", hog=2),
+    s("sleep-hog", f"{HOGGED} --stall-every 50 --stall-s 0.5", "StepOutlier", hog=2),
     s("checkpoint-hog", CHECKPOINTS, "StepOutlier", hog=2),
     # Contention over the whole job: costed and ranked by it. Its twin runs without the
     # hog; under load the benchmark's own load stays, so the twin is compared idle only.
     s(
         "whole-contention",
-        "--steps 300 --seconds 12 --threads 1 --compute 20",
+        CONTENDED,
         "cost:HostContention",
         hog=2,
-        fixed="--steps 300 --seconds 12 --threads 1 --compute 20",
+        fixed=CONTENDED,
         fixed_in=("idle",),
     ),
     # One worker decoding on 2 cores: a second one saves less than the wait (the decoding

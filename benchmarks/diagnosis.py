@@ -99,7 +99,7 @@ def launch(sc: Scenario, args: str, job: str, out: Path, config: Path) -> tuple[
 def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, Any]:
     """Run a scenario under ``stepscope run`` (beside its hog, if any), and its fixed
     twin; its final verdicts, diagnosis costs, timings and exit code."""
-    job = f"{sc.name}-{condition}"
+    job, load = f"{sc.name}-{condition}", os.getloadavg()[0]
     with cpu_load(sc.hog):
         code, wall, err = launch(sc, sc.args, job, out, config)
     statuses, messages = {}, {}
@@ -114,7 +114,7 @@ def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, 
         _, twin_wall, _ = launch(sc, sc.fixed, f"{job}-fixed", out, config)
         twin = twins.compare(out / job, out / f"{job}-fixed", entries, sc.fixes)
         twin["wall_s"] = round(twin_wall, 1)
-    return {"scenario": sc.name, "condition": condition, "code": code,
+    return {"scenario": sc.name, "condition": condition, "code": code, "load_before": load,
             "wall_s": round(wall, 1), "fired": sorted(fired), "statuses": statuses,
             "messages": messages, "stderr": err if code else "",
             "diagnosis": twins.costs(entries), "twin": twin}  # fmt: skip
