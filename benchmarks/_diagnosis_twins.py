@@ -19,6 +19,7 @@ measure).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,18 +32,12 @@ NEGLIGIBLE = 0.05  # of the problem run's step time
 def diagnosis(job: Path, src: Path) -> list[dict[str, Any]]:
     """The job's diagnosis entries (``stepscope show --json``); [] if it cannot tell."""
     cmd = [sys.executable, "-m", "stepscope.cli", "show", str(job), "--json"]
-    env = {"PYTHONPATH": str(src)}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env(env))
+    env = dict(os.environ, PYTHONPATH=str(src))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     if done.returncode:
         return []
     entries: list[dict[str, Any]] = json.loads(done.stdout).get("diagnosis") or []
     return entries
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    import os
-
-    return dict(os.environ, **extra)
 
 
 def costs(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -90,14 +90,19 @@ class StepOutlier(NodeRule):
         flagged = flagged.assign(
             others=self._others(data, flagged), waited=self._waited(data, flagged)
         )
-        # Excused only for the wait inside it: explained by contention when what is left
-        # of its excess is no outlier; else it counts, with the wait taken off its cost.
-        left = flagged["excess"].abs() - flagged["waited"].fillna(0.0)
+        # Excused only for the wait inside it beyond a usual step's (the baseline holds
+        # that): explained by contention when what is left of its excess is no outlier;
+        # else it counts, with that wait taken off its cost.
+        extra = (flagged["waited"] - self._usual_wait(data, judged)).clip(lower=0.0)
+        left = flagged["excess"].abs() - extra.fillna(0.0)
+        flagged = flagged.assign(extra=extra)
         explained = (left < self._margin(flagged["sigma"])).to_numpy()
         columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
         findings = [
             self._finding(*row)
-            for row in zip(*(flagged[c] for c in (*columns, "others", "waited")), strict=True)
+            for row in zip(
+                *(flagged[c] for c in (*columns, "others", "waited", "extra")), strict=True
+            )
         ]
         counted = judged.drop(index=flagged.index[explained]) if explained.any() else judged
         kept = flagged.index[~explained]
@@ -113,6 +118,13 @@ class StepOutlier(NodeRule):
         triggers = len(findings) - int(explained.sum())
         total = step_seconds(steps)
         return Part(findings, triggers, len(judged), details, cost_seconds=cost, step_seconds=total)
+
+    def _usual_wait(self, data: RuleInput, judged: pd.DataFrame) -> float:
+        """The median wait for a core of the steps that are no outliers (0: unknown)."""
+        usual = judged[~judged["outlier"].to_numpy()]
+        waits = self._waited(data, usual) if len(usual) else np.full(0, np.nan)
+        known = waits[np.isfinite(waits)]
+        return float(np.median(known)) if len(known) else 0.0
 
     def _margin(self, sigma: pd.Series | float) -> pd.Series | float:
         """The least excess of an outlier (:mod:`stepscope.analysis.outliers`)."""
@@ -184,6 +196,7 @@ class StepOutlier(NodeRule):
         sigma: float,
         others: float,
         waited: float,
+        extra: float,
     ) -> Finding:
         base, k = d - excess, float(self.p_float("stddev"))
         margin = float(self._margin(sigma))
@@ -192,11 +205,13 @@ class StepOutlier(NodeRule):
         # Flagged, not dropped: the step was slow all the same, but the host may be why.
         busy = others >= self.p_float("contention_threshold")  # False when NaN
         host = f"; other processes used {others:.0f}% of the node's CPU meanwhile" if busy else ""
-        if abs(excess) - waited < margin:  # False when NaN: unknown
+        # ``extra``: its wait beyond a usual step's (the baseline holds that); NaN unknown
+        usual = f" ({extra:.3f} s more than a usual step)" if extra < waited else ""
+        if abs(excess) - extra < margin:  # False when NaN
             host += f"; it waited {waited:.3f} s for a core: host contention, not counted"
-        elif waited >= 0.1 * abs(excess):
-            left = abs(excess) - waited
-            host += f"; it waited {waited:.3f} s for a core, its own {left:.3f} s beyond counted"
+        elif extra >= 0.1 * abs(excess):
+            left = abs(excess) - extra
+            host += f"; it waited {waited:.3f} s for a core{usual}, its own {left:.3f} s counted"
         return Finding(
             f"{phase} step {step} of rank {rank} took {d:.3f} s, {abs(excess):.3f} s {side} "
             f"than the median of the steps around it ({base:.3f} s; {z:.1f} robust "
