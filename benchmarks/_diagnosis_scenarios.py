@@ -111,7 +111,9 @@ PY_SHARE = "--steps 1500 --seconds 12 --threads 1 --compute 9"  # ~2.8 ms steps 
 HOGGED = "--steps 210 --threads 1 --compute 10"
 CHECKPOINTS = f"{HOGGED} --save-every 25 --save-mb 256"  # torch.save + fsync: ~0.4 s idle
 CONTENDED = "--steps 300 --seconds 8 --threads 1 --compute 20"  # ~6 ms steps idle
-LOADER = "--steps 200 --threads 1 --compute 4 --decode-ms 1"  # 32 ms of decoding a batch
+# 32 "ms" of decoding a batch; --seconds bounds it on a busy machine (the twins compare
+# step time per step: benchmarks/_diagnosis_twins.py).
+LOADER = "--steps 200 --seconds 10 --threads 1 --compute 4 --decode-ms 1"
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).

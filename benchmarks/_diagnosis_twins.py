@@ -58,11 +58,11 @@ def step_times(job: Path) -> tuple[int, float]:
 
 
 def claimed(entries: list[dict[str, Any]], fixes: frozenset[str]) -> tuple[float, str]:
-    """The diagnosis' saving for the rules ``fixes``, and the key it was read from."""
+    """The diagnosis' saving for the rules ``fixes``, and the key it was read from:
+    ``saving_seconds`` where this build's diagnosis has it, else ``cost_seconds``."""
     mine = [e for e in entries if e.get("rule") in fixes]
-    if all("saving_seconds" in e for e in mine):
-        return sum(float(e["saving_seconds"] or 0.0) for e in mine), "saving_seconds"
-    return sum(float(e.get("cost_seconds") or 0.0) for e in mine), "cost_seconds"
+    key = "saving_seconds" if any("saving_seconds" in e for e in entries) else "cost_seconds"
+    return sum(float(e.get(key) or 0.0) for e in mine), key
 
 
 def compare(
