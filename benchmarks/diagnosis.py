@@ -16,6 +16,12 @@ with the sensitivity that finds the problems. Under ``load`` the benchmark start
 busy process per core for the whole condition and always stops them (also on Ctrl-C).
 It prints a scorecard (per scenario and condition: expected, found, missed, false
 positives; recall and false positives per condition) and writes scorecard.json in DIR.
+
+Issue 30: a scenario may start a CPU hog beside its run (both conditions), run a
+"fixed twin" (the same job with the problem fixed) whose measured saving is compared
+with the saving the diagnosis claims (within 1.5x: benchmarks/_diagnosis_twins.py),
+or import a synthetic SageMaker job instead of running one
+(benchmarks/_diagnosis_import.py). Each run records the load average before it.
 """
 
 from __future__ import annotations
