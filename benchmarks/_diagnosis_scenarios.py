@@ -12,11 +12,20 @@ under load on every run and tolerated when idle (other processes share this mach
 it names the competing load, which is true, not a false finding.
 
 Rules not in this build (added by parallel work) are "pending": shown, not scored.
+
+Issue 30 adds: ``cost:Name`` (must fire and its diagnosis entry must carry a cost),
+``hog`` (busy processes the benchmark starts beside this run only, in both
+conditions: contention that is part of the scenario), ``fixed`` (the arguments of the
+run with the problem fixed: its "fixed twin", whose measured saving is compared with
+the saving the diagnosis claims for the rules ``fixes`` names, by default the expected
+ones; benchmarks/_diagnosis_twins.py) and ``sagemaker`` (no run: a synthetic
+SageMaker Debugger/Profiler job is imported; benchmarks/_diagnosis_import.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 CONTENTION = "HostContention"
 
@@ -44,22 +53,33 @@ class Scenario:
     expect_load: frozenset[str] = frozenset()  # must fire under load only
     opt_in: bool = False  # run only when named with --only (it may harm a shared machine)
     idle_only: frozenset[str] = frozenset()  # must fire idle; tolerated under load
+    costed: frozenset[str] = frozenset()  # its diagnosis entry must have a cost
+    hog: int = 0  # busy processes beside this run (both conditions)
+    fixed: str | None = None  # the fixed twin's arguments
+    fixes: frozenset[str] = frozenset()  # the rules whose saving the twin measures
+    fixed_in: tuple[str, ...] = ("idle", "load")  # conditions where the fix is the claim's
+    sagemaker: str | None = None  # a synthetic SageMaker job to import (no run)
 
     @property
     def healthy(self) -> bool:
         return not self.expect
 
 
-def s(name: str, args: str, rules: str = "", gpu: str | None = None, **kw: bool | int) -> Scenario:
+def s(name: str, args: str, rules: str = "", gpu: str | None = None, **kw: Any) -> Scenario:
     """A scenario; ``rules``: names that must fire, ``~Name`` for a tolerated side effect,
-    ``idle:Name`` for one that must fire idle and may under load."""
+    ``idle:Name`` for one that must fire idle and may under load, ``cost:Name`` for one
+    that must fire with a cost; ``kw``: the other fields of :class:`Scenario`."""
     words = rules.split()
     idle = frozenset(w[5:] for w in words if w.startswith("idle:"))
-    expect = frozenset(w for w in words if not w.startswith(("~", "idle:"))) | idle
+    costed = frozenset(w[5:] for w in words if w.startswith("cost:"))
+    plain = frozenset(w for w in words if not w.startswith(("~", "idle:", "cost:")))
+    expect = plain | idle | costed
     allow = frozenset(w[1:] for w in words if w.startswith("~"))
-    load = frozenset() if expect else frozenset({CONTENTION})
-    nproc, opt_in = int(kw.get("nproc", 1)), bool(kw.get("opt_in", False))
-    return Scenario(name, args, expect, allow, gpu, nproc, load, opt_in, idle)
+    # A healthy run names the benchmark's load; an imported job's host was never loaded.
+    load = frozenset() if expect or kw.get("sagemaker") else frozenset({CONTENTION})
+    fixes = frozenset(str(kw.pop("fixes", "")).split()) or expect
+    return Scenario(name, args, expect, allow, gpu, expect_load=load, idle_only=idle,
+                    costed=costed, fixes=fixes, **kw)  # fmt: skip
 
 
 GPU_JOB = "--steps 100000 --seconds 8 --compute 3"  # 8 s of steps beside a fake GPU
@@ -82,6 +102,18 @@ DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 1.5"  # two w
 # machine stretches their CPU part.
 IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 128 --compute 0 --threads 1"
 FEW_WORKERS = "--seconds 10 --workers 1 --decode-ms 1"  # one worker decoding, the loop waits
+# Issue 30's cases: small steps of one torch thread (two spin against a loaded host's
+# other work), so a problem of a few seconds is a large share of the job.
+SMALL = "--threads 1 --compute 40"  # ~11 ms steps idle
+FOUR_STALLS = f"--steps 210 {SMALL} --stall-every 50"  # 0.5 s after steps 50, 100, 150, 200
+PY_SHARE = "--steps 1500 --seconds 12 --threads 1 --compute 9"  # ~2.8 ms steps idle
+# Beside a hog of one busy process per core: lighter steps (~3.5 ms idle), still short.
+HOGGED = "--steps 210 --threads 1 --compute 10"
+CHECKPOINTS = f"{HOGGED} --save-every 25 --save-mb 256"  # torch.save + fsync: ~0.4 s idle
+CONTENDED = "--steps 300 --seconds 8 --threads 1 --compute 20"  # ~6 ms steps idle
+# 32 "ms" of decoding a batch; --seconds bounds it on a busy machine (the twins compare
+# step time per step: benchmarks/_diagnosis_twins.py).
+LOADER = "--steps 200 --seconds 10 --threads 1 --compute 4 --decode-ms 1"
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).
@@ -90,8 +122,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     s("healthy-eval", "--steps 300 --seconds 10 --compute 6 --eval-every 50"),
     s("healthy-workers", "--steps 400 --seconds 10 --workers 2 --decode-ms 0.05 --compute 3"),
     s("healthy-gpu", "--steps 300 --seconds 8 --compute 3", gpu="busy"),
-    s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier"),
-    s("data-starved", "--steps 250 --seconds 10 --read-ms 1", "DataLoading ~DataLoaderWorkers"),
+    s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier", fixed="--steps 330"),
+    s(
+        "data-starved",
+        "--steps 250 --seconds 10 --read-ms 1",
+        "DataLoading ~DataLoaderWorkers",
+        fixed="--steps 250 --seconds 10",
+        fixes="DataLoading DataLoaderWorkers",
+    ),
     s("slow-start", "--steps 300 --start-s 30", "MaxInitializationTime"),
     s("stuck-loss", "--steps 300 --seconds 10 --lr 0", "LossNotDecreasing"),
     s("exploding", "--steps 200 --task regress --lr 10", "ExplodingTensor ~LossNotDecreasing"),
@@ -109,7 +147,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     s("gpu-imbalance", GPU_JOB, "LoadBalancing ~LowGPUUtilization" + CONVERGED, gpu="imbalance"),
     s("cpu-bottleneck", DECODE_HEAVY, "CPUBottleneck " + STARVED + BUSY, gpu="starved"),
     s("io-bottleneck", IO_HEAVY, "IOBottleneck ~LowGPUUtilization" + IN_LOOP, gpu="low"),
-    s("python-overhead", "--steps 200 --seconds 10 --python-ms 15", "PythonOverhead"),
+    s(
+        "python-overhead",
+        "--steps 200 --seconds 10 --python-ms 15",
+        "PythonOverhead",
+        fixed="--steps 200 --seconds 10",
+    ),
     # Under one busy process per core no core is idle: more threads would not help.
     s("one-thread", "--steps 120 --threads 1 --compute 60", "idle:CPUBoundThreads"),
     # Under load the loop slows as much as the worker: the wait is no longer the loader's.
@@ -118,5 +161,35 @@ SCENARIOS: tuple[Scenario, ...] = (
         "--seconds 10 --workers 1 --decode-ms 1",
         "idle:DataLoaderWorkers DataLoading",
     ),
+    # Issue 30: four 0.5 s stalls, under StepOutlier's n_outliers (10) but 2 s of ~4.5 s.
+    s("four-stalls", f"{FOUR_STALLS} --stall-s 0.5", "StepOutlier", fixed=FOUR_STALLS),
+    # ~1.8 ms of Python (busy(4) here) on a ~4.7 ms step: under PythonOverhead's 5 ms floor,
+    # it fires on cost. 1500 steps: past convergence (LossNotDecreasing is right).
+    s("python-share", f"{PY_SHARE} --python-ms 4", "PythonOverhead" + CONVERGED, fixed=PY_SHARE),
+    # Stalls beside a CPU hog: a step is excused only for the wait inside it.
+    s("sleep-hog", f"{HOGGED} --stall-every 50 --stall-s 0.5", "StepOutlier", hog=2),
+    s("checkpoint-hog", CHECKPOINTS, "StepOutlier", hog=2),
+    # Contention over the whole job: costed and ranked by it. Its twin runs without the
+    # hog; under load the benchmark's own load stays, so the twin is compared idle only.
+    s(
+        "whole-contention",
+        CONTENDED,
+        "cost:HostContention",
+        hog=2,
+        fixed=CONTENDED,
+        fixed_in=("idle",),
+    ),
+    # One worker decoding on 2 cores: a second one saves less than the wait (the decoding
+    # CPU stays, and the loop needs a core too).
+    s(
+        "loader-fix",
+        f"{LOADER} --workers 1",
+        "idle:DataLoaderWorkers DataLoading",
+        fixed=f"{LOADER} --workers 2",
+        fixes="DataLoaderWorkers",
+    ),
+    # Imports of synthetic SageMaker Debugger/Profiler jobs (no run, no load of theirs).
+    s("sm-loader", "", "DataLoaderWorkers DataLoading", sagemaker="loader"),
+    s("sm-healthy", "", sagemaker="healthy"),
     s("memory-pressure", "--steps 300 --hold-gb 20", "MemoryPressure", opt_in=True),
 )

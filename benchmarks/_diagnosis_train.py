@@ -13,6 +13,9 @@ however slow the steps. Knobs, all off by default:
 --decode-ms MS       CPU work of MS ms (idle) per sample in ``__getitem__`` (decoding)
 --workers W          DataLoader workers
 --stall-every N --stall-s S    a pause of S s after every N-th training step
+--save-every N --save-mb MB    a checkpoint after every N-th step: ``torch.save`` of the
+                     model and MB MB of optimizer-like state, then fsync (a periodic
+                     checkpoint in the loop)
 --write-mb MB        write (O_DIRECT, 32 MB at a time) and fsync MB per step in a thread
                      the loop waits for (a checkpoint to storage slower than the step)
 --python-ms MS       pure-Python work of MS ms (idle) per step outside the model (logging)
@@ -122,9 +125,10 @@ def parse() -> argparse.Namespace:
     for name, default in (
         ("--steps", 300), ("--batch", 32), ("--workers", 0), ("--stall-every", 0),
         ("--eval-every", 0), ("--compute", 2), ("--threads", 0), ("--seconds", 0),
+        ("--save-every", 0),
     ):  # fmt: skip
         p.add_argument(name, type=int, default=default)
-    for name in ("--start-s", "--read-ms", "--decode-ms", "--stall-s", "--write-mb",
+    for name in ("--start-s", "--read-ms", "--decode-ms", "--stall-s", "--write-mb", "--save-mb",
                  "--python-ms", "--straggle-ms", "--hold-gb", "--device-ms"):  # fmt: skip
         p.add_argument(name, type=float, default=0.0)
     p.add_argument("--lr", type=float, default=0.1)
@@ -133,8 +137,10 @@ def parse() -> argparse.Namespace:
     return p.parse_args()
 
 
-def step_extras(a: argparse.Namespace, step: int, folder: str) -> None:
+def step_extras(a: argparse.Namespace, step: int, folder: str, model: nn.Module) -> None:
     """The planted per-step work besides forward, backward and optimizer."""
+    if a.save_every and step % a.save_every == 0:
+        checkpoint(model, a.save_mb, os.path.join(folder, "checkpoint.pt"))
     if a.python_ms:
         busy(a.python_ms)
     if a.write_mb:
@@ -145,6 +151,18 @@ def step_extras(a: argparse.Namespace, step: int, folder: str) -> None:
         writer.join()
     if a.stall_every and step % a.stall_every == 0:
         time.sleep(a.stall_s)
+
+
+def checkpoint(model: nn.Module, mb: float, path: str) -> None:
+    """``torch.save`` of the model and ``mb`` MB of state, then fsync, as a periodic
+    checkpoint does: a stall of serialising (CPU) and of writing (disk)."""
+    state = torch.full((int(mb * 2**18),), 0.5)  # float32: 4 bytes; fresh, as moments are
+    torch.save({"model": model.state_dict(), "state": state}, path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write(folder: str, shard: int, mb: float) -> None:
@@ -193,7 +211,7 @@ def main() -> None:
                 loss_fn(model(x), y).backward()
                 opt.step()
                 step += 1
-                step_extras(a, step, folder)
+                step_extras(a, step, folder, model)
                 if a.eval_every and step % a.eval_every == 0:
                     evaluate(model, val)
                 if step == a.steps or time.monotonic() > end:

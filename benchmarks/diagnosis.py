@@ -16,6 +16,12 @@ with the sensitivity that finds the problems. Under ``load`` the benchmark start
 busy process per core for the whole condition and always stops them (also on Ctrl-C).
 It prints a scorecard (per scenario and condition: expected, found, missed, false
 positives; recall and false positives per condition) and writes scorecard.json in DIR.
+
+Issue 30: a scenario may start a CPU hog beside its run (both conditions), run a
+"fixed twin" (the same job with the problem fixed) whose measured saving is compared
+with the saving the diagnosis claims (within 1.5x: benchmarks/_diagnosis_twins.py),
+or import a synthetic SageMaker job instead of running one
+(benchmarks/_diagnosis_import.py). Each run records the load average before it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import _diagnosis_twins as twins
+from _diagnosis_card import row, scorecard
+from _diagnosis_import import import_one
 from _diagnosis_scenarios import CONTENTION, GPUS, SCENARIOS, Scenario
 
 from stepscope.rules import BUILTIN
@@ -74,31 +83,47 @@ def config_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, Any]:
-    """Run a scenario under ``stepscope run``; its final verdicts, timings and exit code."""
-    job = f"{sc.name}-{condition}"
+def launch(sc: Scenario, args: str, job: str, out: Path, config: Path) -> tuple[int, float, str]:
+    """``stepscope run`` of the training script with ``args``; exit code, wall, stderr."""
     env = dict(os.environ, STEPSCOPE_BENCH_NVML=json.dumps(GPUS.get(sc.gpu or "", {})))
     paths = [str(SRC), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in ([str(FAKE_NVML)] if sc.gpu else []) + paths if p
     )
+    if sc.sagemaker:
+        return import_one(sc.sagemaker, out / job, env)
     cmd = [sys.executable, "-m", "stepscope.cli", "run", "-o", str(out), "--job", job,
            "--interval-ms", str(INTERVAL_MS), "--config", str(config)]  # fmt: skip
     if sc.nproc > 1:
         cmd += ["--nproc-per-node", str(sc.nproc)]
-    cmd += ["--", *([sys.executable] if sc.nproc == 1 else []), str(TRAIN), *sc.args.split()]
+    cmd += ["--", *([sys.executable] if sc.nproc == 1 else []), str(TRAIN), *args.split()]
     t0 = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    wall = time.monotonic() - t0
+    return done.returncode, time.monotonic() - t0, done.stderr[-2000:]
+
+
+def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, Any]:
+    """Run a scenario under ``stepscope run`` (beside its hog, if any), and its fixed
+    twin; its final verdicts, diagnosis costs, timings and exit code."""
+    job, load = f"{sc.name}-{condition}", os.getloadavg()[0]
+    with cpu_load(sc.hog):
+        code, wall, err = launch(sc, sc.args, job, out, config)
     statuses, messages = {}, {}
     for f in sorted((out / job / "rules").glob("*.json")):
         verdict = json.loads(f.read_text())
         statuses[f.stem], messages[f.stem] = verdict["status"], verdict.get("message", "")
     fired = {r for r, st in statuses.items() if st == "IssuesFound"}
-    err = done.stderr[-2000:] if done.returncode else ""
-    return {"scenario": sc.name, "condition": condition, "code": done.returncode,
+    entries = twins.diagnosis(out / job, SRC)
+    twin = None
+    if sc.fixed is not None and condition in sc.fixed_in:
+        # No hog: where there is one, it is the problem.
+        _, twin_wall, _ = launch(sc, sc.fixed, f"{job}-fixed", out, config)
+        twin = twins.compare(out / job, out / f"{job}-fixed", entries, sc.fixes)
+        twin["wall_s"] = round(twin_wall, 1)
+    return {"scenario": sc.name, "condition": condition, "code": code, "load_before": load,
             "wall_s": round(wall, 1), "fired": sorted(fired), "statuses": statuses,
-            "messages": messages, "stderr": err}  # fmt: skip
+            "messages": messages, "stderr": err if code else "",
+            "diagnosis": twins.costs(entries), "twin": twin}  # fmt: skip
 
 
 def score(sc: Scenario, r: dict[str, Any]) -> dict[str, Any]:
@@ -109,11 +134,14 @@ def score(sc: Scenario, r: dict[str, Any]) -> dict[str, Any]:
     expect -= set(sc.idle_only) if load else set()  # tolerated under load, not expected
     built = {e for e in expect if e in BUILTIN}
     fired = set(r["fired"])
+    # A rule that must carry a cost and fired without one is missed: it ranks by nothing.
+    costed = {d["rule"] for d in r.get("diagnosis", []) if d["cost_seconds"] is not None}
+    uncosted = {e for e in sc.costed & fired if e not in costed}
     return {
         "expected": sorted(built),
         "pending": sorted(expect - built),
-        "hit": sorted(built & fired),
-        "missed": sorted(built - fired),
+        "hit": sorted(built & fired - uncosted),
+        "missed": sorted(built - fired | {f"{e} (no cost)" for e in uncosted}),
         "false": sorted(fired - expect - allow),
         "side": sorted(fired & allow - expect),
     }
@@ -121,7 +149,7 @@ def score(sc: Scenario, r: dict[str, Any]) -> dict[str, Any]:
 
 @contextmanager
 def cpu_load(n: int) -> Iterator[None]:
-    """One busy process per core until the block ends, whatever ends it."""
+    """``n`` busy processes (one per core: a load) until the block ends, whatever ends it."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     try:
         yield
@@ -134,50 +162,6 @@ def cpu_load(n: int) -> Iterator[None]:
 
 def load_average() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def names(xs: list[str]) -> str:
-    return ", ".join(xs) or "-"
-
-
-COLUMNS = (("scenario", 15), ("cond", 4), ("expected (pending)", 34), ("missed", 19),
-           ("false positives", 34), ("wall", 5), ("also fired (tolerated)", 0))  # fmt: skip
-
-
-def line(cells: list[str]) -> str:
-    return " ".join(c.ljust(w) for c, (_, w) in zip(cells, COLUMNS, strict=True)).rstrip()
-
-
-def row(r: dict[str, Any]) -> str:
-    s = r["score"]
-    expected = names(s["expected"] + [f"({x})" for x in s["pending"]])
-    wall = f"{r['wall_s']:.0f} s" + ("" if r["code"] == 0 else f" exit {r['code']}")
-    if not r["statuses"]:  # the product gave no verdict at all: say so, it is not a pass
-        why = f"no rules/: see {r['scenario']}-{r['condition']}/faults"
-        return line([r["scenario"], r["condition"], names(s["expected"]), "NO VERDICTS", why,
-                     wall, ""])  # fmt: skip
-    cells = [r["scenario"], r["condition"], expected, names(s["missed"]), names(s["false"])]
-    return line([*cells, wall, names(s["side"])])
-
-
-def summary(results: list[dict[str, Any]], condition: str) -> str:
-    rs = [r for r in results if r["condition"] == condition]
-    expected = sum(len(r["score"]["expected"]) for r in rs)
-    hits = sum(len(r["score"]["hit"]) for r in rs)
-    false = sum(len(r["score"]["false"]) for r in rs)
-    healthy = [r for r in rs if r["healthy"]]
-    bad = sum(1 for r in healthy if r["score"]["false"])
-    pending = sorted({p for r in rs for p in r["score"]["pending"]})
-    recall = f"{hits}/{expected} = {hits / expected:.0%}" if expected else "-"
-    return (f"{condition}: recall {recall}; false positives {false} in {len(rs)} runs "
-            f"({bad} of {len(healthy)} healthy runs); pending (not in this build): "
-            f"{names(pending)}; wall {sum(r['wall_s'] for r in rs) / 60:.1f} min")  # fmt: skip
-
-
-def scorecard(results: list[dict[str, Any]]) -> str:
-    lines = [line([name for name, _ in COLUMNS]), *(row(r) for r in results), ""]
-    conditions = dict.fromkeys(r["condition"] for r in results)
-    return "\n".join(lines + [summary(results, c) for c in conditions])
 
 
 def run_condition(

@@ -115,3 +115,26 @@ def test_the_same_stall_spent_waiting_for_a_core_is_excused(tmp_path: Path) -> N
     assert res.triggers == 0 and res.details["explained_by_contention"] == 2
     assert sorted((f.steps or (-1, -1))[0] for f in res.findings) == list(STALLS)
     assert all("for a core: host contention, not counted" in f.message for f in res.findings)
+
+
+def test_a_stall_is_excused_only_for_the_wait_inside_it(tmp_path: Path) -> None:
+    """Issue 30: a torch.save under a hog waited for a core for most of its excess, yet
+    what was left (the save's own time) was still an outlier; it was excused whole.
+    Now only its wait beyond a usual step's (the baseline holds that) is: the rest
+    counts, and costs the excess less that wait (HostContention's). Its twin above, all
+    wait, is excused."""
+    thread_job(tmp_path / "part", stall_wait=0.38)
+    res = step_outlier(tmp_path / "part")
+    job = stepscope.open(str(tmp_path / "part"))
+    steps = job.steps().sort_values("step")
+    waits = run_wait_in(job.system(), steps["start"].to_numpy(), steps["end"].to_numpy())
+    usual = float(np.nanmedian(np.delete(waits[10:], [s - 10 for s in STALLS])))
+    stalls = waits[list(STALLS)]
+    excess = STALL - STEP
+    assert (stalls >= 0.5 * excess).all(), stalls  # over half the excess: excused before
+    assert res.status is Status.ISSUES_FOUND and res.datapoints > 0
+    assert res.triggers == 2 and "explained_by_contention" not in res.details
+    own = excess - (stalls - usual)
+    assert res.cost_seconds == pytest.approx(float(own.sum()), abs=0.02)
+    assert all(", its own" in f.message and "not counted" not in f.message
+               for f in res.findings)  # fmt: skip

@@ -29,11 +29,6 @@ def skip_steps(default: int) -> Param:
     return Param("skip_steps", default, "first steps of each rank and phase ignored", int)
 
 
-# An outlier whose rank waited, runnable, for a core for at least this share of its
-# excess is explained by host contention: reported, not counted (docs/rules.md).
-EXPLAINED = 0.5
-
-
 class StepOutlier(NodeRule):
     """Steps much slower (or faster) than their neighbours: :mod:`stepscope.analysis.outliers`."""
 
@@ -96,15 +91,24 @@ class StepOutlier(NodeRule):
         flagged = flagged.assign(
             others=self._others(data, flagged), waited=self._waited(data, flagged)
         )
-        # Explained by contention: the loop waited for a core for most of the excess.
-        explained = (flagged["waited"] >= EXPLAINED * flagged["excess"].abs()).to_numpy()
+        # Excused only for the wait inside it beyond a usual step's (the baseline holds
+        # that): explained by contention when what is left of its excess is no outlier;
+        # else it counts, with that wait taken off its cost.
+        extra = (flagged["waited"] - self._usual_wait(data, judged)).clip(lower=0.0)
+        left = flagged["excess"].abs() - extra.fillna(0.0)
+        flagged = flagged.assign(extra=extra)
+        explained = (left < self._margin(flagged["sigma"])).to_numpy()
         columns = ("phase", "step", "rank", "node", "start", "end", "duration", "excess", "sigma")
         cores = _cores(data, flagged)
         findings = [
             self._finding(*row, cores=cores)
-            for row in zip(*(flagged[c] for c in (*columns, "others", "waited")), strict=True)
+            for row in zip(
+                *(flagged[c] for c in (*columns, "others", "waited", "extra")), strict=True
+            )
         ]
         counted = judged.drop(index=flagged.index[explained]) if explained.any() else judged
+        kept = flagged.index[~explained]
+        counted.loc[kept, "excess"] = np.sign(flagged.loc[kept, "excess"]) * left[kept].clip(0)
         # The ranks of a job run side by side: the slowest rank's loss is the job's.
         cost = max(out.cost_by_rank(counted).values(), default=0.0)
         contended = int((flagged["others"] >= self.p_float("contention_threshold")).sum())
@@ -116,6 +120,18 @@ class StepOutlier(NodeRule):
         triggers = len(findings) - int(explained.sum())
         total = step_seconds(steps)
         return Part(findings, triggers, len(judged), details, cost_seconds=cost, step_seconds=total)
+
+    def _usual_wait(self, data: RuleInput, judged: pd.DataFrame) -> float:
+        """The median wait for a core of the steps that are no outliers (0: unknown)."""
+        usual = judged[~judged["outlier"].to_numpy()]
+        waits = self._waited(data, usual) if len(usual) else np.full(0, np.nan)
+        known = waits[np.isfinite(waits)]
+        return float(np.median(known)) if len(known) else 0.0
+
+    def _margin(self, sigma: pd.Series | float) -> pd.Series | float:
+        """The least excess of an outlier (:mod:`stepscope.analysis.outliers`)."""
+        k, least = float(self.p_float("stddev")), float(self.p_float("min_excess_s"))
+        return np.maximum(k * sigma, least)
 
     def _profiled(self, steps: pd.DataFrame) -> int:
         """The steps past ``skip_steps`` left out as profiled."""
@@ -180,19 +196,25 @@ class StepOutlier(NodeRule):
         sigma: float,
         others: float,
         waited: float,
+        extra: float,
         *,
         cores: float | None,
     ) -> Finding:
         base, k = d - excess, float(self.p_float("stddev"))
-        margin = max(k * sigma, float(self.p_float("min_excess_s")))
+        margin = float(self._margin(sigma))
         z = abs(excess) / sigma
         side = "more" if excess > 0 else "less"
         # Flagged, not dropped: the step was slow all the same, but the host may be why.
         busy = others >= self.p_float("contention_threshold")  # False when NaN
         used = cpu_text(others, cores, 0)  # CPU in one unit: % of the node (cores)
         host = f"; other processes used {used} of the node's CPU meanwhile" if busy else ""
-        if waited >= EXPLAINED * abs(excess):
+        # ``extra``: its wait beyond a usual step's (the baseline holds that); NaN unknown
+        usual = f" ({extra:.3f} s more than a usual step)" if extra < waited else ""
+        if abs(excess) - extra < margin:  # False when NaN
             host += f"; it waited {waited:.3f} s for a core: host contention, not counted"
+        elif extra >= 0.1 * abs(excess):
+            left = abs(excess) - extra
+            host += f"; it waited {waited:.3f} s for a core{usual}, its own {left:.3f} s counted"
         return Finding(
             f"{phase} step {step} of rank {rank} took {d:.3f} s, {abs(excess):.3f} s {side} "
             f"than the median of the steps around it ({base:.3f} s; {z:.1f} robust "
