@@ -16,9 +16,9 @@ import pytest
 
 import rules_data as rd
 from stepscope.rules import Finding, RuleInput, Status
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cost import evidence_seconds, within_evidence
 from stepscope.rules._host_base import StepEffect
+from stepscope.rules._node_rule import NodeRule, Part
 from test_rules_cpu import WAITING, N, cpu_job, events, fires, judge, loader, threads
 
 T, W = 395 * 0.2, 395 * 0.1  # DataLoaderWorkers' steps and their wait, seconds

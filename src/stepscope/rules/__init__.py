@@ -7,7 +7,7 @@ for the built-in rules and docs/custom-rules.md to write your own.
 
 from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
-from stepscope.rules._base import NodeRule, Part, Rule
+from stepscope.rules._base import Rule
 from stepscope.rules._data_loading import DataLoading
 from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
@@ -15,6 +15,7 @@ from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._input import RuleInput
 from stepscope.rules._loader_rules import DataLoaderWorkers
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._params import Param, ParamValue
 from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules

@@ -15,8 +15,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import Part
 from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Groups
 from stepscope.rules._straggler_scope import split, why

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from stepscope.rules._base import NodeRule, Rule
+from stepscope.rules._base import Rule
 from stepscope.rules._evaluate import _Evaluation
 from stepscope.rules._input import (
     RuleInput,
@@ -35,6 +35,7 @@ from stepscope.rules._input import (
     empty_system,
 )
 from stepscope.rules._live import merge
+from stepscope.rules._node_rule import NodeRule
 from stepscope.rules._trend import extend
 from stepscope.rules._types import RuleResult, Status
 

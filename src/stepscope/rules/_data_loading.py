@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import node_cores, rank_facts, skip_steps
 from stepscope.rules._device import with_waited
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
 from stepscope.rules._saving import bounded, idle_core_bound

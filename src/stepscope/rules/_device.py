@@ -18,8 +18,8 @@ import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import Part
 
 DEVICE_PARTS = ("gpu_forward", "gpu_backward", "gpu_optimizer")
 HOST_PARTS = ("forward", "backward", "optimizer")  # the host's side of each device part

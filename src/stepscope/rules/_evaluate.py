@@ -16,7 +16,7 @@ import pandas as pd
 from stepscope.errors import RuleConfigError
 from stepscope.jobfolder import STEPS_SCHEMA, NodeInfo, as_node_info, read_meta
 from stepscope.read import Job
-from stepscope.rules._base import NodeRule, Part, Rule
+from stepscope.rules._base import Rule
 from stepscope.rules._data import (
     SKIPPED_SYSTEM_COLUMNS,
     node_streams,
@@ -30,6 +30,7 @@ from stepscope.rules._input import (
     empty_steps,
     empty_system,
 )
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._registry import RuleSpec, build_rules
 from stepscope.rules._types import RuleResult, Status
 

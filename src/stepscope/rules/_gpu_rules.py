@@ -8,8 +8,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
-from stepscope.rules._base import Part
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import Part
 from stepscope.rules._params import Param, patience, window
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct

@@ -26,9 +26,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._base import Part
 from stepscope.rules._cost import within_evidence
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import Part
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule
 from stepscope.rules._types import Finding, RuleResult

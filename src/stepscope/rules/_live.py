@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, replace
 import duckdb
 import pandas as pd
 
-from stepscope.rules._base import NodeRule, Rule
+from stepscope.rules._base import Rule
 from stepscope.rules._data import RULE_SYSTEM_COLUMNS, list_names, read_segments
+from stepscope.rules._node_rule import NodeRule
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.store import Store
 

@@ -21,7 +21,6 @@ import pandas as pd
 
 from stepscope.analysis.diagnosis_text import cpu_text
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import (
     RankFacts,
     min_steps,
@@ -33,6 +32,7 @@ from stepscope.rules._cpu_facts import (
 )
 from stepscope.rules._device import with_waited
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param
 from stepscope.rules._saving import bounded, idle_core_bound
 from stepscope.rules._types import Finding

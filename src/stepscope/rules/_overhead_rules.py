@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from stepscope.jobfolder import STEP_PARTS, JsonObject
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cost import step_seconds
 from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
 from stepscope.rules._device import device_steps, waited_on
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_share, window
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding

@@ -16,9 +16,9 @@ from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.host import others_during, run_wait_in, run_wait_seconds
 from stepscope.analysis.profiled import LEFT_OUT, cap_profiled
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cost import step_seconds
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_share
 from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding

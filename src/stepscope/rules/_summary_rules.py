@@ -11,8 +11,8 @@ import re
 import numpy as np
 
 from stepscope.jobfolder import STEP_PARTS, JsonObject
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._types import Finding, Status
 
 SUMMARY_METRICS = re.compile(

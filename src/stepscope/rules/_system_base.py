@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param
 from stepscope.rules._reduce import Windows
 from stepscope.rules._types import Finding

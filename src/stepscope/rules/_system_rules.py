@@ -13,9 +13,9 @@ import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.host import others_cpu
-from stepscope.rules._base import Part
 from stepscope.rules._device import with_loop_gpus
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import Part
 from stepscope.rules._params import patience, window
 from stepscope.rules._reduce import Windows
 from stepscope.rules._system_base import SystemRule, lasted, pct

@@ -24,7 +24,6 @@ from __future__ import annotations
 import pandas as pd
 
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._base import NodeRule, Part
 from stepscope.rules._cpu_facts import (
     COMPUTE,
     RankFacts,
@@ -38,6 +37,7 @@ from stepscope.rules._cpu_facts import (
 )
 from stepscope.rules._device import device_steps
 from stepscope.rules._input import RuleInput
+from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import severity
