@@ -13,13 +13,14 @@ from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rul
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
 from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
+from stepscope.rules._init_rule import MaxInitializationTime
 from stepscope.rules._input import RuleInput
 from stepscope.rules._loader_rules import DataLoaderWorkers
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._params import Param, ParamValue
 from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
-from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier
+from stepscope.rules._step_rules import StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from stepscope.rules._thread_rules import CPUBoundThreads

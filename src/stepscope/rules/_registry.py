@@ -24,10 +24,11 @@ from stepscope.rules._data_loading import DataLoading
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
 from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
+from stepscope.rules._init_rule import MaxInitializationTime
 from stepscope.rules._loader_rules import DataLoaderWorkers
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._params import did_you_mean
-from stepscope.rules._step_rules import MaxInitializationTime, StepOutlier
+from stepscope.rules._step_rules import StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage
 from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck, LowGPUUtilization
 from stepscope.rules._thread_rules import CPUBoundThreads
