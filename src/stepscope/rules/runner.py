@@ -31,19 +31,10 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from stepscope.jobfolder import (
-    FaultLog,
-    JsonObject,
-    control,
-    folder_trouble,
-    job_timeline,
-    paths,
-    read_meta,
-)
+from stepscope.jobfolder import FaultLog, folder_trouble, job_timeline
 from stepscope.process import (
-    ExitWatch,
     ProgressWriter,
     Word,
     add_nice_option,
@@ -51,167 +42,34 @@ from stepscope.process import (
     lower_priority,
 )
 from stepscope.read import Job
-from stepscope.rules._base import Rule
-from stepscope.rules._buffer import LiveState
-from stepscope.rules._evaluate import evaluate_rules, job_input, job_rules
-from stepscope.rules._live import readers, worst
-from stepscope.rules._registry import RuleSpec
-from stepscope.rules._schedule import next_delay, node_cores
-from stepscope.rules._types import RuleResult, Status
+from stepscope.rules._evaluate import job_rules
+from stepscope.rules._live_runner import (
+    DEFAULT_S,
+    MIN_PERIOD_S,
+    POLL_S,
+    SCAN_COMPONENT,
+    Runner,
+    chunk_seconds,
+    write_results,
+)
 from stepscope.store import Store, open_store
 
-POLL_S = 0.5  # how often the runner looks for the job's end
+# The loop's names (Runner and friends) live in _live_runner; they stay importable here.
+__all__ = [
+    "COMPONENT",
+    "DEFAULT_S",
+    "MIN_PERIOD_S",
+    "POLL_S",
+    "SCAN_COMPONENT",
+    "Runner",
+    "chunk_seconds",
+    "main",
+    "wait_for",
+    "write_fault",
+    "write_results",
+]
+
 COMPONENT = "rules-runner"
-SCAN_COMPONENT = "rules-scan"
-DEFAULT_S = 2.0  # the period of a rule set without rules (none to judge)
-MIN_PERIOD_S = 0.1
-
-
-def write_results(store: Store, results: Sequence[RuleResult]) -> None:
-    """``rules/<Rule>.json`` for each result, written whole (atomically)."""
-    for res in results:
-        store.write_json(paths.rule_key(res.rule), res.to_dict())
-
-
-class Runner:
-    """Scans one job: live verdicts, actions, and the final evaluation."""
-
-    def __init__(
-        self,
-        job: Job,
-        specs: list[RuleSpec],
-        clock: Callable[[], float] = time.time,
-        mono: Callable[[], float] | None = None,
-    ) -> None:
-        # ``clock``: the job's "now" the rules judge with; ``mono``: what the scans are
-        # scheduled by, never the wall clock (a step of it would stall or rush them).
-        # A test's fake clock drives both.
-        self.job, self.specs, self.clock = job, specs, clock
-        self.mono = mono or (time.monotonic if clock is time.time else clock)
-        self.rules = [s.rule for s in specs]
-        base = job_input(job, clock())
-        self.state = LiveState(self.rules, base, chunk_seconds(self.rules, base.interval_s()))
-        self.readers = readers(job.store, self.rules)
-        self.stopped: set[str] = set()
-        self.scans = 0
-        self.cores = node_cores()
-        # What run() waits and measures with (tests drive it with a fake clock).
-        self.sleep: Callable[[float], None] = time.sleep
-        self.cpu: Callable[[], float] = time.process_time
-        self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
-        self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
-        self.word: Word | None = None  # the launcher's word that the job ended
-        self.lost: str | None = None  # the job folder was deleted or made read-only
-        self.faults = FaultLog(job.store, socket.gethostname(), os.getpid(), {"rank": None})
-        # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
-        self.progress = ProgressWriter(None)
-
-    def period(self) -> float:
-        """Seconds between scans: the shortest ``scan_interval_us``, at least the
-        store's ``min_interval_s`` (object stores bill each listing)."""
-        given = min((r.p_int("scan_interval_us") / 1e6 for r in self.rules), default=DEFAULT_S)
-        return max(given, self.job.store.min_interval_s, MIN_PERIOD_S)
-
-    def scan(self) -> list[RuleResult]:
-        """Read what is new, judge the buffer, write the running verdicts, act."""
-        for kind, reader in self.readers.items():
-            self.state.add(kind, reader.read_new())
-            self.progress.beat()
-        results = self.state.evaluate(self.clock())
-        write_results(self.job.store, self._changed(results))
-        self._act(results)
-        self.scans += 1
-        return results
-
-    def _changed(self, results: list[RuleResult]) -> list[RuleResult]:
-        """On object stores, only the verdicts that changed since their last write."""
-        if not self.job.store.is_remote:
-            return results
-        fresh = []
-        for res in results:
-            body = {k: v for k, v in res.to_dict().items() if k != "updated"}
-            if self._last.get(res.rule) != body:
-                self._last[res.rule] = body
-                fresh.append(res)
-        return fresh
-
-    def _act(self, results: list[RuleResult]) -> None:
-        for spec, res in zip(self.specs, results, strict=True):
-            name = spec.rule.rule_name
-            fired = res.verdict is Status.ISSUES_FOUND
-            if "stop" in spec.actions and fired and name not in self.stopped:
-                self.stopped.add(name)
-                finding = worst(res)
-                reason = f"rule {name} fired: {finding.message if finding else res.message}"
-                control.request_stop(self.job.store, reason=reason, by=f"rule:{name}")
-
-    def final(self) -> list[RuleResult]:
-        """The complete evaluation of the whole job: the final statuses."""
-        results = evaluate_rules(self.job, self.rules, self.clock())
-        write_results(self.job.store, results)
-        return results
-
-    def job_over(self, parent: ExitWatch | None) -> bool:
-        if self.word is not None:  # the launcher tells: job.json is not read
-            heard = self.word.heard()
-            if heard is not None:
-                return heard
-            self.word = None  # the launcher died without a word: job.json, heartbeats
-        if self.mono() < self._meta_due:
-            return False
-        self._meta_due = self.mono() + self.job.store.min_interval_s
-        try:
-            if parent is None:  # a dead launcher is seen by its stale heartbeats
-                return str(self.job.meta.get("status")) != "Running"
-            # job.json as written: Job.meta would also read every heartbeat, twice a second.
-            return str(read_meta(self.job.store).get("status")) != "Running"
-        except Exception as exc:  # an unreadable job.json (store down): try again later
-            self.faults.record(SCAN_COMPONENT, f"reading job.json: {_line(exc)}")
-            return False
-
-    def try_scan(self) -> None:
-        """One scan; its error is recorded and the next scan reads the same rows again."""
-        try:
-            self.scan()
-        except Exception as exc:
-            self.lost = folder_trouble(self.job.store, exc)
-            self.faults.record(SCAN_COMPONENT, _line(exc), traceback=traceback.format_exc())
-
-    def run(self, parent_pid: int | None) -> list[RuleResult]:
-        """Scan until the job ends, then evaluate it completely."""
-        period = self.period()
-        next_scan = self.mono() + period
-        parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
-        while not self.job_over(parent):
-            self.progress.beat()
-            if parent is not None and parent.ended():  # the launcher died: the job may not
-                parent.close()
-                parent, self._meta_due = None, 0.0
-                continue
-            if self.mono() >= next_scan:
-                began, cpu = self.mono(), self.cpu()
-                self.try_scan()
-                next_scan = began + next_delay(period, self.cpu() - cpu, self.cores)
-            self.sleep(max(0.0, min(POLL_S, next_scan - self.mono())))
-        if parent is not None:
-            parent.close()
-        if self.word is not None:
-            self.word.close()
-        self.progress.beat()  # the final evaluation begins
-        # a folder that took no verdict: the final one would be lost too (its reads cost
-        # the CPU of a whole evaluation, and the launcher's return waits for it)
-        return [] if self.lost is not None else self.final()
-
-
-def _line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-
-
-def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
-    """The live buffer's chunk: the longest window of the rules, at least 5 minutes."""
-    given = [r.parameters.get("window", 0) for r in rules]
-    windows = [int(w) if isinstance(w, int | float | str) else 0 for w in given]
-    return max(300.0, max(windows, default=0) * interval_s)
 
 
 def write_fault(store: Store, exc: BaseException) -> None:
