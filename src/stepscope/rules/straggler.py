@@ -23,27 +23,30 @@ are judged (``_straggler_scope``).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from stepscope.analysis.profiled import LEFT_OUT, profiled_text, standing
+from stepscope.analysis.profiled import LEFT_OUT, profiled_text
 from stepscope.errors import RuleConfigError
 from stepscope.rules._base import Rule
 from stepscope.rules._cost import on_cost, step_seconds
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param, min_cost_share, window
-from stepscope.rules._reduce import peer_medians
 from stepscope.rules._straggler_advice import advice, has_gpu
 from stepscope.rules._straggler_scope import drop_waiting, split, unmeasured, why
+from stepscope.rules._straggler_windows import (
+    METRICS,
+    judged_steps,
+    slower,
+    specific_first,
+    waited_for,
+    window_medians,
+)
 from stepscope.rules._text import num, waiting_reason
 from stepscope.rules._types import Finding, RuleResult, Status
 from stepscope.rules._windows import Hit, runs, severity
 
-METRICS = ("duration", "data_wait", "forward", "backward", "optimizer", "other", "busy")
 DEFAULT_METRICS = "data_wait,forward,optimizer,other,busy"
-CATCH_ALL = ("busy", "duration")  # named only for ranks no specific column names
 LABEL = {"busy": "busy time (step time outside collectives)"}
-MIN_STEPS = 3  # a rank's window with fewer steps is not judged
 
 
 class Straggler(Rule):
@@ -85,14 +88,14 @@ class Straggler(Rule):
         return [m.strip() for m in str(self.p_str("metrics")).split(",") if m.strip()]
 
     def evaluate(self, data: RuleInput) -> RuleResult:
-        steps, profiled = self._steps(data.steps, data.events)
+        steps, profiled = judged_steps(data.steps, data.events, self.p_int("skip_steps"))
         ranks = steps["rank"].nunique() if len(steps) else 0
         if ranks < 2:
             return self.not_applicable(data, self._waiting(data.steps))
         judged, skipped = split(data.meta, self.metrics())
         if not judged:
             return self.not_applicable(data, why(skipped))
-        medians = self._medians(steps)
+        medians = window_medians(steps, self.p_int("window"))
         found = self._found(medians, judged, data, float(self.p_float("min_excess_s")))
         gpu = has_gpu(data)
         findings = [self._finding(run, medians, gpu) for run in found]
@@ -108,7 +111,7 @@ class Straggler(Rule):
         if not found:  # under min_excess_s (a small model's ms): fires on cost alone
             found = self._found(medians, judged, data, 0.0)
             below = [self._finding(run, medians, gpu) for run in found]
-            lost = self._cost(found, medians)
+            lost = waited_for(found, medians)
             share = self.cost_share(lost, step_seconds(steps))
             if below and share is not None and lost:
                 what = f"{len(below)} straggler finding(s) under min_excess_s"
@@ -133,16 +136,17 @@ class Straggler(Rule):
             datapoints=len(steps),
             message=message,
             details=details,
-            cost_seconds=self._cost(found, medians),
+            cost_seconds=waited_for(found, medians),
         )
 
     def _found(
         self, medians: pd.DataFrame, judged: list[str], data: RuleInput, floor: float
     ) -> list[list[Hit]]:
         """The runs of at least ``patience`` slower windows, excess over ``floor``."""
-        hits = [h for m in judged for h in self._hits(medians, m, floor)]
+        threshold = float(self.p_float("threshold"))
+        hits = [h for m in judged for h in slower(medians, m, threshold, floor)]
         hits = drop_waiting(hits) if unmeasured(data.meta) else hits
-        return _specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
+        return specific_first([run for run in runs(hits) if len(run) >= self.p_int("patience")])
 
     def _waiting(self, steps: pd.DataFrame) -> str:
         """Why fewer than 2 ranks are judged: what is true of the job's steps."""
@@ -152,67 +156,6 @@ class Straggler(Rule):
             return f"needs training steps of at least 2 ranks; {ranks} rank(s) recorded so far"
         newest = int(train["step"].max())
         return waiting_reason("training steps", newest, self.p_int("skip_steps"))
-
-    def _cost(self, found: list[list[Hit]], medians: pd.DataFrame) -> float | None:
-        """The time the job waited for its stragglers: in each window of a finding, the
-        straggler's median excess over its peers' times its steps (the worst straggler
-        of a window only: the others wait for the slowest once)."""
-        if not found:
-            return None
-        lost: dict[int, float] = {}
-        for run in found:
-            rank_s, metric = run[0].key.split("|")
-            for hit in run:
-                table = medians.xs(hit.win, level="win")
-                mine = table.loc[int(rank_s)]
-                peers = float(table.drop(index=int(rank_s))[metric].median())
-                cost = max(float(mine[metric]) - peers, 0.0) * int(mine["n"])
-                lost[hit.win] = max(lost.get(hit.win, 0.0), cost)
-        return sum(lost.values())
-
-    def _steps(self, steps: pd.DataFrame, events: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-        """The training steps judged, and how many were left out as profiled (only
-        those a window could have slowed: stepscope.analysis.profiled)."""
-        if not len(steps):
-            return steps, 0
-        keep = (steps["phase"] == "train") & (steps["step"] >= self.p_int("skip_steps"))
-        profiled = standing(steps, events)
-        left_out = int((keep.to_numpy() & profiled).sum())
-        steps = steps[keep.to_numpy() & ~profiled]
-        # Jobs written before the agent measured collectives have no such column.
-        waited = steps["collective"].fillna(0.0) if "collective" in steps else 0.0
-        return steps.assign(collective=waited, busy=steps["duration"] - waited), left_out
-
-    def _medians(self, steps: pd.DataFrame) -> pd.DataFrame:
-        """Per (window, rank): step count, span, node and the median of every metric."""
-        frame = steps.assign(win=steps["step"] // self.p_int("window"))
-        aggs: dict[str, tuple[str, str]] = {m: (m, "median") for m in (*METRICS, "collective")}
-        grouped = frame.groupby(["win", "rank"])
-        out = grouped.agg(
-            n=("step", "size"),
-            first=("step", "min"),
-            last=("step", "max"),
-            start=("start", "min"),
-            end=("end", "max"),
-            node=("node", "first"),
-            **aggs,
-        )
-        return out[out["n"] >= MIN_STEPS]
-
-    def _hits(self, medians: pd.DataFrame, metric: str, floor: float) -> list[Hit]:
-        table = medians[metric].unstack("rank")
-        mine = table.to_numpy()  # in the medians' dtype: the same numbers as pandas
-        peers = peer_medians(mine)  # every rank's peers at once: ranks x ranks pandas was slow
-        with np.errstate(invalid="ignore"):
-            worse = (mine > self.p_float("threshold") * peers) & (mine - peers > floor)
-        hits = []
-        for i, j in zip(*np.nonzero(worse), strict=True):
-            win, rank = table.index[i], table.columns[j]
-            row = medians.loc[(win, rank)]
-            ratio = float(mine[i, j] / peers[i, j]) if peers[i, j] > 0 else float("inf")
-            hit = Hit(f"{rank}|{metric}", int(win), float(row["start"]), float(row["end"]), ratio)
-            hits.append(hit)
-        return hits
 
     def _finding(self, run: list[Hit], medians: pd.DataFrame, gpu: bool) -> Finding:
         rank_s, metric = run[0].key.split("|")
@@ -247,14 +190,3 @@ class Straggler(Rule):
             value=ratio,
             threshold=threshold,
         )
-
-
-def _specific_first(found: list[list[Hit]]) -> list[list[Hit]]:
-    """Drop catch-all findings (busy, duration) of ranks that a specific column names."""
-    keys = [run[0].key.split("|") for run in found]
-    named = {rank for rank, metric in keys if metric not in CATCH_ALL}
-    return [
-        run
-        for run, (rank, metric) in zip(found, keys, strict=True)
-        if metric not in CATCH_ALL or rank not in named
-    ]
