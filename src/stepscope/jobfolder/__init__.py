@@ -43,18 +43,20 @@ from stepscope.jobfolder._json import (
     as_rule_verdict,
     json_number,
 )
-from stepscope.jobfolder._records import (
-    FolderIO,
+from stepscope.jobfolder._liveness import (
     Heartbeat,
-    JobMeta,
     end_without_launcher,
     heartbeats,
-    is_job,
     liveness,
+    write_heartbeat,
+)
+from stepscope.jobfolder._records import (
+    FolderIO,
+    JobMeta,
+    is_job,
     read_all,
     read_meta,
     update_meta,
-    write_heartbeat,
     write_meta,
 )
 from stepscope.jobfolder._requests import (
