@@ -27,12 +27,13 @@ from stepscope.analysis.profiled import Spans, profiling_spans
 from stepscope.analysis.report_data import rank_rules, read_rules
 from stepscope.dashboard._answers import node_answer, steps_answer
 from stepscope.dashboard._cache import Answers, Sized
+from stepscope.dashboard._job_pages import ISSUE, job_detail, job_row
 from stepscope.dashboard._json import clean, encode
 from stepscope.dashboard._openapi import JobDetail, JobRow
 from stepscope.dashboard._paths import JOB_NAME, Boundary
 from stepscope.dashboard._streams import Part, Streams, signature
 from stepscope.errors import StepscopeError
-from stepscope.jobfolder import NodeInfo, RuleVerdict
+from stepscope.jobfolder import RuleVerdict
 from stepscope.read import Job
 from stepscope.store import Store
 
@@ -49,7 +50,6 @@ __all__ = [
 
 DEFAULT_BUCKETS = 1000
 MAX_BUCKETS = 4000
-ISSUE = "IssuesFound"
 LIVE_CHECK_S = 0.25
 
 #: A stream's parts and what identifies their content (a signature, or a time slot).
@@ -144,20 +144,8 @@ class Source:
     def job_row(self, name: str) -> JobRow:
         job = self.job(name)
         meta = job.meta
-        start, end = meta.get("start_time"), meta.get("end_time")
         rules = self.rules(name)
-        return {
-            "name": name,
-            "status": meta.get("status"),
-            "alive": meta.get("alive"),
-            "reason": meta.get("reason"),
-            "start_time": start,
-            "end_time": end,
-            "duration_s": ((end or self._now()) - start) if start else None,
-            "steps": self._train_steps(job),
-            "rule_issues": sum(1 for r in rules if ISSUE in (r.get("status"), r.get("verdict"))),
-            "rules": len(rules),
-        }
+        return job_row(name, meta, rules, self._now(), self._train_steps(job))
 
     def _train_parts(self, job: Job) -> list[Part]:
         """The training steps of the job's first rank, one part per segment."""
@@ -180,32 +168,7 @@ class Source:
     def detail(self, name: str) -> JobDetail:
         """The job page's header: metadata, nodes, ranks, profiling artifacts."""
         job = self.job(name)
-        meta = job.meta
-        nodes: dict[str, NodeInfo] = {}
-        for node in job.nodes():
-            try:
-                nodes[node] = job.node_info(node)
-            except (OSError, ValueError, StepscopeError):
-                nodes[node] = {"node": node}
-        return {
-            "name": name,
-            "status": meta.get("status"),
-            "alive": meta.get("alive"),
-            "reason": meta.get("reason"),
-            "exit_code": meta.get("exit_code"),
-            "command": meta.get("command"),
-            "hosts": meta.get("hosts"),
-            "start_time": meta.get("start_time"),
-            "end_time": meta.get("end_time"),
-            "stepscope_version": meta.get("stepscope_version"),
-            "now": self._now(),
-            "nodes": nodes,
-            "ranks": job.ranks(),
-            "steps": self._train_steps(job),
-            "artifacts": job.profiling_artifacts(),
-            "faults": job.faults(),
-            "warnings": job.warnings,
-        }
+        return job_detail(name, job, self._now(), self._train_steps(job))
 
     def rules(self, name: str) -> list[RuleVerdict]:
         """Rule statuses, most severe first (``rules/*.json``), cached by file signature."""
