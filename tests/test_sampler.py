@@ -121,6 +121,8 @@ class Procs:
         return self.start([sys.executable, "-c", "import time; time.sleep(120)"])
 
     def sampler(self, job: Path, watch: int, *args: str, **kw: Any) -> subprocess.Popen[str]:
+        # the launcher's first write makes the job folder; no writer makes it (again)
+        job.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(job)]
         cmd += ["--node", NODE, "--interval-ms", "100", "--watch-pid", str(watch), *args]
         return self.start(cmd, **kw)
@@ -342,6 +344,7 @@ def test_outlives_a_killed_parent_while_the_training_runs(tmp_path: Path, procs:
         "print(p.pid, flush=True)\n"
         "time.sleep(120)\n"
     )
+    job.mkdir(parents=True, exist_ok=True)  # as the launcher's first write does
     cmd = [sys.executable, "-m", "stepscope.sampler.main", "--job-url", str(job)]
     cmd += ["--node", NODE, "--interval-ms", "100", "--watch-pid", str(sleeper.pid)]
     parent = procs.start([sys.executable, "-c", launcher, *cmd])
