@@ -154,7 +154,9 @@ def test_unknown_values_stay_unknown_in_rules(job: Path) -> None:
     results = {r.rule: r for r in evaluate_job(stepscope.open(job))}
     # rank 1's data wait was never measured: judged on rank 0 only, never as 0 %
     assert results["DataLoading"].datapoints == 29
-    assert results["MaxInitializationTime"].status == "NotApplicable"
+    # no process start recorded: judged from the job's start (10 s before its first step)
+    assert results["MaxInitializationTime"].status == "NoIssuesFound"
+    assert results["MaxInitializationTime"].datapoints == 2
     assert results["PythonOverhead"].status == "NotApplicable"  # 'other' holds the optimizer
     assert "optimizer unknown" in results["OverallFrameworkMetrics"].message
 

@@ -69,3 +69,32 @@ def test_the_start_before_the_first_sample_waited_at_the_rate_measured_after() -
 def test_a_late_sampler_still_leaves_the_wait_out(tmp_path: Path) -> None:
     res = _job(tmp_path / "late", run_wait=80.0, late=5.0)
     assert res.status is Status.NO_ISSUES_FOUND and res.datapoints > 0, res
+
+
+def _unrecorded_start(path: Path, first_step_after: float) -> RuleResult:
+    """A job without ``process_start`` events (an import): steps from ``first_step_after``
+    seconds after the job's start; threshold 0.25 min (15 s)."""
+    store = rd.new_job(path, start=rd.T0)
+    rd.write_steps(store, rd.steps_frame(20, start=rd.T0 + first_step_after))
+    rd.write_system(store, rd.system_frame(100, start=rd.T0))
+    (res,) = evaluate_job(
+        stepscope.open(str(path)),
+        [{"name": "MaxInitializationTime", "parameters": {"threshold": 0.25}}],
+    )
+    return res
+
+
+def test_without_process_starts_the_job_start_is_taken_and_said(tmp_path: Path) -> None:
+    """An imported job records no process start: the start is the job's, as the report's
+    Initialization takes it, and the message says so."""
+    res = _unrecorded_start(tmp_path / "slow", 30.0)
+    assert res.status is Status.ISSUES_FOUND and res.datapoints == 1, res
+    assert res.findings[0].value == pytest.approx(0.5)
+    assert "from the job's start (its processes' starts were not recorded)" in (
+        res.findings[0].message
+    )
+
+
+def test_without_process_starts_a_quick_start_is_silent(tmp_path: Path) -> None:
+    res = _unrecorded_start(tmp_path / "quick", 5.0)  # the twin: same threshold, 5 s
+    assert res.status is Status.NO_ISSUES_FOUND and res.datapoints == 1, res

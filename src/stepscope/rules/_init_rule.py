@@ -27,10 +27,9 @@ class MaxInitializationTime(NodeRule):
     params = (Param("threshold", 20, "initialization time that fires the rule, minutes"),)
 
     def check(self, data: RuleInput) -> Part:
-        ev = data.events
-        starts = ev[ev["kind"] == "process_start"] if len(ev) else ev
-        if not len(starts):
-            return Part(na_reason="no process_start event: the start of the processes is unknown")
+        starts, since = _starts(data)
+        if starts is None:
+            return Part(na_reason="no process_start event and no job start: the start is unknown")
         end = data.meta.get("end_time") or data.now
         steps = data.steps.groupby("rank")["start"].min() if len(data.steps) else pd.Series()
         first = {int(r): float(t) for r, t in steps.items()}
@@ -43,7 +42,7 @@ class MaxInitializationTime(NodeRule):
             # waiting for a core (another process's work) is not this start's:
             # shared by the node's processes that started together
             queued = run_wait_seconds(data.system, float(row["time"]), t1) / len(starts)
-            finding = self._judge(row, first_step, t1, queued)
+            finding = self._judge(row, first_step, t1, queued, since)
             if finding is not None:
                 findings.append(finding)
         # Cost: the slowest rank's start beyond the threshold (value, threshold: minutes).
@@ -51,7 +50,7 @@ class MaxInitializationTime(NodeRule):
         return Part(findings, len(findings), len(starts), cost_seconds=max(over, default=None))
 
     def _judge(
-        self, row: pd.Series, first_step: float | None, t1: float, queued: float
+        self, row: pd.Series, first_step: float | None, t1: float, queued: float, since: str
     ) -> Finding | None:
         limit = float(self.p_float("threshold")) * 60.0
         t0 = float(row["time"])
@@ -62,7 +61,7 @@ class MaxInitializationTime(NodeRule):
         what = "took" if first_step is not None else "has no step yet after"
         busy = f" ({queued:.0f} s waiting for a CPU core left out)" if queued >= 1 else ""
         return Finding(
-            f"rank {rank} {what} {versus(waited / 60, limit / 60, 'min')} from process start "
+            f"rank {rank} {what} {versus(waited / 60, limit / 60, 'min')} from {since} "
             f"to its first step{busy}",
             self.recommendation,
             severity(waited, limit, 3 * limit),
@@ -73,3 +72,19 @@ class MaxInitializationTime(NodeRule):
             value=waited / 60,
             threshold=limit / 60,
         )
+
+
+def _starts(data: RuleInput) -> tuple[pd.DataFrame | None, str]:
+    """Each process's start (``process_start`` events) and what it is called; without
+    any (an imported job), the job's start for each rank with steps, as the report's
+    Initialization takes it (analysis/report_data.py ``lifecycle``)."""
+    ev = data.events
+    starts = ev[ev["kind"] == "process_start"] if len(ev) else ev
+    if len(starts):
+        return starts, "process start"
+    begin = data.meta.get("start_time")
+    if not begin or not len(data.steps):
+        return None, ""
+    firsts = data.steps.groupby(["node", "rank"], as_index=False)["start"].min()
+    rows = pd.DataFrame({"node": firsts["node"], "rank": firsts["rank"], "time": float(begin)})
+    return rows, "the job's start (its processes' starts were not recorded)"
