@@ -186,7 +186,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         f"{LOADER} --workers 1",
         "idle:DataLoaderWorkers DataLoading",
         fixed=f"{LOADER} --workers 2",
-        fixes="DataLoaderWorkers",
+        fixes="DataLoaderWorkers DataLoading",
     ),
     # Imports of synthetic SageMaker Debugger/Profiler jobs (no run, no load of theirs).
     s("sm-loader", "", "DataLoaderWorkers DataLoading", sagemaker="loader"),

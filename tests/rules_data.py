@@ -67,7 +67,13 @@ def write_rows(
         writer.flush()
 
 
-def node_info(store: Store, node: str = NODE, gpus: int = 8, interval_ms: int = 500) -> None:
+def node_info(
+    store: Store,
+    node: str = NODE,
+    gpus: int = 8,
+    interval_ms: int = 500,
+    autogroup: bool | None = None,
+) -> None:
     gpu_list = [
         {"index": i, "name": "NVIDIA A100-SXM4-40GB", "mem_total": MEM_TOTAL} for i in range(gpus)
     ]
@@ -82,6 +88,7 @@ def node_info(store: Store, node: str = NODE, gpus: int = 8, interval_ms: int = 
             "interval_ms": interval_ms,
             "clock_offset_s": 0.0,
             "boot_time": T0 - 1e4,
+            "sched_autogroup": autogroup,
         },
     )
 

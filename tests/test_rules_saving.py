@@ -34,7 +34,7 @@ def test_more_workers_save_only_what_the_idle_cores_absorb(tmp_path: Path) -> No
     assert busy.saving_seconds == pytest.approx(T * (1 - 1.5 / 1.7), rel=1e-3)
     why = str(busy.details["saving_bound"])
     assert why.startswith(
-        "more workers only use idle cores or a fair share of busy ones: the job used 38% "
+        "more workers only use idle cores: the job used 38% "
         "(1.50 cores) of the node's CPU with 5% (0.20 core) idle"
     )
     assert "which would save at most 9.3 s of it" in busy.findings[0].message
@@ -59,11 +59,12 @@ def test_a_wait_off_the_cpu_is_saved_on_a_busy_node(tmp_path: Path) -> None:
     assert dec.cost_seconds == slept.cost_seconds == pytest.approx(W, rel=1e-3)
 
 
-def contended_job(path: Path, run_queue: float | None) -> Path:
+def contended_job(path: Path, run_queue: float | None, autogroup: bool | None = False) -> Path:
     """No core idle, the job at 1.5 cores, its training thread waiting half the time
-    for a core; ``run_queue`` runnable tasks on the node (None: not recorded)."""
+    for a core; ``run_queue`` runnable tasks on the node (None: not recorded), shared
+    by task (``autogroup`` off) or first by session."""
     store = rd.new_job(path, end=rd.T0 + 5 + N * 0.2)
-    rd.node_info(store, gpus=0)
+    rd.node_info(store, gpus=0, autogroup=autogroup)
     system = rd.system_frame(int((N * 0.2 + 10) / 0.5), cpu=100.0)
     system["proc_run_wait"] = np.float32(50.0)
     if run_queue is not None:
@@ -87,6 +88,19 @@ def test_on_a_contended_node_workers_get_their_fair_share(tmp_path: Path) -> Non
     unknown = judge(contended_job(tmp_path / "unknown", None), "DataLoaderWorkers")
     fires(unknown)
     assert unknown.saving_seconds == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("autogroup", [True, None])
+def test_where_sessions_share_the_cores_first_workers_get_no_larger_share(
+    tmp_path: Path, autogroup: bool | None
+) -> None:
+    """The same queue, but the kernel shares the busy cores among sessions (autogroup
+    on, or not recorded): more workers split the job's share, only idle cores count,
+    and none is idle."""
+    res = judge(contended_job(tmp_path / "grouped", 8, autogroup), "DataLoaderWorkers")
+    fires(res)
+    assert res.saving_seconds == pytest.approx(0.0, abs=1e-6)
+    assert "fair share" not in str(res.details["saving_bound"])
 
 
 def test_without_the_jobs_cpu_the_nodes_busy_cpu_is_taken_as_the_jobs(tmp_path: Path) -> None:

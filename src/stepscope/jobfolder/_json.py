@@ -72,6 +72,7 @@ class NodeInfo(TypedDict, total=False):
     interval_ms: int
     clock_offset_s: float | None
     boot_time: float
+    sched_autogroup: bool | None
 
 
 class LauncherRecord(TypedDict, total=False):

@@ -98,6 +98,7 @@ def check_job_json(body: object, where: str) -> JobJson:
 _num = (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number")
 _int = (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number")
 _text = (lambda v: isinstance(v, str), "a string")
+_bool = (lambda v: isinstance(v, bool), "true or false")
 _obj = (lambda v: isinstance(v, dict), "an object")
 Spec = dict[str, tuple[Callable[[object], bool], str]]
 
@@ -209,6 +210,7 @@ NODE_SPEC: Spec = {
     "interval_ms": _int,
     "clock_offset_s": _num,
     "boot_time": _num,
+    "sched_autogroup": _bool,
 }
 
 

@@ -19,7 +19,7 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
-from stepscope.rules._saving import bounded, idle_core_bound
+from stepscope.rules._saving import bounded, idle_core_bound, shared_by_task
 from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding
@@ -92,7 +92,8 @@ class DataLoading(NodeRule):
         facts = rank_facts(data.events)
         usable = min((f.affinity for f in facts.values() if f.affinity), default=None)
         times = float(rows["total"].sum()), float(rows["wait"].sum())
-        bound = idle_core_bound(data.system, span, times, node_cores(data, facts), usable)
+        cores, fair = node_cores(data, facts), shared_by_task(data)
+        bound = idle_core_bound(data.system, span, times, cores, usable, fair)
         return bounded(cost, bound)
 
     def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:

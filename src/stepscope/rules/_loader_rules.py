@@ -34,7 +34,7 @@ from stepscope.rules._device import with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param
-from stepscope.rules._saving import bounded, idle_core_bound
+from stepscope.rules._saving import bounded, idle_core_bound, shared_by_task
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import share_finding
 
@@ -106,7 +106,8 @@ class DataLoaderWorkers(NodeRule):
         span = float(rows["start"].min()), float(rows["end"].max())
         cores = node_cores(data, {int(rows["rank"].iloc[0]): facts})
         times = float(rows["duration"].sum()), wait
-        bound = idle_core_bound(data.system, span, times, cores, facts.affinity)
+        fair = shared_by_task(data)
+        bound = idle_core_bound(data.system, span, times, cores, facts.affinity, fair)
         return Priced(wait, *bounded(wait, bound))
 
     def _judge(

@@ -19,6 +19,14 @@ CPU seconds hold all its waits' CPU, ``queued`` is its training threads' run-que
 wait, ``proc_run_wait``), and workers overlap that part without cores. The bound is
 ``min(W, max(W - T * (job + queued), 0) + T * (1 - job / room))``: a sleeping loader
 saves its wait on a busy node, a decoding one only what the idle cores absorb.
+
+The fair share holds only where the scheduler shares the cores among tasks. Linux's
+autogroup (on by default on desktops and many servers) shares them among sessions
+first: a job's extra workers then split its session's share, and other sessions'
+load keeps theirs. Measured (benchmarks/diagnosis.py, loader-fix under load): the
+fair share claimed 4.5 s where a second worker saved 0.9 s. So the fair share is
+used only on a node that records autogroup off (``sched_autogroup`` in
+``nodes/<node>.json``); elsewhere only idle cores count.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ from stepscope.analysis.diagnosis_text import cpu_text
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from stepscope.rules._input import RuleInput
 
 
 @dataclass(frozen=True)
@@ -56,10 +66,12 @@ def idle_core_bound(
     times: tuple[float, float],
     cores: float | None,
     usable: float | None = None,
+    fair: bool = True,
 ) -> Saving | None:
     """The most that moving the loader's work onto other cores saves of ``times``
     (``step_time`` seconds of steps in ``span``, ``wait`` of them waiting for data);
-    None without the node's CPU or core count."""
+    None without the node's CPU or core count. ``fair``: busy cores are shared among
+    tasks (see ``shared_by_task``)."""
     step_time, wait = times
     cpu = sample_mean(system, "cpu", *span)
     if cpu is None or not cores or step_time <= 0:
@@ -68,7 +80,7 @@ def idle_core_bound(
     proc = sample_mean(system, "proc_cpu", *span)  # % of one core, summed
     job = proc / 100.0 if proc is not None else cores * cpu / 100.0
     queued = (sample_mean(system, "proc_run_wait", *span) or 0.0) / 100.0
-    share = _fair_share(system, span, job + queued, cores, usable)
+    share = _fair_share(system, span, job + queued, cores, usable) if fair else 0.0
     room = min(float(usable or cores), max(job + idle, share))
     on_cores = step_time * max(1.0 - job / room, 0.0) if room > 0 else 0.0
     seconds = min(wait, max(wait - step_time * (job + queued), 0.0) + on_cores)
@@ -78,8 +90,9 @@ def idle_core_bound(
         where = f"{used}, and workers would get it about {room:.2f} cores in all (its fair share)"
     else:
         where = f"{used} with {cpu_text(100.0 * idle / cores, cores, 0)} idle"
+    only = "idle cores or a fair share of busy ones" if fair else "idle cores"
     why = (
-        f"more workers only use idle cores or a fair share of busy ones: {where}; the "
+        f"more workers only use {only}: {where}; the "
         f"loader's CPU work stays, so its {step_time:.1f} s of steps take at least "
         f"{step_time - seconds:.1f} s"
     )
@@ -100,6 +113,13 @@ def _fair_share(
         return 0.0
     workers = float(usable or cores)
     return cores * (runnable + workers) / (max(queue, runnable) + workers)
+
+
+def shared_by_task(data: RuleInput) -> bool:
+    """Whether every node of ``data`` records that its scheduler shares busy cores among
+    tasks (autogroup off): only then do more workers get a larger share."""
+    flags = [info.get("sched_autogroup") for info in data.nodes.values()]
+    return bool(flags) and all(flag is False for flag in flags)
 
 
 def bounded(cost: float, bound: Saving | None) -> tuple[float, str | None]:

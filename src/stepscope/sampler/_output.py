@@ -179,4 +179,15 @@ def node_facts(sampler: Sampler) -> NodeInfo:
     listed = [GpuFacts(index=g.index, name=g.name, mem_total=g.mem_total) for g in gpus]
     facts |= {"gpus": listed, "interval_ms": sampler.interval_ms}
     facts |= {"clock_offset_s": sampler.clock_offset_s, "boot_time": psutil.boot_time()}
+    facts["sched_autogroup"] = _autogroup()
     return facts
+
+
+def _autogroup() -> bool | None:
+    """Whether the kernel shares CPU between sessions before tasks (autogroup): more
+    threads of one job then get it no larger share of a busy node (None: unknown)."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return None
