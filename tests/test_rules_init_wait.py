@@ -72,9 +72,9 @@ def test_a_late_sampler_still_leaves_the_wait_out(tmp_path: Path) -> None:
 
 
 def _unrecorded_start(path: Path, first_step_after: float) -> RuleResult:
-    """A job without ``process_start`` events (an import): steps from ``first_step_after``
+    """An imported job (no ``process_start`` events): steps from ``first_step_after``
     seconds after the job's start; threshold 0.25 min (15 s)."""
-    store = rd.new_job(path, start=rd.T0)
+    store = rd.new_job(path, status="Imported", start=rd.T0)
     rd.write_steps(store, rd.steps_frame(20, start=rd.T0 + first_step_after))
     rd.write_system(store, rd.system_frame(100, start=rd.T0))
     (res,) = evaluate_job(
@@ -98,3 +98,13 @@ def test_without_process_starts_the_job_start_is_taken_and_said(tmp_path: Path) 
 def test_without_process_starts_a_quick_start_is_silent(tmp_path: Path) -> None:
     res = _unrecorded_start(tmp_path / "quick", 5.0)  # the twin: same threshold, 5 s
     assert res.status is Status.NO_ISSUES_FOUND and res.datapoints == 1, res
+
+
+def test_a_recorded_job_without_process_starts_stays_unknown(tmp_path: Path) -> None:
+    """Only an import lacks process starts by nature: a recorded job whose agent could
+    not read its start is NotApplicable, not judged from the launcher's start."""
+    store = rd.new_job(tmp_path / "j", start=rd.T0)
+    rd.write_steps(store, rd.steps_frame(20, start=rd.T0 + 30.0))
+    rd.write_system(store, rd.system_frame(100, start=rd.T0))
+    (res,) = evaluate_job(stepscope.open(str(tmp_path / "j")), [{"name": "MaxInitializationTime"}])
+    assert res.status is Status.NOT_APPLICABLE and "no process_start" in res.message

@@ -164,19 +164,25 @@ class Definition:
         return cls(num("stddev"), num("min_excess_s"), window, skip)
 
 
-def judge_steps(steps: pd.DataFrame, definition: Definition | None = None) -> pd.DataFrame:
+def judge_steps(
+    steps: pd.DataFrame,
+    definition: Definition | None = None,
+    columns: Iterable[str] | None = None,
+) -> pd.DataFrame:
     """The steps that are judged, with the columns of :class:`Judged` added.
 
     Judged are the steps from ``skip_steps`` on that were not profiled (a
     profiler slows the steps it records), each against the others of its rank
-    and phase. Rows are ordered by rank, phase and step.
+    and phase. Rows are ordered by rank, phase and step. ``columns``: the columns
+    of ``steps`` to keep (all by default): a long job's judged copy is then only
+    what the caller reads.
     """
     p = definition or Definition()
     keep = steps["step"].to_numpy() >= p.skip_steps
     if "profiled" in steps:
         keep &= ~steps["profiled"].fillna(False).to_numpy(dtype=bool)
     keep &= steps["duration"].notna().to_numpy() & steps["phase"].notna().to_numpy()
-    rows = steps[keep].sort_values(["rank", "phase", "step"], kind="stable")
+    rows = _ordered_rows(steps, keep, columns)
     series = rows.groupby(["rank", "phase"], sort=False).ngroup().to_numpy()
     found = judge(
         rows["duration"].to_numpy(np.float64),
@@ -186,7 +192,22 @@ def judge_steps(steps: pd.DataFrame, definition: Definition | None = None) -> pd
         min_excess_s=float(p.min_excess_s),
         window=int(p.window),
     )
-    return rows.assign(**found._asdict())
+    for name, values in found._asdict().items():
+        rows[name] = values  # a fresh frame: no copy of the others (copy-on-write)
+    return rows
+
+
+def _ordered_rows(
+    steps: pd.DataFrame, keep: np.ndarray, columns: Iterable[str] | None
+) -> pd.DataFrame:
+    """The kept rows (and columns) of ``steps`` ordered by rank, phase and step, in one
+    copy: the job's steps are read in that order, so most often no sort is needed."""
+    names = ["rank", "phase", "step", "duration"]
+    wanted = list(steps.columns) if columns is None else list(dict.fromkeys([*names, *columns]))
+    index = np.flatnonzero(keep)
+    key = steps[["rank", "phase", "step"]].iloc[index].reset_index(drop=True)
+    order = key.sort_values(["rank", "phase", "step"], kind="stable").index.to_numpy()
+    return steps[wanted].iloc[index[order]]
 
 
 def cost_by_rank(judged: pd.DataFrame) -> dict[int, float]:

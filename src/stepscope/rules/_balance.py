@@ -99,7 +99,7 @@ class LoadBalancing(SystemRule):
             "value": g.median(steps[metric].to_numpy()),
             "start": g.min(steps["start"].to_numpy()),
             "end": g.max(steps["end"].to_numpy()),
-            "node": g.first(steps["node"].to_numpy()),
+            "node": g.first(steps["node"]),
         }
         return pd.DataFrame(frame)
 

@@ -72,15 +72,29 @@ def rank_facts(events: pd.DataFrame) -> dict[int, RankFacts]:
     return out
 
 
-def train_steps(steps: pd.DataFrame, skip: int) -> pd.DataFrame:
-    """The training steps after the first ``skip`` of each rank, stalls left out."""
+def train_rows(steps: pd.DataFrame, skip: int) -> np.ndarray:
+    """The positions of the training steps after the first ``skip`` of each rank."""
+    phase = (steps["phase"] == "train").to_numpy(dtype=bool, na_value=False)
+    return np.flatnonzero(phase & (steps["step"].to_numpy() >= skip))
+
+
+def train_steps(
+    steps: pd.DataFrame, skip: int, then: pd.Series | np.ndarray | None = None
+) -> pd.DataFrame:
+    """The training steps after the first ``skip`` of each rank, stalls left out (a
+    stall: over ``STALL_FACTOR`` times its rank's median), then those where ``then``
+    (a mask over ``steps``) holds: one copy of the rows kept, however long the job."""
     if not len(steps):
         return steps
-    steps = steps[(steps["phase"] == "train") & (steps["step"] >= skip)]
-    if not len(steps):
-        return steps
-    typical = steps.groupby("rank")["duration"].transform("median") * STALL_FACTOR
-    return steps[steps["duration"] <= typical]
+    rows = train_rows(steps, skip)
+    if not len(rows):
+        return steps.iloc[rows]
+    duration = steps["duration"].iloc[rows]  # one column: the rank medians' input
+    typical = duration.groupby(steps["rank"].iloc[rows].to_numpy()).transform("median")
+    keep = (duration <= typical * STALL_FACTOR).to_numpy()
+    if then is not None:
+        keep = keep & np.asarray(then, dtype=bool)[rows]
+    return steps.iloc[rows[keep]]
 
 
 def median_share(steps: pd.DataFrame, columns: tuple[str, ...]) -> float:

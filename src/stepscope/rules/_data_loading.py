@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._cpu_facts import node_cores, rank_facts, skip_steps
+from stepscope.rules._cpu_facts import node_cores, rank_facts, skip_steps, train_rows
 from stepscope.rules._device import with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
@@ -44,13 +44,16 @@ class DataLoading(NodeRule):
     )
 
     def check(self, data: RuleInput) -> Part:
-        train = data.steps[data.steps["phase"] == "train"] if len(data.steps) else data.steps
-        steps = train[train["step"] >= self.p_int("skip_steps")] if len(train) else train
-        if len(steps) and steps["data_wait"].isna().all():  # never measured (an import)
+        every = data.steps
+        rows = train_rows(every, self.p_int("skip_steps")) if len(every) else np.zeros(0, int)
+        known = every["data_wait"].notna().to_numpy()[rows] if len(rows) else rows.astype(bool)
+        if len(rows) and not known.any():  # never measured (an import)
             return Part(na_reason="the data wait of the steps was not recorded (unknown, not 0)")
-        steps = steps[steps["data_wait"].notna()] if len(steps) else steps
-        steps = with_waited(steps, "data_wait")  # on a GPU: what the device waited for
+        steps = with_waited(
+            every.iloc[rows[known]], "data_wait"
+        )  # on a GPU: what the device waited for
         if not len(steps):
+            train = every[every["phase"] == "train"] if len(every) else every
             newest = int(train["step"].max()) if len(train) else None
             return Part(
                 na_reason=waiting_reason("training steps", newest, self.p_int("skip_steps"))
@@ -111,7 +114,7 @@ class DataLoading(NodeRule):
             "end": g.max(steps["end"].to_numpy()),
             "first": g.min(step),
             "last": g.max(step),
-            "node": g.first(steps["node"].to_numpy()),
+            "node": g.first(steps["node"]),
         }
         return pd.DataFrame(columns, index=sums.index)
 

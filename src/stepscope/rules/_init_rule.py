@@ -29,7 +29,7 @@ class MaxInitializationTime(NodeRule):
     def check(self, data: RuleInput) -> Part:
         starts, since = _starts(data)
         if starts is None:
-            return Part(na_reason="no process_start event and no job start: the start is unknown")
+            return Part(na_reason="no process_start event: the start of the processes is unknown")
         end = data.meta.get("end_time") or data.now
         steps = data.steps.groupby("rank")["start"].min() if len(data.steps) else pd.Series()
         first = {int(r): float(t) for r, t in steps.items()}
@@ -75,15 +75,18 @@ class MaxInitializationTime(NodeRule):
 
 
 def _starts(data: RuleInput) -> tuple[pd.DataFrame | None, str]:
-    """Each process's start (``process_start`` events) and what it is called; without
-    any (an imported job), the job's start for each rank with steps, as the report's
+    """Each process's start (``process_start`` events) and what it is called; in an
+    imported job without any, the job's start for each rank with steps, as the report's
     Initialization takes it (analysis/report_data.py ``lifecycle``)."""
     ev = data.events
     starts = ev[ev["kind"] == "process_start"] if len(ev) else ev
     if len(starts):
         return starts, "process start"
     begin = data.meta.get("start_time")
-    if not begin or not len(data.steps):
+    # Only an import lacks them by nature; a recorded job's live scan may have
+    # dropped them from its buffer (first_steps covers that), and an agent that
+    # could not read its start left it unknown.
+    if data.meta.get("status") != "Imported" or not begin or not len(data.steps):
         return None, ""
     firsts = data.steps.groupby(["node", "rank"], as_index=False)["start"].min()
     rows = pd.DataFrame({"node": firsts["node"], "rank": firsts["rank"], "time": float(begin)})

@@ -77,16 +77,16 @@ class DataLoaderWorkers(NodeRule):
         known = {r: f for r, f in facts.items() if f.workers is not None}
         if not known:
             return Part(na_reason="no dataloader event: the DataLoader's settings are unknown")
-        steps = train_steps(data.steps, self.p_int("skip_steps"))
-        steps = steps[steps["rank"].isin(list(known))] if len(steps) else steps
-        steps = steps[steps["data_wait"].notna()] if len(steps) else steps  # unknown: not 0
+        ranks, waits = data.steps["rank"], data.steps["data_wait"]
+        known_waits = ranks.isin(list(known)) & waits.notna()  # unknown: not 0
+        steps = train_steps(data.steps, self.p_int("skip_steps"), then=known_waits)
         steps = with_waited(steps, "data_wait")  # on a GPU: what the device waited for
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         workers = sum(f.workers or 0 for f in known.values())  # every rank's, on this node
         findings, worst = [], Priced(-1.0, 0.0)
         for rank in sorted(int(r) for r in steps["rank"].unique()):
-            rows = steps[steps["rank"] == rank]
+            rows = steps if len(known) == 1 else steps[steps["rank"] == rank]
             priced = self._priced(data, rows, known[rank])
             finding = self._judge(data, rank, rows, known[rank], workers, priced)
             if finding is not None:

@@ -125,9 +125,13 @@ class Groups:
         self.keys = [k[self.offsets] for k in ranked]
         self.counts = np.diff(np.append(self.offsets, len(self.order)))
 
-    def first(self, x: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
-        """Per group: the value of its first row (in the original order)."""
-        return np.asarray(x)[self.order][self.offsets]
+    def first(self, x: npt.NDArray[np.generic] | pd.Series) -> npt.NDArray[np.generic]:
+        """Per group: the value of its first row (in the original order). A Series is
+        read at those rows only (a string column is not turned into objects whole)."""
+        rows = self.order[self.offsets]
+        if isinstance(x, pd.Series):
+            return np.asarray(x.iloc[rows].to_numpy())
+        return np.asarray(x)[rows]
 
     def min(self, x: FloatArray) -> FloatArray:
         return np.asarray(np.fmin.reduceat(np.asarray(x)[self.order], self.offsets))

@@ -48,7 +48,7 @@ def core_wait(data: RuleInput, flagged: pd.DataFrame) -> FloatArray:
 
 def usual_wait(data: RuleInput, judged: pd.DataFrame) -> float:
     """The median wait for a core of the steps that are no outliers (0: unknown)."""
-    usual = judged[~judged["outlier"].to_numpy()]
+    usual = judged.loc[~judged["outlier"].to_numpy(), ["node", "start", "end"]]
     waits = core_wait(data, usual) if len(usual) else np.full(0, np.nan)
     known = waits[np.isfinite(waits)]
     return float(np.median(known)) if len(known) else 0.0

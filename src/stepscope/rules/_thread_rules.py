@@ -67,8 +67,8 @@ class CPUBoundThreads(NodeRule):
         facts = {r: f for r, f in rank_facts(data.events).items() if f.threads}
         if not facts:
             return Part(na_reason="no threads event: torch's thread count is unknown")
-        steps = train_steps(data.steps, self.p_int("skip_steps"))
-        steps = steps[steps["rank"].isin(list(facts))] if len(steps) else steps
+        mine = data.steps["rank"].isin(list(facts))
+        steps = train_steps(data.steps, self.p_int("skip_steps"), then=mine)
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         compute = median_share(steps, COMPUTE)
