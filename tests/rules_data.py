@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+import stepscope
 from stepscope.jobfolder import EVENTS_SCHEMA, STEPS_SCHEMA
+from stepscope.rules import RuleResult, Status, evaluate_job
 from stepscope.store import SegmentWriter, Store, open_store
 
 T0 = 1_760_000_000.0
@@ -229,3 +231,21 @@ def gpu_job(path: Path, n: int, gpu_util: list[np.ndarray], **kw: Any) -> Store:
     write_steps(store, steps_frame(int(n * 0.5 / 0.2) - 30))
     write_process_start(store)
     return store
+
+
+def judge(path: Path, rule: str, **params: Any) -> RuleResult:
+    """The one verdict of ``rule`` (with ``params``) over the job at ``path``."""
+    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
+    return res
+
+
+def fires(res: RuleResult) -> None:
+    """A firing verdict: IssuesFound with triggers, findings and datapoints."""
+    assert res.status is Status.ISSUES_FOUND, res
+    assert res.triggers > 0 and res.findings and res.datapoints > 0
+
+
+def silent(res: RuleResult) -> None:
+    """A silent twin's verdict: NoIssuesFound on datapoints > 0, no finding."""
+    assert res.status is Status.NO_ISSUES_FOUND, res
+    assert res.datapoints > 0 and not res.findings

@@ -12,6 +12,7 @@ import pytest
 
 import rules_data as rd
 import stepscope
+from rules_data import judge
 from stepscope.cli import main
 from stepscope.report import render_report
 from stepscope.rules import (
@@ -32,11 +33,6 @@ from stepscope.testing import SyntheticJob, write_synthetic_job
 
 DATA = Path(__file__).parent / "data"
 FACTS = JobFacts(wall_seconds=1080.0, step_seconds=1000.0)  # an 18-minute job
-
-
-def judge(path: Path, rule: str, **params: object) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
 
 
 def found(rule: str, cost: float | None, severity: float = 0.5, **kw: object) -> RuleResult:

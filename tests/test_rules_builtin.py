@@ -14,24 +14,8 @@ import numpy as np
 import pytest
 
 import rules_data as rd
-import stepscope
-from stepscope.rules import RuleResult, Status, evaluate_job
-
-
-def judge(path: Path, rule: str, **params: Any) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
-
-
-def fires(res: RuleResult) -> None:
-    assert res.status is Status.ISSUES_FOUND, res
-    assert res.triggers > 0 and res.findings and res.datapoints > 0
-
-
-def silent(res: RuleResult) -> None:
-    assert res.status is Status.NO_ISSUES_FOUND, res
-    assert res.datapoints > 0 and not res.findings
-
+from rules_data import fires, judge, silent
+from stepscope.rules import Status
 
 N = 1200  # 10 minutes of samples at 500 ms
 GPU = {"patience": 10, "window": 200}

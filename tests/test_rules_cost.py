@@ -6,21 +6,16 @@ silent twin with the same parameters whose evidence costs less than the share.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 import rules_data as rd
 import stepscope
-from stepscope.rules import RuleInput, RuleResult, Status, evaluate_job
+from rules_data import judge
+from stepscope.rules import RuleInput, Status, evaluate_job
 from stepscope.rules.diagnosis import JobFacts, diagnose
 from stepscope.rules.straggler import Straggler
-
-
-def judge(path: Path, rule: str, **params: Any) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
 
 
 def jitter(n: int, base: float, spread: float, seed: int = 0) -> np.ndarray:

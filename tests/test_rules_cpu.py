@@ -17,8 +17,9 @@ import pytest
 
 import rules_data as rd
 import stepscope
+from rules_data import fires, judge, silent
 from stepscope.jobfolder import EVENTS_SCHEMA
-from stepscope.rules import RuleResult, Status, evaluate_job
+from stepscope.rules import Status, evaluate_job
 from stepscope.store import Store
 
 N = 400  # steps of 0.2 s: 80 s of training, 160 samples at 500 ms
@@ -69,21 +70,6 @@ def cpu_job(
     if facts:
         events(store, facts)
     return path
-
-
-def judge(path: Path, rule: str, **params: Any) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
-
-
-def fires(res: RuleResult) -> None:
-    assert res.status is Status.ISSUES_FOUND, res
-    assert res.triggers > 0 and res.findings and res.datapoints > 0
-
-
-def silent(res: RuleResult) -> None:
-    assert res.status is Status.NO_ISSUES_FOUND, res
-    assert res.datapoints > 0 and not res.findings
 
 
 WAITING = {"data_wait": 0.1, "forward": 0.01}  # half of each step waits for data

@@ -13,6 +13,7 @@ import pytest
 
 import rules_data as rd
 import stepscope
+from rules_data import fires, judge, silent
 from stepscope.jobfolder import OTHERS_SCHEMA
 from stepscope.rules import (
     HostContention,
@@ -30,11 +31,6 @@ N = 240  # two minutes of samples at 500 ms, on a node of 4 cores (rd.node_info)
 HALF = N // 2
 PARAMS = {"patience": 4, "window": 20}
 BUSY_PIDS = (4242, 4243)
-
-
-def judge(path: Path, rule: str, **params: Any) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
 
 
 def pressure(frame: pd.DataFrame, **columns: np.ndarray | float) -> pd.DataFrame:
@@ -95,16 +91,6 @@ def host_job(
         rd.write_rows(
             store, f"others/{rd.NODE}", others_frame(rd.T0, rd.T0 + N * 0.5), OTHERS_SCHEMA
         )
-
-
-def fires(res: RuleResult) -> None:
-    assert res.status is Status.ISSUES_FOUND, res
-    assert res.triggers > 0 and res.findings and res.datapoints > 0
-
-
-def silent(res: RuleResult) -> None:
-    assert res.status is Status.NO_ISSUES_FOUND, res
-    assert res.datapoints > 0 and not res.findings
 
 
 def test_host_contention_names_the_others_and_costs_the_slow_steps(tmp_path: Path) -> None:

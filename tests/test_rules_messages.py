@@ -7,22 +7,16 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import rules_data as rd
-import stepscope
+from rules_data import judge
 from stepscope.cli import main
-from stepscope.rules import RuleResult, Status, evaluate_job
+from stepscope.rules import Status
 from stepscope.rules._text import num, versus
 
 GOLDEN = Path(__file__).parent / "data"
-
-
-def judge(path: Path, rule: str, **params: Any) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
 
 
 @pytest.mark.parametrize(

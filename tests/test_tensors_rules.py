@@ -14,10 +14,10 @@ import pytest
 import torch
 
 import rules_data as rd
-import stepscope
+from rules_data import judge, silent
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent.tensors._writer import StepBatch, TensorWriter
-from stepscope.rules import RuleResult, Status, build_rules, evaluate_job
+from stepscope.rules import RuleResult, Status, build_rules
 
 Raw = tuple[str, int, str, np.ndarray]  # phase, step, name, value
 Scalar = tuple[str, int, str, float]
@@ -46,19 +46,9 @@ def write_job(
     return path
 
 
-def judge(path: Path, rule: str, **params: Any) -> RuleResult:
-    (res,) = evaluate_job(stepscope.open(str(path)), [{"name": rule, "parameters": params}])
-    return res
-
-
 def fires(res: RuleResult) -> None:
     assert res.status is Status.ISSUES_FOUND, res
     assert res.findings and res.datapoints > 0 and res.findings[0].recommendation
-
-
-def silent(res: RuleResult) -> None:
-    assert res.status is Status.NO_ISSUES_FOUND, res
-    assert res.datapoints > 0 and not res.findings
 
 
 def rng(seed: int = 0) -> np.random.Generator:

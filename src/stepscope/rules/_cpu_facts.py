@@ -79,11 +79,15 @@ def train_rows(steps: pd.DataFrame, skip: int) -> np.ndarray:
 
 
 def train_steps(
-    steps: pd.DataFrame, skip: int, then: pd.Series | np.ndarray | None = None
+    steps: pd.DataFrame,
+    skip: int,
+    then: pd.Series | np.ndarray | None = None,
+    columns: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """The training steps after the first ``skip`` of each rank, stalls left out (a
     stall: over ``STALL_FACTOR`` times its rank's median), then those where ``then``
-    (a mask over ``steps``) holds: one copy of the rows kept, however long the job."""
+    (a mask over ``steps``) holds: one copy of the rows kept (of ``columns`` only,
+    those of them ``steps`` has, if given), however long the job."""
     if not len(steps):
         return steps
     rows = train_rows(steps, skip)
@@ -94,6 +98,8 @@ def train_steps(
     keep = (duration <= typical * STALL_FACTOR).to_numpy()
     if then is not None:
         keep = keep & np.asarray(then, dtype=bool)[rows]
+    if columns is not None:
+        steps = steps[[c for c in columns if c in steps]]
     return steps.iloc[rows[keep]]
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from stepscope.jobfolder import JsonObject
 from stepscope.rules._cpu_facts import node_cores, rank_facts, skip_steps, train_rows
-from stepscope.rules._device import with_waited
+from stepscope.rules._device import DATA_WAIT_INPUT, with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, window
@@ -49,9 +49,9 @@ class DataLoading(NodeRule):
         known = every["data_wait"].notna().to_numpy()[rows] if len(rows) else rows.astype(bool)
         if len(rows) and not known.any():  # never measured (an import)
             return Part(na_reason="the data wait of the steps was not recorded (unknown, not 0)")
-        steps = with_waited(
-            every.iloc[rows[known]], "data_wait"
-        )  # on a GPU: what the device waited for
+        read = every[[c for c in DATA_WAIT_INPUT if c in every]]
+        # on a GPU: what the device waited for
+        steps = with_waited(read.iloc[rows[known]], "data_wait")
         if not len(steps):
             train = every[every["phase"] == "train"] if len(every) else every
             newest = int(train["step"].max()) if len(train) else None

@@ -23,6 +23,11 @@ from stepscope.rules._node_rule import Part
 
 DEVICE_PARTS = ("gpu_forward", "gpu_backward", "gpu_optimizer")
 HOST_PARTS = ("forward", "backward", "optimizer")  # the host's side of each device part
+# The step columns device_idle, waited_on and with_waited read.
+DEVICE_INPUT = ("rank", "phase", "duration", *HOST_PARTS, *DEVICE_PARTS)
+# The step columns the data-wait rules (DataLoading, DataLoaderWorkers) read: a day-long
+# job's copy of its training steps is then about half of its steps' memory.
+DATA_WAIT_INPUT = ("node", "step", "start", "end", "data_wait", *DEVICE_INPUT)
 
 
 def device_idle(steps: pd.DataFrame) -> FloatArray:

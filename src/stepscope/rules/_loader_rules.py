@@ -30,7 +30,7 @@ from stepscope.rules._cpu_facts import (
     skip_steps,
     train_steps,
 )
-from stepscope.rules._device import with_waited
+from stepscope.rules._device import DATA_WAIT_INPUT, with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param
@@ -79,7 +79,8 @@ class DataLoaderWorkers(NodeRule):
             return Part(na_reason="no dataloader event: the DataLoader's settings are unknown")
         ranks, waits = data.steps["rank"], data.steps["data_wait"]
         known_waits = ranks.isin(list(known)) & waits.notna()  # unknown: not 0
-        steps = train_steps(data.steps, self.p_int("skip_steps"), then=known_waits)
+        skip = self.p_int("skip_steps")
+        steps = train_steps(data.steps, skip, known_waits, DATA_WAIT_INPUT)
         steps = with_waited(steps, "data_wait")  # on a GPU: what the device waited for
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
