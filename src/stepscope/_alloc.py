@@ -13,7 +13,6 @@ runner) call this: a training process keeps the allocator it has.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
 THRESHOLD = 128 * 1024  # glibc's default, kept fixed: large arrays are mmap'd, then unmapped
@@ -23,7 +22,7 @@ def give_back_freed_memory() -> None:
     """Make large frees return memory to the system in this process (best effort: on
     a platform without glibc or pyarrow, nothing changes)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # not find_library: it runs ldconfig
         libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD)
     except (OSError, AttributeError):  # not glibc
         pass
