@@ -223,6 +223,7 @@ def test_show_rules_and_report_work_with_unknowns_shown_as_unknown(
     assert "Imported" in text and "unknown" in text
 
 
+@pytest.mark.process  # `stepscope import` converts in a child process
 def test_cli_import_prints_the_summary(
     source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -235,6 +236,7 @@ def test_cli_import_prints_the_summary(
     assert "No SageMaker Debugger/Profiler output" in capsys.readouterr().err
 
 
+@pytest.mark.process  # `stepscope import` converts in a child process
 def test_import_writes_the_verdicts_so_show_opens_with_the_diagnosis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -260,6 +262,7 @@ def test_import_writes_the_verdicts_so_show_opens_with_the_diagnosis(
     assert "No rule results in this job" not in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.process  # `stepscope import` converts in a child process
 def test_imported_verdicts_are_the_same_bytes_on_a_reimport(
     source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ctypes
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter numbers (malloc.h)
+M_ARENA_MAX = -8
 THRESHOLD = 128 * 1024  # glibc's default, kept fixed: large arrays are mmap'd, then unmapped
 
 
@@ -24,6 +25,9 @@ def give_back_freed_memory() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6")  # not find_library: it runs ldconfig
         libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD)
+        # One heap for all threads: Arrow's reader threads each kept an arena of
+        # freed blocks that malloc_trim did not give back.
+        libc.mallopt(M_ARENA_MAX, 1)
     except (OSError, AttributeError):  # not glibc
         pass
     try:

@@ -14,29 +14,41 @@ import argparse
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    origin = convert(args.source, args.job, args.name)
     from stepscope._alloc import give_back_freed_memory
-    from stepscope.importers.sagemaker import import_job
+    from stepscope.importers.sagemaker import ImportSummary
 
-    give_back_freed_memory()  # a day of a node: the rules then peak ~130 MB lower
-    summary = import_job(args.source, args.job, name=args.name)
-    release_memory()
+    give_back_freed_memory()  # a long job's evaluation copies and drops large frames
+    summary = ImportSummary(args.source, args.job, origin)
     summary.verdicts = diagnose(args.job)
     print(summary.text())
     return 0
 
 
-def release_memory() -> None:
-    """Give the import's freed memory back before the rules read the job: Arrow's pool
-    and glibc's heap keep freed blocks (150 MB after a day of a node), which would
-    add to the evaluation's peak."""
-    import contextlib
-    import ctypes
+def convert(source: str, job: str, name: str | None) -> dict[str, object]:
+    """The conversion, in a child process (``stepscope.importers.sagemaker``'s
+    ``__main__`` says why); job.json's ``origin``. Its progress and warnings go to
+    this process's stderr; a failure it explains is raised here as the same message."""
+    import json
+    import subprocess
+    import sys
 
-    import pyarrow as pa
+    from stepscope.errors import StepscopeError, UsageError
 
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    cmd = [sys.executable, "-m", "stepscope.importers.sagemaker", source, job]
+    done = subprocess.run([*cmd, *(["--name", name] if name else [])], stdout=subprocess.PIPE)
+    try:
+        answer = json.loads(done.stdout or b"{}")
+    except ValueError:
+        answer = {}
+    if done.returncode == 0 and isinstance(answer.get("origin"), dict):
+        return dict(answer["origin"])
+    if done.returncode == 2 and isinstance(answer.get("error"), str):
+        raise UsageError(answer["error"])
+    raise StepscopeError(
+        f"the import of {source} failed in its child process (exit code {done.returncode}): "
+        "its error is above; nothing was judged"
+    )
 
 
 def diagnose(dest: str) -> dict[str, str]:

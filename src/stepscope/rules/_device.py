@@ -42,8 +42,10 @@ def device_idle(steps: pd.DataFrame) -> FloatArray:
     if not len(steps) or any(c not in steps for c in DEVICE_PARTS):
         return np.full(len(steps), np.nan)
     device = steps[list(DEVICE_PARTS)].to_numpy(np.float64)
-    host = steps[list(HOST_PARTS)].to_numpy(np.float64)
     known = ~np.isnan(device)
+    if not known.any():  # no step timed on a device: the host's view, without temporaries
+        return np.full(len(steps), np.nan)
+    host = steps[list(HOST_PARTS)].to_numpy(np.float64)
     busy = np.where(known, device, np.where(host == 0.0, 0.0, np.nan)).sum(axis=1)
     busy[~known.any(axis=1)] = np.nan
     busy = _sampled_busy(steps, busy)

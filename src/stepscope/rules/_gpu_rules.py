@@ -34,27 +34,27 @@ def mem_percent(w: Windows, framed: pd.DataFrame, g: int) -> npt.NDArray[np.floa
 
 def fitted_rise(w: Windows, t: FloatArray, v: FloatArray) -> FloatArray:
     """Per window and column of ``v``: the rise of the least-squares line through
-    (t, v) over the window (0 where it cannot be fitted)."""
+    (t, v) over the window (0 where it cannot be fitted). Each temporary (rows x GPUs,
+    tens of MB for a day of samples) is dropped once summed: a day-long node's peak."""
     ok = ~np.isnan(v)
-    tt = np.where(ok, (t - t.min())[:, None], 0.0)
-    vv = np.where(ok, v, 0.0)
 
     def total(x: FloatArray) -> FloatArray:
         return np.asarray(np.add.reduceat(x, w.offsets, axis=0))
 
-    n, st, sv, stv, stt = total(ok * 1.0), total(tt), total(vv), total(tt * vv), total(tt * tt)
+    def span(x: FloatArray) -> FloatArray:
+        high = np.maximum.reduceat(np.where(ok, x, -np.inf), w.offsets, axis=0)
+        return np.asarray(high - np.minimum.reduceat(np.where(ok, x, np.inf), w.offsets, axis=0))
+
+    tt = np.where(ok, (t - t.min())[:, None], 0.0)
+    vv = np.where(ok, v, 0.0)
+    n, st, sv, stv = total(ok * 1.0), total(tt), total(vv), total(tt * vv)
+    del vv
+    stt, span_t = total(tt * tt), span(tt)
+    del tt
     denom = n * stt - st**2
     slope = np.divide(n * stv - st * sv, denom, out=np.zeros_like(denom), where=denom > 0)
-    big, small = np.where(ok, tt, -np.inf), np.where(ok, tt, np.inf)
-    span_t = np.maximum.reduceat(big, w.offsets, axis=0) - np.minimum.reduceat(
-        small, w.offsets, axis=0
-    )
-    big, small = np.where(ok, v, -np.inf), np.where(ok, v, np.inf)
-    span_v = np.maximum.reduceat(big, w.offsets, axis=0) - np.minimum.reduceat(
-        small, w.offsets, axis=0
-    )
     # The line overshoots a step change: never more than the window's own range.
-    rise = np.minimum(slope * np.nan_to_num(span_t), np.nan_to_num(span_v))
+    rise = np.minimum(slope * np.nan_to_num(span_t), np.nan_to_num(span(v)))
     return np.where(n > 1, rise, 0.0)
 
 
