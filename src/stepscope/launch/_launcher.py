@@ -190,16 +190,15 @@ def _finish(
     store: Store, spec: RunSpec, child: subprocess.Popen[bytes], clock: JobClock, sup: _Supervisor
 ) -> JobJson:
     faults, stop_reason, code = sup.helpers.faults, sup.stop_reason, _exit_code(child.returncode)
-    abrupt = record_abrupt(store, spec.node, child.pid, child.returncode, clock.now(), faults)
+    abrupt = record_abrupt(store, spec.node, clock.now(), faults, (child.pid, child.returncode))
     error = rank_error(store) if code and stop_reason is None else None
     status, reason = node_status(code, stop_reason, error=error)
     disk_full(store, faults)
     faults.flush()
     changes: JobJson = {"status": status, "reason": reason, "exit_code": code}
     changes |= {"end_time": clock.now(), "duration_s": round(clock.elapsed(), 3)}
-    if (incomplete := incomplete_reason(abrupt)) is not None:
+    if (incomplete := incomplete_reason([a.line() for a in abrupt])) is not None:
         changes |= {"incomplete": True, "incomplete_reason": incomplete}
-        say(f"the job's data is incomplete: {incomplete}")
     if unsaved := faults.pending():  # job.json has room kept for them (a full disk)
         changes["faults"] = unsaved
     return update_meta(store, **changes)
@@ -234,7 +233,8 @@ def run(spec: RunSpec) -> int:
         if spec.dist is None:
             meta = _finish(store, spec, child, clock, sup)
         else:
-            meta = spec.dist.finish(code, sup.stop_reason)
+            ended = (child.pid, child.returncode)  # a TensorFlow worker's rank is the child
+            meta = spec.dist.finish(code, sup.stop_reason, sup.helpers.faults, ended)
     except OSError as exc:  # the store is failing: the exit code is still the command's
         sup.folder.end_failed(exc)
         meta = {"status": node_status(code, sup.stop_reason)[0]}
@@ -242,5 +242,7 @@ def run(spec: RunSpec) -> int:
         if spec.dist is not None:
             spec.dist.close()
     helpers.stop()
+    if meta.get("incomplete"):
+        say(f"the job's data is incomplete: {meta.get('incomplete_reason')}")
     say(f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s{sup.folder.where()}")
     return code
