@@ -257,7 +257,7 @@ def test_job_status_aggregates_nodes_and_ranks() -> None:
     assert meta["reason"].startswith("rank 3 on node b ended without a record")
     assert meta["incomplete"] is True and meta["incomplete_reason"] == line
     two = [dead | {"status": "Abrupt", "error": line}, dead | {"rank": 1, "status": "Abrupt"}]
-    assert aggregate([done], two, {}, now)["incomplete_reason"].startswith("2 ranks ended")
+    assert aggregate([done], two, {}, now)["incomplete_reason"].startswith("2 ranks (3, 1) ended")
 
 
 def test_clock_offset_is_measured_against_the_reference() -> None:

@@ -161,12 +161,16 @@ def record_abrupt(
     return found
 
 
-def incomplete_reason(lines: list[str]) -> str | None:
-    """job.json's ``incomplete_reason`` from the lines of the ranks that ended abruptly
-    (:meth:`Abrupt.line`, first first; None: none did)."""
-    if not lines:
+def incomplete_reason(found: list[tuple[object, str]]) -> str | None:
+    """job.json's ``incomplete_reason`` from the ranks that ended abruptly, as (rank,
+    :meth:`Abrupt.line`), first first: the first one's line, after which ranks when
+    several did (``2 ranks (0, 1) ended without flushing; rank 0 ...``); None: none."""
+    if not found:
         return None
-    return lines[0] if len(lines) == 1 else f"{len(lines)} ranks ended without flushing; {lines[0]}"
+    if len(found) == 1:
+        return found[0][1]
+    ranks = ", ".join(str(rank) for rank, _ in found)
+    return f"{len(found)} ranks ({ranks}) ended without flushing; {found[0][1]}"
 
 
 def incomplete_of_ranks(ranks: list[JsonObject]) -> str | None:
@@ -174,5 +178,5 @@ def incomplete_of_ranks(ranks: list[JsonObject]) -> str | None:
     job's data is incomplete when any rank, on any node, was recorded ``Abrupt``."""
     abrupt = [r for r in ranks if r.get("status") == "Abrupt"]
     abrupt.sort(key=lambda r: float(t) if isinstance(t := r.get("time"), int | float) else 0.0)
-    lines = [r.get("error") or f"rank {r.get('rank')} ended abruptly" for r in abrupt]
-    return incomplete_reason([str(line) for line in lines])
+    lines = [(r.get("rank"), r.get("error") or f"rank {r.get('rank')} ended") for r in abrupt]
+    return incomplete_reason([(rank, str(line)) for rank, line in lines])

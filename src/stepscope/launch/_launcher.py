@@ -197,7 +197,7 @@ def _finish(
     faults.flush()
     changes: JobJson = {"status": status, "reason": reason, "exit_code": code}
     changes |= {"end_time": clock.now(), "duration_s": round(clock.elapsed(), 3)}
-    if (incomplete := incomplete_reason([a.line() for a in abrupt])) is not None:
+    if (incomplete := incomplete_reason([(a.rank, a.line()) for a in abrupt])) is not None:
         changes |= {"incomplete": True, "incomplete_reason": incomplete}
     if unsaved := faults.pending():  # job.json has room kept for them (a full disk)
         changes["faults"] = unsaved
