@@ -2,9 +2,11 @@
 
 Injected through an ``LD_PRELOAD`` shim (compiled here with the system C compiler):
 every process of the job (launcher, agent, sampler, rule runner) sees the wall clock
-jump by the step once a trigger file appears, mid-training. The job's times and
+jump by the step once a trigger file appears, mid-training or between the launcher's
+start and its helpers' and agent's. The job's times and
 durations keep the monotonic clock of its start (docs/format.md, "One clock"): no
-duration changes, none is negative, the rule runner keeps judging and ends by itself,
+duration changes, none is negative, every row (steps, samples, tensors) and fault
+record stays on the job's timeline, the rule runner keeps judging and ends by itself,
 the step is recorded as a fault, and the training's result is a bare run's.
 """
 
@@ -19,7 +21,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 import stepscope
@@ -119,23 +123,50 @@ def _steps_started(job_dir: Path) -> bool:
     return any((job_dir / "steps").glob("rank-0/part-*.parquet"))
 
 
-@pytest.mark.parametrize("step", [STEP_S, -STEP_S], ids=["plus-1h", "minus-1h"])
+def _refused_requests(job_dir: Path) -> None:
+    """A request nested too deep for each reader of control/ (the agent, the sampler, the
+    launcher): each refuses it in a fault record of its own process, at its own time."""
+    (job_dir / "control").mkdir(exist_ok=True)
+    for reader in ("profile", "config", "stop"):
+        (job_dir / "control" / f"{reader}-0000000000001-deep.json").write_text("[" * 100)
+
+
+def _on_the_timeline(times: list[float], meta: dict[str, Any], what: str) -> None:
+    """Every time in the job's span (job.json's start and end), none an hour off."""
+    start, end = float(meta["start_time"]), float(meta["end_time"])
+    assert times, what
+    assert start - 1 <= min(times) and max(times) <= end + 5, (what, start, end, times)
+
+
+@pytest.mark.parametrize(
+    ("step", "when"),
+    [(STEP_S, "mid-run"), (-STEP_S, "mid-run"), (STEP_S, "before-the-agent")],
+    ids=["plus-1h", "minus-1h", "plus-1h-before-the-agent"],
+)
 def test_a_wall_clock_step_changes_no_duration(
     shim: Path,
     tmp_path: Path,
     bare: str,
     step: float,
+    when: str,
 ) -> None:
-    flag, out = tmp_path / "step", tmp_path / "out"
+    """The step mid-run, or between the launcher's start and its helpers' and agent's
+    (the trigger is job.json: the launcher's clock read comes before it). Every row
+    (steps, samples, tensors) and every fault record keeps the job's timeline."""
+    out = tmp_path / "out"
+    flag = out / "j" / "job.json" if when == "before-the-agent" else tmp_path / "step"
     env = env_for_tests(LD_PRELOAD=str(shim), STEPSCOPE_TEST_CLOCK_FILE=str(flag),
                         STEPSCOPE_TEST_CLOCK_STEP_S=repr(step))  # fmt: skip
-    cmd = [str(BIN / "stepscope"), "run", "-o", str(out), "--job", "j", "--"]
-    cmd += [sys.executable, MLP, *ARGS, *PACE, "--save", str(tmp_path / "traced.pt")]
+    config = tmp_path / "stepscope.toml"  # the loss of every step: tensor rows through it
+    config.write_text("[debugger.hook_parameters]\nsave_interval = 1\n")
+    cmd = [str(BIN / "stepscope"), "run", "-o", str(out), "--job", "j", "--config", str(config)]
+    cmd += ["--", sys.executable, MLP, *ARGS, *PACE, "--save", str(tmp_path / "traced.pt")]
     with open(tmp_path / "stderr", "w") as stderr:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
         try:
             wait_for(lambda: _steps_started(out / "j"), "the first flushed steps")
             flag.touch()  # mid-training: every process's wall clock steps now
+            _refused_requests(out / "j")  # fault records made after the step
             assert proc.wait(timeout=240) == 0
         finally:
             if proc.poll() is None:
@@ -157,6 +188,18 @@ def test_a_wall_clock_step_changes_no_duration(
     assert max(b - a for a, b in itertools.pairwise(ends)) < STEP_S / 10
     samples = sorted(float(t) for t in job.system()["time"])
     assert max(b - a for a, b in itertools.pairwise(samples)) < STEP_S / 10
+    # Every row and fault record on the job's timeline: none an hour off, none jumped.
+    _on_the_timeline([*steps["start"], *steps["end"]], meta, "steps")
+    _on_the_timeline(samples, meta, "system samples")
+    scalars = pq.read_table(out / "j" / "tensors" / "rank-0" / "scalars").to_pandas()
+    losses = scalars.sort_values("step")["time"].tolist()
+    assert len(set(scalars["step"])) == int(ARGS[1])  # the loss of every step
+    assert all(b >= a for a, b in itertools.pairwise(losses))  # in step order, monotonic
+    _on_the_timeline(losses, meta, "tensor rows")
+    refused = [f for f in job.faults() if f.get("component") == "control"]
+    assert len({f["pid"] for f in refused}) == 3, refused  # agent, sampler, launcher
+    stamps = [float(f[k]) for f in job.faults() for k in ("first_time", "time") if k in f]
+    _on_the_timeline(stamps, meta, "fault records")
     # The step is recorded, said once, and its size right.
     (fault,) = [f for f in job.faults() if f.get("component") == "clock-step"]
     assert fault["step_seconds"] == pytest.approx(step, abs=30) and fault["count"] == 1

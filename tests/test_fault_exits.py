@@ -16,6 +16,9 @@ import pytest
 import stepscope
 from conftest import BIN, SCRIPTS, env_for_tests
 from test_fault_matrix import state_hash
+from test_torchrun import DDP, needs_netns
+from test_torchrun import _in_netns as in_netns
+from test_torchrun import _stepscope as torchrun_run
 
 ABRUPT = str(SCRIPTS / "abrupt.py")
 ARGS = ["--steps", "31"]  # the end comes right after step 30 (numbered from 0)
@@ -95,3 +98,41 @@ def test_a_plain_end_is_complete(tmp_path: Path, bare: str) -> None:
     assert "INCOMPLETE" not in cli("show", str(job_dir))
     assert "(incomplete)" not in cli("ls", str(tmp_path / "out"))
     assert state_hash(tmp_path / "traced.pt") == bare
+
+
+@needs_netns
+@pytest.mark.parametrize(
+    ("end", "status"), [("exit0", "Completed"), ("sigkill", "Failed"), (None, "Completed")]
+)
+def test_an_abrupt_rank_under_torchrun_is_recorded(
+    tmp_path: Path, end: str | None, status: str
+) -> None:
+    """Under torchrun the launcher does not own the ranks' processes: at its end, a
+    rank of its node whose record still says ``Running`` (its process reaped by
+    torchrun) ended without its agent's end. Rank 1 ends so after the last collective;
+    the plain end (None) is the silent twin."""
+    train = [DDP, "--steps", "40"] + (["--abrupt-rank", "1", "--abrupt", end] if end else [])
+    p = in_netns(torchrun_run(tmp_path, "t", "--nproc-per-node", "2", "--", *train), tmp_path)
+    assert p.returncode == (0 if status == "Completed" else 1), p.stderr[-3000:]
+    job = stepscope.open(str(tmp_path / "t"))
+    ranks = [json.loads((tmp_path / "t" / "ranks" / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    # rank 0 ends by itself, or torchrun stops it once rank 1 was killed: recorded either way
+    assert ranks[0]["status"] in ("Exited", "Terminated") and job.meta["status"] == status
+    abrupt = [f for f in job.faults() if f.get("component") == "abrupt-exit"]
+    if end is None:
+        assert ranks[1]["status"] == "Exited" and not abrupt
+        assert "incomplete" not in job.meta and "incomplete" not in p.stderr
+        assert "INCOMPLETE" not in cli("show", str(tmp_path / "t"))
+        return
+    assert ranks[1]["status"] == "Abrupt" and ranks[1]["recorded_by"] == "launcher"
+    assert 0 <= ranks[1]["lost_seconds"] <= FLUSH_S
+    reason = str(job.meta.get("incomplete_reason"))
+    assert job.meta.get("incomplete") is True
+    assert reason.startswith("rank 1 ended without its agent's end")
+    assert "ended without flushing; up to" in reason
+    (fault,) = abrupt
+    assert fault["rank"] == 1 and fault["error"] == reason
+    assert f"the job's data is incomplete: {reason}" in p.stderr
+    assert f"data       INCOMPLETE: {reason}" in cli("show", str(tmp_path / "t"))
+    if status == "Failed":  # torchrun saw the signal; the record names the rank
+        assert job.meta["reason"].startswith("rank 1 on node ")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -88,3 +89,36 @@ def test_the_runner_scans_on_at_its_period_when_the_wall_clock_steps_back(
     assert len(ages) >= 60 / 2.0 - 1  # a scan every 2 s throughout
     assert max(b - a for a, b in itertools.pairwise(ages)) <= 2.0 + 1e-2
     assert looks[-1] >= 60  # and the job's end was seen
+
+
+def test_the_agent_and_the_sampler_take_the_launchers_timeline(tmp_path: Path) -> None:
+    """Given the job clock's offset, the agent's and the sampler's times are the
+    launcher's (an hour-stepped wall clock read at their start would move every row);
+    without one, their own wall read. A fault record takes this process's job clock."""
+    from stepscope.agent._clock import Clock
+    from stepscope.jobfolder import FaultLog, use_clock
+    from stepscope.sampler._sampler import Sampler
+    from stepscope.store import open_store
+
+    launcher = JobClock(wall=lambda: time.time() + 3600.0)  # its start: an hour ahead
+    agent = Clock(offset_s=2.0, timeline_s=launcher.offset_s)  # + the node's offset
+    assert agent.now() - 2.0 == pytest.approx(launcher.now(), abs=0.05)
+    # a reading of the (unstepped) wall clock lands on the job's timeline, offset included
+    assert agent.aligned(time.time()) == pytest.approx(agent.now(), abs=0.05)
+    assert Clock().now() == pytest.approx(time.time(), abs=0.05)  # the twin: no timeline
+    store = open_store(str(tmp_path))
+    probe = SimpleNamespace(gpus=None)  # no sampling here: only the sampler's clock
+    sampler = Sampler(store, "n", timeline_s=launcher.offset_s, probe=probe)  # type: ignore[arg-type]
+    try:
+        assert sampler.now() == pytest.approx(launcher.now(), abs=0.05)
+        sampler.faults.record(OSError("x"))
+        assert sampler.faults.doc["time"] == pytest.approx(launcher.now(), abs=0.05)
+    finally:
+        sampler.close()
+    use_clock(launcher.now)
+    try:
+        doc = FaultLog(None, "n", 1).record("control", "refused")
+        assert doc["time"] == pytest.approx(launcher.now(), abs=0.05)
+    finally:
+        use_clock(time.time)
+    assert FaultLog(None, "n", 1).record("c", "e")["time"] == pytest.approx(time.time(), abs=0.05)

@@ -14,9 +14,10 @@ import pytest
 
 import stepscope
 from stepscope.agent import _recorder
+from stepscope.agent._clock import Clock
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import PyStepBuffer, columns, new_step_buffer
-from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.agent._writer import AgentWriter, Identity
 from stepscope.store import open_store
 
 PERF0, WALL0 = 1000.0, 1.7e9

@@ -250,6 +250,14 @@ def test_job_status_aggregates_nodes_and_ranks() -> None:
     meta = aggregate([done, failed], [dead], {}, now)
     assert meta["status"] == "Failed" and meta["exit_code"] == 1
     assert meta["reason"].startswith("rank 3 on node b ended without a record")
+    assert "incomplete" not in meta  # a rank still Running may yet be recorded
+    # a rank recorded Abrupt by its node's launcher: the whole job's data is incomplete
+    line = "rank 3 ended without its agent's end (...): ended without flushing; up to 1.0 s"
+    meta = aggregate([done, failed], [dead | {"status": "Abrupt", "error": line}], {}, now)
+    assert meta["reason"].startswith("rank 3 on node b ended without a record")
+    assert meta["incomplete"] is True and meta["incomplete_reason"] == line
+    two = [dead | {"status": "Abrupt", "error": line}, dead | {"rank": 1, "status": "Abrupt"}]
+    assert aggregate([done], two, {}, now)["incomplete_reason"].startswith("2 ranks (3, 1) ended")
 
 
 def test_clock_offset_is_measured_against_the_reference() -> None:

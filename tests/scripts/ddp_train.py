@@ -1,17 +1,21 @@
 """A small DDP training script (gloo, CPU) for the torchrun tests; run it under torchrun.
 
 Usage: torchrun ... ddp_train.py [--steps N] [--slow-rank R --slow-s X [--slow-in W]]
-       [--crash-rank R --crash-at S] [--allreduce-loss]
+       [--crash-rank R --crash-at S] [--allreduce-loss] [--abrupt-rank R --abrupt END]
 ``--slow-rank`` makes that rank sleep ``X`` s per step (a straggler) in its data loading
 (``--slow-in data``, the default) or in its backward compute (``--slow-in backward``: a
 gradient hook, before DDP's all-reduce of that gradient, where every rank's backward
 takes as long); ``--crash-rank`` makes that rank raise at step ``S``;
 ``--allreduce-loss`` sums the loss over the ranks after every step (a collective
-called from Python). Rank 0 prints one JSON line at the end with what it did.
+called from Python); ``--abrupt-rank`` makes that rank end, after the last
+collective, as no agent sees (``--abrupt exit0``: ``os._exit(0)``; ``sigkill``: it
+kills itself). Rank 0 prints one JSON line at the end with what it did.
 """
 
 import argparse
 import json
+import os
+import signal
 import time
 
 import torch
@@ -30,6 +34,8 @@ def main() -> None:
     p.add_argument("--allreduce-loss", action="store_true")
     p.add_argument("--crash-rank", type=int, default=-1)
     p.add_argument("--crash-at", type=int, default=-1)
+    p.add_argument("--abrupt-rank", type=int, default=-1)
+    p.add_argument("--abrupt", choices=("exit0", "sigkill"), default="exit0")
     a = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -68,6 +74,10 @@ def main() -> None:
     dist.destroy_process_group()
     if rank == 0:
         print(json.dumps({"steps": steps, "world": world, "loss": loss.item()}), flush=True)
+    if rank == a.abrupt_rank and a.abrupt == "exit0":
+        os._exit(0)
+    if rank == a.abrupt_rank:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 if __name__ == "__main__":

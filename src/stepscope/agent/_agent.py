@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from stepscope.agent._clock import Clock
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._import_hook import ImportHook
 from stepscope.agent._recorder import new_recorder
 from stepscope.agent._stepbuf import new_step_buffer
-from stepscope.agent._writer import AgentWriter, Clock, Identity
+from stepscope.agent._writer import AgentWriter, Identity
 from stepscope.agent.frameworks import Framework, frameworks
 from stepscope.agent.tensors import TensorCapture, TensorWriter, resolve
 from stepscope.store import Store, open_store
@@ -38,6 +39,7 @@ class AgentSettings:
     config: dict[str, Any] = field(default_factory=dict)
     clock_offset_s: float = 0.0  # the node's offset against the job's reference clock
     clock_skew_s: float = 0.0  # tests only: a known error of this node's clock
+    timeline_s: float | None = None  # the job clock's monotonic offset (_clock.Clock)
     native_hooks: bool = True  # the hooks' C fast path, where built (docs/design.md)
 
 
@@ -57,8 +59,9 @@ class Agent:
         self.settings = settings
         self.ident = Identity(settings.rank, settings.local_rank, settings.node, os.getpid())
         self.store: Store = open_store(settings.job_url).keep_root()
-        self.faults = FaultBoundary(self.store, self.ident.as_dict(), settings.standalone)
-        self.clock = Clock(settings.clock_offset_s, settings.clock_skew_s)
+        self.clock = Clock(settings.clock_offset_s, settings.clock_skew_s, settings.timeline_s)
+        ident, standalone = self.ident.as_dict(), settings.standalone
+        self.faults = FaultBoundary(self.store, ident, standalone, wall=self.clock.now)
         self.writer = AgentWriter(
             self.store,
             self.ident,
@@ -89,7 +92,8 @@ class Agent:
     def _tensor_capture(self) -> TensorCapture | None:
         """The output tensor capture of the job's configuration (losses by default)."""
         try:
-            writer = TensorWriter(self.store, self.settings.rank, self.faults, self.writer.flush_s)
+            rank, flush_s = self.settings.rank, self.writer.flush_s
+            writer = TensorWriter(self.store, rank, self.faults, flush_s, self.clock.now)
             return TensorCapture(resolve(self.settings.config), writer, self.recorder, self.faults)
         except Exception as exc:
             self.faults.record("tensors", exc)

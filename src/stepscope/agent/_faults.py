@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,13 +28,15 @@ class FaultBoundary:
     # says that the job folder was deleted or made read-only (without a launcher,
     # which otherwise says it once for every writer)
     tells_folder: bool = False
+    # the times of its records: the agent's clock (the job's timeline), not a stepped wall
+    wall: Callable[[], float] = field(default=time.time)
     log: FaultLog = field(init=False)
     _folder_told: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         # the job folder's one writer of fault records (faults/<component>-<node>-<pid>)
         node, pid = str(self.identity.get("node", "node")), int(self.identity.get("pid", 0))
-        self.log = FaultLog(self.store, node, pid, dict(self.identity))
+        self.log = FaultLog(self.store, node, pid, dict(self.identity), wall=self.wall)
 
     def record(self, component: str, exc: BaseException) -> None:
         """Note a fault of ``component``; never raises."""

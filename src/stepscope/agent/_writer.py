@@ -22,6 +22,7 @@ from typing import Literal, TypeVar, get_args
 
 import pyarrow as pa
 
+from stepscope.agent._clock import Clock
 from stepscope.agent._cuda import Mark, resolve
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import StepColumns, StepSink
@@ -62,33 +63,6 @@ class Identity:
             "node": self.node,
             "pid": self.pid,
         }
-
-
-class Clock:
-    """Wall-clock times derived from a monotonic clock: never jumps backwards.
-
-    ``offset_s`` is the node's measured correction against the job's reference
-    clock (docs/distributed.md): every time this clock gives is on the reference
-    clock. ``skew_s`` exists for tests only: it makes this node's clock wrong by
-    a known amount (the launcher measures the same skewed clock, so the offset
-    cancels it).
-    """
-
-    def __init__(self, offset_s: float = 0.0, skew_s: float = 0.0) -> None:
-        self.offset_s, self.skew_s = offset_s, skew_s
-        self.perf0 = time.perf_counter()
-        self.wall0 = time.time() + skew_s + offset_s
-
-    def wall(self, perf: float) -> float:
-        return self.wall0 + (perf - self.perf0)
-
-    def now(self) -> float:
-        """The current time on the reference clock."""
-        return self.wall(time.perf_counter())
-
-    def aligned(self, local_wall: float) -> float:
-        """A time read from this node's system clock (``time.time()``), aligned."""
-        return local_wall + self.skew_s + self.offset_s
 
 
 def _drain(q: deque[T]) -> list[T]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent import bootstrap
 from stepscope.agent._agent import Agent, AgentSettings
-from stepscope.jobfolder import JobMeta, update_meta, write_meta
+from stepscope.jobfolder import JobMeta, update_meta, use_clock, write_meta
 from stepscope.store import open_store
 
 if TYPE_CHECKING:
@@ -67,7 +67,15 @@ def init(
     )
     write_meta(open_store(url), meta)
     native = bootstrap.native_hooks_from_env()  # the agent reads the environment there
-    agent = Agent(AgentSettings(url, standalone=True, config=meta.config, native_hooks=native))
+    settings = AgentSettings(
+        url,
+        standalone=True,
+        config=meta.config,
+        native_hooks=native,
+        timeline_s=meta.monotonic_offset_s,
+    )  # job.json's clock: one clock
+    agent = Agent(settings)
+    use_clock(agent.clock.now)  # this process's fault records: the job's timeline
     bootstrap.set_current(agent.start())
     return _Session(agent, owns_job=True)
 

@@ -3,7 +3,8 @@
 The launcher puts ``stepscope/agent/_bootstrap`` first on ``PYTHONPATH``; its
 ``sitecustomize`` calls :func:`start_from_env`. This is the only place where the
 agent reads the environment: ``STEPSCOPE_AGENT`` holds the resolved settings
-as JSON (its ``clock`` holds the node's clock offset, docs/distributed.md);
+as JSON (its ``clock`` holds the node's clock offset, docs/distributed.md, its
+``timeline_s`` the job clock's monotonic offset, agent/_clock.py);
 torch's ``RANK``/``LOCAL_RANK`` say which rank this is, else the settings' ``rank``
 (a TensorFlow worker's, which the launcher took from ``TF_CONFIG``: docs/tensorflow.md),
 else 0; ``STEPSCOPE_NATIVE_HOOKS=0`` turns the hooks' C fast path off.
@@ -21,6 +22,7 @@ from typing import Any
 
 from stepscope.agent._agent import Agent, AgentSettings
 from stepscope.agent._rank_exit import RankExit
+from stepscope.jobfolder import use_clock
 
 ENV_VAR = "STEPSCOPE_AGENT"
 
@@ -60,8 +62,14 @@ def settings_from_env(env: Mapping[str, str]) -> AgentSettings | None:
         config=spec.get("config", {}),
         clock_offset_s=float(clock.get("offset_s") or 0.0),
         clock_skew_s=float(clock.get("skew_s") or 0.0),
+        timeline_s=_seconds(spec.get("timeline_s")),
         native_hooks=native_hooks_from_env(env),
     )
+
+
+def _seconds(value: object) -> float | None:
+    """The job clock's offset from the settings (None: an older launcher gave none)."""
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _flush_on_sigterm() -> None:
@@ -87,6 +95,7 @@ def start_from_env(env: Mapping[str, str] | None = None) -> Agent | None:
     if settings is None or _agent is not None:
         return _agent
     agent = Agent(settings)
+    use_clock(agent.clock.now)  # this process's fault records: the job's timeline
     agent.start()
     _agent = agent
     _exit = RankExit(agent)

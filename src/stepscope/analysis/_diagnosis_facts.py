@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from stepscope.analysis.diagnosis_incomplete import incomplete_reason
 from stepscope.jobfolder import JobJson, job_seconds
 
 if TYPE_CHECKING:
@@ -18,11 +19,13 @@ class JobFacts:
     """What the diagnosis needs of the job besides its verdicts (None: unknown).
 
     ``wall_seconds`` is the job's duration so far (end, or now, minus start);
-    ``step_seconds`` the time its first rank spent in training steps.
+    ``step_seconds`` the time its first rank spent in training steps; ``incomplete``
+    why the job's data is incomplete (a rank ended abruptly), None when it is whole.
     """
 
     wall_seconds: float | None = None
     step_seconds: float | None = None
+    incomplete: str | None = None
 
 
 def wall_seconds(meta: JobJson, now: float) -> float | None:
@@ -33,9 +36,9 @@ def wall_seconds(meta: JobJson, now: float) -> float | None:
 
 def job_facts(meta: JobJson, steps: pd.DataFrame, now: float) -> JobFacts:
     """The facts of a job from its ``job.json`` and its steps frame (any ranks)."""
-    wall = wall_seconds(meta, now)
+    wall, incomplete = wall_seconds(meta, now), incomplete_reason(meta)
     train = steps[steps["phase"] == "train"] if len(steps) else steps
     if not len(train):
-        return JobFacts(wall, None)
+        return JobFacts(wall, None, incomplete)
     first = train[train["rank"] == train["rank"].min()]
-    return JobFacts(wall, float(first["duration"].sum()))
+    return JobFacts(wall, float(first["duration"].sum()), incomplete)

@@ -6,9 +6,11 @@ provisional verdict, is ``IssuesFound``) by the job time they cost
 rule cannot tell its cost follow, most severe first. With no problem it says
 what was checked (rules that judged datapoints) and what could not be
 (``NotApplicable``, ``Error``, with their reasons): never "no problem found" on
-nothing. It reads the verdicts as ``rules/*.json`` holds them (docs/format.md),
-so ``stepscope show``, the report and the dashboard give the same answer;
-``stepscope.rules.diagnose`` takes :class:`~stepscope.rules.RuleResult` objects.
+nothing, on verdicts the rule runner did not finish (:mod:`.diagnosis_stale`), or on
+a job whose data is incomplete (:mod:`.diagnosis_incomplete`). It reads the verdicts
+as ``rules/*.json`` holds them (docs/format.md), so ``stepscope show``, the report
+and the dashboard give the same answer; ``stepscope.rules.diagnose`` takes
+:class:`~stepscope.rules.RuleResult` objects.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from stepscope.analysis._diagnosis_facts import JobFacts, job_facts, wall_second
 from stepscope.analysis._diagnosis_types import Check, DiagnosisEntry, Evidence
 from stepscope.analysis._plain import finite
 from stepscope.analysis.diagnosis_gpu import gpu_notes
+from stepscope.analysis.diagnosis_incomplete import RECORDED_PART, incomplete_text
 from stepscope.analysis.diagnosis_overlap import Counted, counted_costs, left_out_text
 from stepscope.analysis.diagnosis_saving import saving_bound, saving_text
 from stepscope.analysis.diagnosis_stale import stale_text
@@ -73,11 +76,15 @@ class Diagnosis:
 
     def _found(self) -> str:
         found = self._judged()
-        return found if self.stale is None else f"{self.stale}; {found}"
+        found = found if self.stale is None else f"{self.stale}; {found}"
+        lost = incomplete_text(self.facts.incomplete)  # (.diagnosis_incomplete)
+        return found if lost is None else f"{lost}; {found}"
 
     def _judged(self) -> str:
         wall = self.facts.wall_seconds
         job = f"this {duration_text(wall)} job" if wall is not None else "this job"
+        if self.facts.incomplete is not None:  # what was lost was never judged
+            job = f"{RECORDED_PART} {job}"
         if self.entries:
             n = len(self.entries)
             costed = any(e.cost_seconds is not None for e in self.entries)
@@ -88,6 +95,8 @@ class Diagnosis:
         done = ", ".join(c.text for c in self.checked)
         if self.stale is not None:  # the final evaluation never ran: not "no problem"
             text = f"none had found a problem by then in {job}: checked {done}"
+        elif self.facts.incomplete is not None:  # steps were lost: not "no problem"
+            text = f"nothing found in {job}: checked {done}"
         else:
             text = f"no problem found in {job}: checked {done}"
         return text + (f"; not checked: {self._why_not()}" if self.not_checked else "")

@@ -27,6 +27,7 @@ from stepscope.analysis._summary_parts import (
 )
 from stepscope.analysis.device import DEVICE_COLUMNS
 from stepscope.analysis.diagnosis import JobFacts, diagnose_verdicts, wall_seconds
+from stepscope.analysis.diagnosis_incomplete import incomplete_reason
 from stepscope.analysis.diagnosis_text import ChecksJson, EntryJson
 from stepscope.jobfolder import JobJson, JsonObject
 
@@ -138,7 +139,7 @@ def summarize(job: Job) -> JobSummary:
     init, final = _lifecycle(job, meta, steps)
     train = _first_rank_train(steps)
     step_seconds = float(np.nansum(steps.floats("duration")[train])) if train.any() else None
-    facts = JobFacts(wall_seconds(meta, now), step_seconds)
+    facts = JobFacts(wall_seconds(meta, now), step_seconds, incomplete_reason(meta))
     diagnosis = diagnose_verdicts(read_rules(job), facts)
     return {
         "name": meta.get("name"),
@@ -147,7 +148,7 @@ def summarize(job: Job) -> JobSummary:
         "alive": meta["alive"],
         "exit_code": meta.get("exit_code"),
         "reason": meta.get("reason"),
-        "incomplete": _incomplete(meta),
+        "incomplete": facts.incomplete,
         "command": meta.get("command"),
         "hosts": meta.get("hosts"),
         "start_time": meta.get("start_time"),
@@ -163,8 +164,3 @@ def summarize(job: Job) -> JobSummary:
         "diagnosis_checks": diagnosis.checks(),
         "warnings": job.warnings,  # last: the damage the reads above ran into
     }
-
-
-def _incomplete(meta: JobJson) -> str | None:
-    """Why the job's data is incomplete (job.json's ``incomplete``), or None."""
-    return (meta.get("incomplete_reason") or "incomplete") if meta.get("incomplete") else None

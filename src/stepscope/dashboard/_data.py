@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from stepscope.analysis.diagnosis import JobFacts
+from stepscope.analysis.diagnosis import JobFacts, wall_seconds
+from stepscope.analysis.diagnosis_incomplete import incomplete_reason
 from stepscope.analysis.outliers import Definition
 from stepscope.analysis.profiled import KINDS as PROFILING_EVENTS
 from stepscope.analysis.profiled import Spans, profiling_spans
@@ -158,12 +159,12 @@ class Source:
         return sum(len(p) for p in self._train_parts(job))
 
     def facts(self, name: str) -> JobFacts:
-        """What the diagnosis needs: the job's wall time and its first rank's step time."""
+        """What the diagnosis needs: the job's wall time, its first rank's step time, and
+        why its data is incomplete (None: whole)."""
         job = self.job(name)
-        start, end = job.meta.get("start_time"), job.meta.get("end_time")
         parts = self._train_parts(job)
         steps = float(sum(np.nansum(p.column("duration")) for p in parts)) if parts else None
-        return JobFacts(((end or self._now()) - start) if start else None, steps)
+        return JobFacts(wall_seconds(job.meta, self._now()), steps, incomplete_reason(job.meta))
 
     def detail(self, name: str) -> JobDetail:
         """The job page's header: metadata, nodes, ranks, profiling artifacts."""

@@ -24,7 +24,7 @@ from stepscope.jobfolder._constants import (
     STEP_PARTS,
     TIME_RANGE,
 )
-from stepscope.jobfolder._faults import FaultLog
+from stepscope.jobfolder._faults import FaultLog, use_clock
 from stepscope.jobfolder._json import (
     ClockReference,
     FaultJson,
@@ -189,6 +189,7 @@ __all__ = [
     "read_meta",
     "record_problem",
     "update_meta",
+    "use_clock",
     "verdict_problem",
     "without_bad_keys",
     "write_heartbeat",

@@ -23,6 +23,19 @@ from stepscope.jobfolder._json import FaultJson, JsonObject
 from stepscope.jobfolder._records import FolderIO
 
 MAX_GAPS = 100  # gaps kept per record: the newest are dropped past it, and counted
+# This process's job clock (use_clock): the times of records without a clock of their own
+_clock: list[Callable[[], float]] = [time.time]
+
+
+def use_clock(now: Callable[[], float]) -> None:
+    """Make ``now`` (the job's timeline: ``JobClock.now``, the agent's or the sampler's
+    clock) the clock of this process's fault records that were given none (the control
+    channel's refusals), so that a step of the wall clock moves none of them."""
+    _clock[0] = now
+
+
+def _process_now() -> float:
+    return _clock[0]()
 
 
 class FaultLog:
@@ -34,7 +47,7 @@ class FaultLog:
         where: str,
         pid: int,
         identity: Mapping[str, object] | None = None,
-        wall: Callable[[], float] = time.time,
+        wall: Callable[[], float] = _process_now,
     ) -> None:
         self.io, self.where, self.pid, self._wall = io, where, pid, wall
         self.identity: JsonObject = {"node": where, "pid": pid, **(identity or {})}

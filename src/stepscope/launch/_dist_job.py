@@ -17,6 +17,7 @@ from collections.abc import Callable
 from stepscope.jobfolder import (
     HEARTBEAT_STALE_S,
     ClockReference,
+    FaultLog,
     JobJson,
     JobMeta,
     JsonObject,
@@ -32,7 +33,7 @@ from stepscope.jobfolder import (
     write_meta,
 )
 from stepscope.launch._clocksync import Offset, TimeServer, measure, skewed_clock
-from stepscope.launch._ending import node_status
+from stepscope.launch._ending import incomplete_of_ranks, node_status, record_abrupt
 from stepscope.launch._launcher import say
 from stepscope.launch._torchrun import Plan
 from stepscope.store import Store
@@ -57,7 +58,7 @@ def culprit(ranks: list[JsonObject]) -> str | None:
             f"rank {r['rank']} (local rank {r['local_rank']}) on node {r['node']} failed "
             f"first: {r.get('error')}{at}"
         )
-    silent = [r for r in ranks if r.get("status") == "Running"]
+    silent = [r for r in ranks if r.get("status") in ("Running", "Abrupt")]
     if silent:
         names = ", ".join(f"rank {r['rank']} on node {r['node']}" for r in silent)
         return f"{names} ended without a record (killed, or crashed hard)"
@@ -82,6 +83,8 @@ def aggregate(
     codes = [n.get("exit_code") for n in nodes if n.get("exit_code")]
     out: JobJson = {"nodes_status": statuses, "hosts": sorted(statuses)}
     out["failed_ranks"] = sorted((r for r in ranks if r.get("status") == "Failed"), key=_time)
+    if (incomplete := incomplete_of_ranks(ranks)) is not None:  # any node's abrupt ranks
+        out |= {"incomplete": True, "incomplete_reason": incomplete}
     if "Running" in statuses.values():
         return out | {"status": "Running", "end_time": None}
     ends = [float(n["end_time"]) for n in nodes if n.get("end_time")]
@@ -199,9 +202,17 @@ class NodeLauncher:
         say(f"no clock reference from node rank 0 within {CLOCK_WAIT_S:.0f} s: times unaligned")
         return None
 
-    def finish(self, code: int, stop_reason: str | None) -> JobJson:
-        """Record this node's end; rewrite job.json with every node's and rank's status."""
+    def finish(
+        self, code: int, stop_reason: str | None, faults: FaultLog, child: tuple[int, int]
+    ) -> JobJson:
+        """Record this node's end and its ranks that ended abruptly; rewrite job.json with
+        every node's and rank's status."""
         what = "torchrun" if self.plan.launcher == "torchrun" else "the worker"
+        # torchrun has reaped its workers: a rank of this node still "Running" ended
+        # without its agent's end. The ranks' times are the reference clock's.
+        offset = self.offset.offset_s if self.offset is not None else 0.0
+        aligned = self._now() + self.plan.clock_skew_s + offset
+        record_abrupt(self.store, self.plan.node, aligned, faults, child)
         status, reason = node_status(code, stop_reason, what)
         self.record |= {"status": status, "reason": reason, "exit_code": code}
         self.record["end_time"] = self._now()

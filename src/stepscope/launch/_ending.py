@@ -119,10 +119,15 @@ def _lost(store: Store, rank: int, flush_s: float, end: float) -> float:
 
 
 def record_abrupt(
-    store: Store, node: str, child_pid: int, returncode: int, end: float, faults: FaultLog
+    store: Store, node: str, end: float, faults: FaultLog, child: tuple[int, int] | None = None
 ) -> list[Abrupt]:
     """Find this node's ranks whose record says ``Running`` after the command ended
-    (their process gone), record each as ``Abrupt`` and in ``faults/``."""
+    (their process gone), record each as ``Abrupt`` and in ``faults/``.
+
+    ``child`` (pid, ``Popen.returncode``) is the command the launcher started: a rank
+    that is that process is said to have ended as its exit status says. Under torchrun
+    the ranks are torchrun's children, reaped by it: their record is all there is
+    (docs/distributed.md, "How a rank ended")."""
     found: list[Abrupt] = []
     try:
         records = read_all(store, paths.RANKS)
@@ -135,8 +140,8 @@ def record_abrupt(
         if not isinstance(rank, int):
             continue
         code, sig = None, None
-        if pid == child_pid:  # the command itself: its exit status says how
-            how, code, sig = describe_exit(returncode)
+        if child is not None and pid == child[0]:  # the command itself: its status says how
+            how, code, sig = describe_exit(child[1])
         else:
             how = "ended"
         flush = rec.get("flush_s")
@@ -156,9 +161,22 @@ def record_abrupt(
     return found
 
 
-def incomplete_reason(found: list[Abrupt]) -> str | None:
-    """job.json's ``incomplete_reason`` for these ranks (None: none ended abruptly)."""
+def incomplete_reason(found: list[tuple[object, str]]) -> str | None:
+    """job.json's ``incomplete_reason`` from the ranks that ended abruptly, as (rank,
+    :meth:`Abrupt.line`), first first: the first one's line, after which ranks when
+    several did (``2 ranks (0, 1) ended without flushing; rank 0 ...``); None: none."""
     if not found:
         return None
-    first = found[0].line()
-    return first if len(found) == 1 else f"{len(found)} ranks ended without flushing; {first}"
+    if len(found) == 1:
+        return found[0][1]
+    ranks = ", ".join(str(rank) for rank, _ in found)
+    return f"{len(found)} ranks ({ranks}) ended without flushing; {found[0][1]}"
+
+
+def incomplete_of_ranks(ranks: list[JsonObject]) -> str | None:
+    """``incomplete_reason`` from every rank's record (``ranks/rank-<r>.json``): the
+    job's data is incomplete when any rank, on any node, was recorded ``Abrupt``."""
+    abrupt = [r for r in ranks if r.get("status") == "Abrupt"]
+    abrupt.sort(key=lambda r: float(t) if isinstance(t := r.get("time"), int | float) else 0.0)
+    lines = [(r.get("rank"), r.get("error") or f"rank {r.get('rank')} ended") for r in abrupt]
+    return incomplete_reason([(rank, str(line)) for rank, line in lines])

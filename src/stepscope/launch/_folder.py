@@ -12,12 +12,15 @@ begin, not at every heartbeat.
 from __future__ import annotations
 
 import errno
+import shutil
 import time
 from collections.abc import Callable
 
 from stepscope.errors import StepscopeError, UsageError, quote
-from stepscope.jobfolder import FOLDER_DELETED, folder_trouble
+from stepscope.jobfolder import FOLDER_DELETED, FaultLog, folder_trouble
 from stepscope.store import Store
+
+DISK_FULL_BYTES = 1 << 20  # less free space than this under a local job folder: recorded
 
 LOST = (
     "nothing more of this job can be recorded: heartbeats, steps, system samples, "
@@ -95,3 +98,14 @@ def start_error(url: str, exc: OSError) -> StepscopeError:
         return exc  # a store's own error says it already
     why = _START_FIX.get(exc.errno or 0) or f"{exc.strerror or exc}: give another folder with -o"
     return UsageError(f"cannot create the job folder {quote(url)}: {why}. No job was started.")
+
+
+def disk_full(store: Store, faults: FaultLog) -> None:
+    """Record a full disk under a local job folder (its writes fail, the job goes on)."""
+    path = store.local_path()
+    try:
+        free = shutil.disk_usage(path).free if path is not None else None
+    except OSError:
+        return
+    if free is not None and free < DISK_FULL_BYTES:
+        faults.record("disk", f"No space left on device: {free} bytes free under {path}")

@@ -61,6 +61,7 @@ def _sampler_cmd(spec: RunSpec, store: Store, child_pid: int, me: str) -> list[s
         *("--job-url", store.url, "--node", spec.node, "--interval-ms", str(spec.interval_ms)),
         *("--watch-pid", str(child_pid), "--parent-pid", me),
         *(spec.dist.sampler_args() if spec.dist is not None else []),
+        *([f"--timeline-offset-s={spec.timeline_s!r}"] if spec.timeline_s is not None else []),
         *("--nice", str(HELPER_NICE)),
     )
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -31,6 +30,7 @@ from stepscope.jobfolder import (
     JsonObject,
     control,
     update_meta,
+    use_clock,
     write_heartbeat,
     write_meta,
 )
@@ -41,7 +41,7 @@ from stepscope.launch._ending import (
     rank_error,
     record_abrupt,
 )
-from stepscope.launch._folder import FolderWatch, start_error
+from stepscope.launch._folder import FolderWatch, disk_full, start_error
 from stepscope.launch._supervise import Helpers
 from stepscope.process import pidfd, wait_child
 from stepscope.store import Store, open_store
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 BOOTSTRAP_DIR = str(Path(__file__).parents[1] / "agent" / "_bootstrap")
 HEARTBEAT_S = 2.0
 STOP_GRACE_S = 10.0
-DISK_FULL_BYTES = 1 << 20  # less free space than this under a local job folder: recorded
 
 
 @dataclass
@@ -71,6 +70,9 @@ class RunSpec:
     rules: bool = True
     # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
     dist: NodeLauncher | None = None
+    # the job clock's monotonic offset (JobClock.offset_s), set by run(): the agent's
+    # and the sampler's timeline, so that every row keeps one clock
+    timeline_s: float | None = None
 
 
 def say(msg: str) -> None:
@@ -85,6 +87,7 @@ def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP_DIR, env.get("PYTHONPATH")) if p)
     agent: JsonObject = {"job_url": store.url, "node": spec.node, "config": spec.config}
+    agent["timeline_s"] = spec.timeline_s
     if spec.dist is not None:
         agent["clock"] = spec.dist.agent_clock()
         if (rank := spec.dist.agent_rank()) is not None:
@@ -175,31 +178,19 @@ def _terminal_sent_it() -> bool:
         return False
 
 
-def disk_full(store: Store, faults: FaultLog) -> None:
-    """Record a full disk under a local job folder (its writes fail, the job goes on)."""
-    path = store.local_path()
-    try:
-        free = shutil.disk_usage(path).free if path is not None else None
-    except OSError:
-        return
-    if free is not None and free < DISK_FULL_BYTES:
-        faults.record("disk", f"No space left on device: {free} bytes free under {path}")
-
-
 def _finish(
     store: Store, spec: RunSpec, child: subprocess.Popen[bytes], clock: JobClock, sup: _Supervisor
 ) -> JobJson:
     faults, stop_reason, code = sup.helpers.faults, sup.stop_reason, _exit_code(child.returncode)
-    abrupt = record_abrupt(store, spec.node, child.pid, child.returncode, clock.now(), faults)
+    abrupt = record_abrupt(store, spec.node, clock.now(), faults, (child.pid, child.returncode))
     error = rank_error(store) if code and stop_reason is None else None
     status, reason = node_status(code, stop_reason, error=error)
     disk_full(store, faults)
     faults.flush()
     changes: JobJson = {"status": status, "reason": reason, "exit_code": code}
     changes |= {"end_time": clock.now(), "duration_s": round(clock.elapsed(), 3)}
-    if (incomplete := incomplete_reason(abrupt)) is not None:
+    if (incomplete := incomplete_reason([(a.rank, a.line()) for a in abrupt])) is not None:
         changes |= {"incomplete": True, "incomplete_reason": incomplete}
-        say(f"the job's data is incomplete: {incomplete}")
     if unsaved := faults.pending():  # job.json has room kept for them (a full disk)
         changes["faults"] = unsaved
     return update_meta(store, **changes)
@@ -209,6 +200,8 @@ def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
     clock = JobClock()
+    spec = replace(spec, timeline_s=clock.offset_s)
+    use_clock(clock.now)  # the control channel's refusals: the job's timeline too
     try:  # any failure to create the job folder: one line, exit 2, no job started
         if spec.dist is None:
             write_meta(store, _job_meta(spec, clock))
@@ -234,7 +227,8 @@ def run(spec: RunSpec) -> int:
         if spec.dist is None:
             meta = _finish(store, spec, child, clock, sup)
         else:
-            meta = spec.dist.finish(code, sup.stop_reason)
+            ended = (child.pid, child.returncode)  # a TensorFlow worker's rank is the child
+            meta = spec.dist.finish(code, sup.stop_reason, sup.helpers.faults, ended)
     except OSError as exc:  # the store is failing: the exit code is still the command's
         sup.folder.end_failed(exc)
         meta = {"status": node_status(code, sup.stop_reason)[0]}
@@ -242,5 +236,7 @@ def run(spec: RunSpec) -> int:
         if spec.dist is not None:
             spec.dist.close()
     helpers.stop()
+    if meta.get("incomplete"):
+        say(f"the job's data is incomplete: {meta.get('incomplete_reason')}")
     say(f"job {spec.job!r} {meta['status']} (exit {code}) after {took:.1f} s{sup.folder.where()}")
     return code

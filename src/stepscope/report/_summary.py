@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from stepscope.analysis.diagnosis_incomplete import incomplete_reason
 from stepscope.analysis.report_data import lifecycle
 from stepscope.jobfolder import JobJson, json_number
 from stepscope.report._context import Context
@@ -38,6 +39,15 @@ def _status(meta: JobJson) -> str:
     return " ".join(parts)
 
 
+def _incomplete(meta: JobJson) -> list[tuple[str, str]]:
+    """The row that says the data is incomplete, why and which ranks (none if whole)."""
+    reason = incomplete_reason(meta)
+    if reason is None:
+        return []
+    lost = "What their writers held since their last flush was lost; this report shows the rest."
+    return [("Data", f"{badge('Incomplete')} {esc(reason)}{note(lost)}")]
+
+
 def summary_section(ctx: Context) -> str:
     """Command, hosts, ranks, status, duration and the lifecycle timeline."""
     meta = ctx.meta
@@ -48,6 +58,7 @@ def summary_section(ctx: Context) -> str:
     rows: list[tuple[str, str]] = [
         ("Job", esc(meta.get("name"))),
         ("Status", _status(meta)),
+        *_incomplete(meta),
         ("Command", f"<code>{esc(_command(meta))}</code>"),
         ("Working directory", esc(meta.get("cwd"))),
         ("Hosts", esc(", ".join(str(h) for h in meta.get("hosts") or ctx.job.nodes()))),
@@ -60,7 +71,7 @@ def summary_section(ctx: Context) -> str:
     ]
     device = device_fact(ctx)
     if device is not None:  # a GPU job: where the device's time went, after the step counts
-        rows.insert(10, ("GPU time per step (train)", device))
+        rows.insert(len(rows) - 1, ("GPU time per step (train)", device))
     body = table(["", ""], rows, cls="facts", raw_cols=(0, 1)) + _timeline(ctx)
     return section("summary", "Job summary", body)
 

@@ -66,7 +66,9 @@ class Runner:
         self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
         self.word: Word | None = None  # the launcher's word that the job ended
         self.lost: str | None = None  # the job folder was deleted or made read-only
-        self.faults = FaultLog(job.store, socket.gethostname(), os.getpid(), {"rank": None})
+        # its records' times: its clock (the job's timeline, as its verdicts')
+        where, pid = socket.gethostname(), os.getpid()
+        self.faults = FaultLog(job.store, where, pid, {"rank": None}, wall=clock)
         # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
         self.progress = ProgressWriter(None)
 

@@ -33,7 +33,7 @@ import time
 import traceback
 from collections.abc import Sequence
 
-from stepscope.jobfolder import FaultLog, folder_trouble, job_timeline
+from stepscope.jobfolder import FaultLog, folder_trouble, job_timeline, use_clock
 from stepscope.process import (
     ProgressWriter,
     Word,
@@ -102,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Beside the launcher (same node), the job's timeline: the agent's times
         # never step with the wall clock, so the rules' "now" must not either.
         now = job_timeline(job.meta) if args.parent_pid is not None else time.time
+        use_clock(now)  # its fault records too
         runner = Runner(job, job_rules(job), clock=now)
         runner.progress = ProgressWriter(args.progress_fd)
         runner.word = word

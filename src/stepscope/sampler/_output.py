@@ -37,8 +37,9 @@ MAX_BUFFER_ROWS = 36_000  # one hour of samples at 100 ms
 class Faults:
     """What the fault boundary caught: first error on stderr, all in one JSON file."""
 
-    def __init__(self, store: Store, node: str) -> None:
+    def __init__(self, store: Store, node: str, now: Callable[[], float] = time.time) -> None:
         self._store, self._key = store, paths.fault_key("sampler", node, os.getpid())
+        self._now = now  # the sampler's clock: the job's timeline
         self.doc: FaultJson = {"component": "sampler", "node": node, "pid": os.getpid()}
         self.doc |= {"count": 0, "dropped_rows": 0}
         self._changed = False
@@ -59,7 +60,7 @@ class Faults:
     def record(self, exc: Exception) -> None:
         """Count ``exc``; it is written by the next flush (never here: the sampling
         thread must not wait on a store that may be what failed)."""
-        now, error = time.time(), f"{type(exc).__name__}: {exc}"
+        now, error = self._now(), f"{type(exc).__name__}: {exc}"
         with self._lock:
             # a deleted or read-only job folder: the launcher says so, once
             if self.doc["count"] == 0 and folder_trouble(self._store, exc) is None:

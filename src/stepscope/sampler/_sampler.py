@@ -57,10 +57,18 @@ class Sampler:
         probe: SystemProbe | None = None,
         clock_offset_s: float | None = 0.0,
         clock_skew_s: float = 0.0,
+        timeline_s: float | None = None,
         gap: tuple[float, str] | None = None,
         progress: ProgressWriter | None = None,
     ) -> None:
         self.store, self.node = store, node
+        # Its times (samples, faults): the job's timeline (the launcher's monotonic offset,
+        # ``timeline_s``; None: its own wall read), plus the node's offset (None: not
+        # measured, times stay on this node's clock); skew: tests only, as the agent's.
+        self.clock_offset_s = clock_offset_s
+        local = time.monotonic() + timeline_s if timeline_s is not None else time.time()
+        self._wall0 = local + clock_skew_s + (clock_offset_s or 0.0)
+        self._mono0 = time.monotonic()
         self.flush_s = max(flush_s, store.min_interval_s)  # object stores: fewer requests
         self.interval_ms = validate_interval_ms(interval_ms)
         self.probe = probe or SystemProbe(watch_pid, Gpus.open())
@@ -69,9 +77,9 @@ class Sampler:
         self._writer = SegmentWriter(store, paths.system_stream(node))
         # others/<node>/, every few s; the parent (a launcher) and its helpers are ours
         self.others = OthersStream(store, node, watch_pid, parent_pid)
-        self.faults = Faults(store, node)
+        self.faults = Faults(store, node, self.now)
         self._pending = RowBuffer(max_buffer_rows, self.faults)
-        self.log = FaultLog(store, node, os.getpid())
+        self.log = FaultLog(store, node, os.getpid(), wall=self.now)
         self.stalls = Stalls(self.log)
         self.gaps, self.orphan = GapWatch(self.log), Orphan(store, node, self.log)
         self._watching = watch_pid is not None
@@ -83,17 +91,16 @@ class Sampler:
         self._flusher = Flusher(  # a late lookup of flush: benchmarks/sampler.py times it
             lambda: self.flush(), self.flush_s, self._take_requests, self.requests.due, self._first
         )
-        # offset: None when it could not be measured (times stay on this node's clock);
-        # skew: tests only, a known error of this node's clock (as in the agent's Clock).
-        self.clock_offset_s = clock_offset_s
-        self._wall0 = time.time() + clock_skew_s + (clock_offset_s or 0.0)
-        self._mono0 = time.monotonic()
         self._tick: float | None = None  # monotonic time of the last tick
         self._sampled, self.samples = -math.inf, 0
         self._node_written = self._stopped = self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+
+    def now(self) -> float:
+        """The current time on the samples' clock (the job's timeline, aligned)."""
+        return self._wall0 + (time.monotonic() - self._mono0)
 
     def set_interval(self, ms: int) -> None:
         """Change the interval (validated); the next tick is the last one plus ``ms``."""
@@ -113,7 +120,7 @@ class Sampler:
             while (reason := self._sleep()) is None:
                 self._guard(self.sample)
             # when the watched process ended (its pidfd woke us), on the samples' clock
-            ended = self._wall0 + (time.monotonic() - self._mono0)
+            ended = self.now()
             if time.monotonic() - self._sampled >= MIN_FINAL_GAP_S:
                 self._guard(self.sample)  # the state at the end, unless the last one is it
         finally:
@@ -137,7 +144,7 @@ class Sampler:
         ``final``: the last flush tries the store even while a retry is not due.
         Run by the flush thread while :meth:`run` samples (and by it at the end).
         """
-        began, wall, errors = time.monotonic(), time.time(), self.faults.doc["count"]
+        began, wall, errors = time.monotonic(), self.now(), self.faults.doc["count"]
         if not self._node_written:
             self._guard(self._write_node)
         stored = self._guard(lambda: self._pending.store(self._writer, final))
@@ -159,7 +166,7 @@ class Sampler:
 
     def _take_requests(self) -> None:
         """Apply the ``config`` requests in ``control/`` (the flush thread, once a second)."""
-        began, wall = time.monotonic(), time.time()
+        began, wall = time.monotonic(), self.now()
         ok = self._guard(lambda: self.requests.take(self))
         took, error = time.monotonic() - began, self.faults.doc.get("error")
         self.stalls.took("reading control requests", wall, took, error, not ok)

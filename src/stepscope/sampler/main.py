@@ -2,7 +2,7 @@
 
     python -m stepscope.sampler.main --job-url URL --node NODE \\
         --interval-ms 500 --watch-pid PID [--parent-pid PID] [--flush-seconds 2] \\
-        [--clock-offset-s S]
+        [--clock-offset-s S] [--timeline-offset-s S]
 
 It samples on a fixed schedule (tick ``k`` at ``start + k * interval``; missed
 ticks are skipped, never caught up in a burst), stores rows in ``system/<node>/``
@@ -21,7 +21,10 @@ that blocks never stops the sampling; unstored rows wait in a bounded buffer
 
 Sample times are on the job's reference clock: ``--clock-offset-s`` is the node's
 measured offset (the one its ranks' agents add, docs/distributed.md), added to
-every time and recorded in ``nodes/<node>.json`` (``none``: not measured).
+every time and recorded in ``nodes/<node>.json`` (``none``: not measured). They
+are on the job's timeline: ``--timeline-offset-s`` is the launcher's job clock
+(monotonic plus that offset, job.json's ``monotonic_offset_s``), so a step of the
+wall clock, even before the sampler starts, moves no sample (docs/format.md).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import os
 import signal
 import sys
 
+from stepscope.jobfolder import use_clock
 from stepscope.process import (
     ProgressWriter,
     add_nice_option,
@@ -60,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         "('none': not measured)",
     )
     p.add_argument("--clock-skew-s", type=float, default=0.0, help=argparse.SUPPRESS)  # tests
+    p.add_argument(
+        "--timeline-offset-s",
+        type=float,
+        help="the job clock: monotonic time plus this is the job's timeline "
+        "(default: the wall clock read at the start)",
+    )
     # a restarted sampler: when its predecessor was last seen alive, and why it died
     p.add_argument("--gap-start", type=float, help=argparse.SUPPRESS)
     p.add_argument("--gap-cause", default="the sampler died", help=argparse.SUPPRESS)
@@ -92,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         flush_s=args.flush_seconds,
         clock_offset_s=args.clock_offset_s,
         clock_skew_s=args.clock_skew_s,
+        timeline_s=args.timeline_offset_s,
         gap=(args.gap_start, args.gap_cause) if args.gap_start is not None else None,
         progress=ProgressWriter(args.progress_fd),
     )
+    use_clock(sampler.now)  # this process's fault records (control refusals): its clock
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: sampler.stop())
     sampler.run()

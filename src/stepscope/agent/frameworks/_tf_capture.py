@@ -20,7 +20,6 @@ step's result); reductions are computed in numpy. Nothing imports torch.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -222,7 +221,7 @@ class TFCapture:
         if not (self._keys or self._raws or self._members):
             return
         batch = StepBatch(
-            time=time.time(),
+            time=self.writer.now(),  # the agent's clock: the job's timeline
             keys=self._keys,
             values=Host(self._values),  # type: ignore[arg-type]  # HostVector's duck
             raws=self._raws,

@@ -197,4 +197,4 @@ class TensorCapture(LossCapture, ParamCapture):
         """Hand what was captured to the writer as one batch."""
         if self.pending:
             pending, self.pending = self.pending, Pending()
-            self.writer.put(pending.batch())
+            self.writer.put(pending.batch(self.writer.now()))

@@ -6,7 +6,6 @@ one batch by :meth:`Pending.batch`; raw tensors were copied when captured.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -78,8 +77,9 @@ class Pending:
         self.floats.append((*key, float(value)))
         self.filled = True
 
-    def batch(self) -> StepBatch:
-        """Everything as one batch; the device values are stacked and copied once."""
+    def batch(self, now: float) -> StepBatch:
+        """Everything as one batch at ``now`` (the agent's clock); the device values are
+        stacked and copied once."""
         import torch
 
         for key, (how, items) in self.accum.items():
@@ -90,7 +90,7 @@ class Pending:
             self.keys.append((*key, VALUE_KEY))
         values = stack_to_host(self.values)
         return StepBatch(
-            time=time.time(),
+            time=now,
             keys=self.keys,
             values=values,
             raws=self.raws,

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -72,9 +72,15 @@ class TensorWriter:
     """Owns the rank's tensor streams and the thread that flushes them."""
 
     def __init__(
-        self, store: Store, rank: int, faults: FaultBoundary, flush_s: float = 2.0
+        self,
+        store: Store,
+        rank: int,
+        faults: FaultBoundary,
+        flush_s: float = 2.0,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.store, self.rank, self.faults, self.flush_s = store, rank, faults, flush_s
+        self.now = now  # a batch's time: the agent's clock (the job's timeline)
         self.prefix = rank_prefix(rank)
         self.queue: deque[StepBatch] = deque()
         self.dropped = 0
