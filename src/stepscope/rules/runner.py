@@ -39,6 +39,7 @@ from stepscope.process import (
     Word,
     add_nice_option,
     dump_stack_on_signal,
+    exit_at_once,
     lower_priority,
 )
 from stepscope.read import Job
@@ -125,4 +126,4 @@ def wait_for(word: Word) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())  # its last write is done: no teardown for the launcher to wait
