@@ -4,7 +4,7 @@
         [--threads 1]
 
 Each rep runs the training (``_cost_train.py``: the CPU MLP of ``_mlp_loop.py``,
-``--seconds`` of it bare, one torch thread unless ``--threads``: two threads on a
+a loop of ``--seconds`` bare, one torch thread unless ``--threads``: two threads on a
 shared two-core machine measure its other load more than stepscope) once bare
 and once under ``stepscope run`` with default settings, in an order that alternates
 from rep to rep; with ``--base`` also under a base commit's ``stepscope run`` (its
@@ -72,11 +72,10 @@ def spread(xs: list[float]) -> str:
 
 
 def steps_for(seconds: float, threads: int, tmp: Path) -> tuple[int, float]:
-    """Steps that make the bare run last ``seconds`` start to exit, from one bare run."""
+    """Steps that make the bare training loop last ``seconds``, from one bare run."""
     probe = one_run("bare", 400, None, threads, tmp / "calibrate")
     per_step = probe.values["loop"] / 399
-    fixed = probe.values["wall"] - probe.values["loop"]
-    return max(int((seconds - fixed) / per_step), 100), per_step
+    return max(int(seconds / per_step), 100), per_step
 
 
 def own(runs: dict[str, list[Run]], sides: list[str]) -> None:
@@ -111,7 +110,13 @@ def table(runs: dict[str, list[Run]], sides: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7, help="interleaved reps (default 7)")
-    ap.add_argument("--seconds", type=float, default=10.0, help="bare run, start to exit")
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=8.0,
+        help="of the bare training loop (default 8: with torch's import and exit, a 10 s "
+        "job on a quiet machine)",
+    )
     ap.add_argument("--base", help="also a base commit's `stepscope run`, interleaved")
     ap.add_argument("--new", help="a commit's code as the new side (default: this checkout's)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
