@@ -1,6 +1,6 @@
 """What `stepscope run` costs a ~10 s CPU training job, start to exit, and where it goes.
 
-    python benchmarks/run_cost.py [--reps 7] [--seconds 10] [--base COMMIT] [--new COMMIT]
+    python benchmarks/run_cost.py [--reps 7] [--seconds 8] [--base COMMIT] [--new COMMIT]
         [--threads 1]
 
 Each rep runs the training (``_cost_train.py``: the CPU MLP of ``_mlp_loop.py``,
