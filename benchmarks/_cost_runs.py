@@ -15,7 +15,7 @@ import psutil
 
 HERE = Path(__file__).resolve().parent
 TRAIN, WAIT = str(HERE / "_cost_train.py"), str(HERE / "_cost_wait.py")
-HELPERS = ("stepscope.sampler.main", "stepscope.rules.runner")
+HELPERS = {"stepscope.sampler.main": "sampler", "stepscope.rules.runner": "rules"}
 POLL_S = 0.5
 
 
@@ -36,38 +36,47 @@ class CpuWatch:
     """Polls the CPU seconds of the launcher and its helpers (not the training)."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.seen = pid, {}  # type: int, dict[int, float]
-        self.series: list[tuple[float, float]] = []
+        self.pid, self.seen = pid, {}  # type: int, dict[int, tuple[str, float]]
+        self.series: list[tuple[float, dict[str, float]]] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
 
-    def _ours(self) -> list[psutil.Process]:
+    def _ours(self) -> list[tuple[str, psutil.Process]]:
         launcher = psutil.Process(self.pid)
-        kids = [c for c in launcher.children() if any(h in c.cmdline() for h in HELPERS)]
-        return [launcher, *kids]
+        found = [("launcher", launcher)]
+        for child in launcher.children():
+            role = next((r for m, r in HELPERS.items() if m in child.cmdline()), None)
+            if role is not None:
+                found.append((role, child))
+        return found
 
     def _poll(self) -> None:
         while not self._done.wait(POLL_S):
             try:
-                for proc in self._ours():
+                for role, proc in self._ours():
                     t = proc.cpu_times()
-                    self.seen[proc.pid] = t.user + t.system
+                    self.seen[proc.pid] = (role, t.user + t.system)
             except psutil.Error:
                 continue  # one ended between the listing and the read: next time
-            self.series.append((time.time(), sum(self.seen.values())))
+            roles: dict[str, float] = {}
+            for role, cpu in self.seen.values():
+                roles[role] = roles.get(role, 0.0) + cpu
+            self.series.append((time.time(), roles))
 
     def stop(self) -> None:
         self._done.set()
         self._thread.join()
 
-    def rate(self, start: float, end: float) -> float | None:
-        """% of a core between ``start`` and ``end`` (the polls inside them)."""
+    def rates(self, start: float, end: float) -> dict[str, float]:
+        """% of a core of each process, and of all, between ``start`` and ``end``."""
         inside = [(t, c) for t, c in self.series if start <= t <= end]
         if len(inside) < 2 or inside[-1][0] - inside[0][0] < 1.0:
-            return None
+            return {}
         (t0, c0), (t1, c1) = inside[0], inside[-1]
-        return 100 * (c1 - c0) / (t1 - t0)
+        out = {f"steady_{r}": 100 * (c1[r] - c0.get(r, 0.0)) / (t1 - t0) for r in c1}
+        out["steady_pct"] = sum(out.values())
+        return out
 
 
 def _command(side: str, steps: int, threads: int, out: Path) -> list[str]:
@@ -104,9 +113,7 @@ def one_run(side: str, steps: int, src: Path | None, threads: int, out: Path) ->
     v |= {"exit": waited["reaped"] - stamps["end"], "tail": ended - waited["reaped"]}
     v |= {"cpu_tree": usage.ru_utime + usage.ru_stime, "cpu_train": waited["cpu_s"]}
     if watch is not None:
-        rate = watch.rate(stamps["first_step"] + 1.0, stamps["end"] - 0.5)
-        if rate is not None:
-            v["steady_pct"] = rate
+        v |= watch.rates(stamps["first_step"] + 1.0, stamps["end"] - 0.5)
         v |= _job_times(out / "j", t0)
     return Run(v)
 

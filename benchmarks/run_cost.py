@@ -56,6 +56,9 @@ ROWS: list[tuple[str, str]] = [
     ("cpu_train", "CPU, the training process (agent in it)"),
     ("cpu_own", "CPU, stepscope's processes"),
     ("steady_pct", "stepscope's processes while training, % of a core"),
+    ("steady_launcher", "  of which the launcher"),
+    ("steady_sampler", "  of which the sampler"),
+    ("steady_rules", "  of which the rule runner"),
     ("first_sample", "first system sample after start"),
     ("verdicts", "last verdict written after the training's end"),
 ]

@@ -9,6 +9,9 @@ end is the launcher's word (``--stop-fd``, :mod:`stepscope.process._word`), not
 job.json: a job folder deleted or made read-only cannot say the job ended, and the
 runner would wait for it until killed. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
+Under ``stepscope run`` it imports the rules (pandas, DuckDB) only once the job
+folder holds a segment or the job has ended (:func:`wait_for_data`), and exits
+without the interpreter's teardown once its verdicts are written.
 
 No error of one scan ends it (a segment being rewritten, a store that does not
 answer): the scan's error is recorded as ``faults/rules-scan-<node>-<pid>.json``
