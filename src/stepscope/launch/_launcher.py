@@ -223,6 +223,8 @@ def run(spec: RunSpec) -> int:
         for s, h in old.items():
             signal.signal(s, h)
     meta: JobJson
+    if spec.dist is None:  # the verdicts are made while the end is recorded (torchrun:
+        helpers.tell_end()  # after it, which waits for the other nodes' ends)
     try:
         if spec.dist is None:
             meta = _finish(store, spec, child, clock, sup)

@@ -9,7 +9,13 @@ launcher (is it hung?). They import only the standard library (psutil on first
 use), so importing this package costs nothing.
 """
 
-from stepscope.process._background import HELPER_NICE, add_nice_option, helper_env, lower_priority
+from stepscope.process._background import (
+    HELPER_NICE,
+    add_nice_option,
+    exit_at_once,
+    helper_env,
+    lower_priority,
+)
 from stepscope.process._exitwatch import ExitWatch, pidfd, process, wait_child
 from stepscope.process._progress import (
     STACK_SIGNAL,
@@ -28,6 +34,7 @@ __all__ = [
     "Word",
     "add_nice_option",
     "dump_stack_on_signal",
+    "exit_at_once",
     "give_word",
     "helper_env",
     "lower_priority",

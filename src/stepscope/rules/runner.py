@@ -9,6 +9,9 @@ end is the launcher's word (``--stop-fd``, :mod:`stepscope.process._word`), not
 job.json: a job folder deleted or made read-only cannot say the job ended, and the
 runner would wait for it until killed. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
+Under ``stepscope run`` it imports the rules (pandas, DuckDB) only once the job
+folder holds a segment or the job has ended (:func:`wait_for_data`), and exits
+without the interpreter's teardown once its verdicts are written.
 
 No error of one scan ends it (a segment being rewritten, a store that does not
 answer): the scan's error is recorded as ``faults/rules-scan-<node>-<pid>.json``
@@ -32,6 +35,7 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog, folder_trouble, job_timeline, use_clock
 from stepscope.process import (
@@ -39,20 +43,21 @@ from stepscope.process import (
     Word,
     add_nice_option,
     dump_stack_on_signal,
+    exit_at_once,
     lower_priority,
 )
-from stepscope.read import Job
-from stepscope.rules._evaluate import job_rules
-from stepscope.rules._live_runner import (
-    DEFAULT_S,
-    MIN_PERIOD_S,
-    POLL_S,
-    SCAN_COMPONENT,
-    Runner,
-    chunk_seconds,
-    write_results,
-)
 from stepscope.store import Store, open_store
+
+if TYPE_CHECKING:
+    from stepscope.rules._live_runner import (
+        DEFAULT_S,
+        MIN_PERIOD_S,
+        POLL_S,
+        SCAN_COMPONENT,
+        Runner,
+        chunk_seconds,
+        write_results,
+    )
 
 # The loop's names (Runner and friends) live in _live_runner; they stay importable here.
 __all__ = [
@@ -70,6 +75,18 @@ __all__ = [
 ]
 
 COMPONENT = "rules-runner"
+_LOOP_NAMES = {"DEFAULT_S", "MIN_PERIOD_S", "POLL_S", "SCAN_COMPONENT", "Runner", "chunk_seconds"}
+WAIT_S = 0.5  # how often a runner with nothing to judge yet looks again
+STREAMS = ("steps", "system", "events", "others")  # a segment in any: something to judge
+
+
+def __getattr__(name: str) -> object:
+    # The loop (pandas, DuckDB) only once there is something to judge: see main().
+    if name not in _LOOP_NAMES | {"write_results"}:
+        raise AttributeError(f"module 'stepscope.rules.runner' has no attribute {name!r}")
+    from stepscope.rules import _live_runner
+
+    return getattr(_live_runner, name)
 
 
 def write_fault(store: Store, exc: BaseException) -> None:
@@ -97,14 +114,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     lower_priority(args.nice)  # before DuckDB starts its threads: they inherit it
     store = open_store(args.job_url).keep_root()
     word = Word(args.stop_fd) if args.stop_fd is not None else None
+    progress = ProgressWriter(args.progress_fd)
     try:
+        if word is not None:  # under `stepscope run`: nothing to import before data comes
+            wait_for_data(store, word, progress)
+        from stepscope.read import Job
+        from stepscope.rules._evaluate import job_rules
+        from stepscope.rules._live_runner import Runner
+
         job = Job(store)
         # Beside the launcher (same node), the job's timeline: the agent's times
         # never step with the wall clock, so the rules' "now" must not either.
         now = job_timeline(job.meta) if args.parent_pid is not None else time.time
         use_clock(now)  # its fault records too
         runner = Runner(job, job_rules(job), clock=now)
-        runner.progress = ProgressWriter(args.progress_fd)
+        runner.progress = progress
         runner.word = word
         if args.once:
             runner.final()
@@ -122,8 +146,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 def wait_for(word: Word) -> None:
     """Sleep until the launcher's word comes, or the launcher is gone."""
     while word.heard() is False:
-        time.sleep(POLL_S)
+        time.sleep(WAIT_S)
+
+
+def wait_for_data(store: Store, word: Word, progress: ProgressWriter) -> None:
+    """Sleep until the job folder holds a segment (the writers' first flush, about 2 s
+    into the job), the launcher's word comes, or the launcher is gone. The rules'
+    imports (pandas, DuckDB: 0.6 s of CPU) then wait out the training's own start-up,
+    which they would slow on a small machine; a job that ends first is judged at once."""
+    every = max(WAIT_S, store.min_interval_s)  # object stores bill each listing
+    while not _has_segment(store) and word.heard() is False:
+        progress.beat()
+        time.sleep(every)
+
+
+def _has_segment(store: Store) -> bool:
+    """A ``.parquet`` segment in one of the job's streams (one listing per stream)."""
+    try:
+        for kind in STREAMS:
+            for name in store.listdir(kind):
+                if any(n.endswith(".parquet") for n in store.listdir(f"{kind}/{name}")):
+                    return True
+    except Exception:  # a store that does not answer: the runner's loop records it
+        return True
+    return False
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())  # its last write is done: no teardown for the launcher to wait

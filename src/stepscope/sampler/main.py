@@ -39,6 +39,7 @@ from stepscope.process import (
     ProgressWriter,
     add_nice_option,
     dump_stack_on_signal,
+    exit_at_once,
     lower_priority,
 )
 from stepscope.sampler._probe import validate_interval_ms
@@ -114,4 +115,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())  # its last write is done: no teardown for the launcher to wait
