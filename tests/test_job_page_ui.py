@@ -47,7 +47,9 @@ TIME_RANGES = """() => [...StepscopeCharts.timeGroup.plots].filter((u) => u.root
 
 # A raw name in a legend: a rule's parameter, or a symbol for one, or a metric's column
 # (the step's parts keep their names, data_wait included: show, rules and docs use them).
-RAW = re.compile(r"stddev|\u03c3|min_excess|threshold|\bgpu\d+_|\bproc_|_pct\b|_util\b|mem_percent|cpu_iowait")
+RAW = re.compile(
+    r"stddev|\u03c3|min_excess|threshold|\bgpu\d+_|\bproc_|_pct\b|_util\b|mem_percent|cpu_iowait"
+)
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +97,13 @@ def shot(page: Any, name: str) -> None:
 
 def first_chart(page: Any) -> tuple[str, float]:
     """The first chart drawn on the page, top to bottom: its title and its top."""
-    return tuple(page.evaluate("""() => {
+    return tuple(
+        page.evaluate("""() => {
       const el = [...document.querySelectorAll('[data-chart][data-drawn="1"]')]
         .filter((e) => e.getBoundingClientRect().height > 0)[0];
       return [el.querySelector(".u-title, .sc-title").textContent, el.getBoundingClientRect().top];
-    }"""))
+    }""")
+    )
 
 
 def check_zoom_follows(page: Any, chart: str) -> None:
