@@ -122,6 +122,8 @@ def check_zoom_follows(page: Any, chart: str) -> None:
     old_lo, old_hi = before[chart]
     assert old_lo < lo < hi < old_hi, (before[chart], after[chart])  # it zoomed
     assert all(r == pytest.approx((lo, hi), abs=1e-6) for r in after.values()), after
+    # the heatmaps (canvases of their own) paint the same range
+    assert page.evaluate("StepscopeCharts.timeGroup.view") == pytest.approx([lo, hi], abs=1e-6)
 
 
 def check_legends(page: Any) -> None:
@@ -132,10 +134,12 @@ def check_legends(page: Any) -> None:
     assert [t for t in legends if RAW.search(t)] == []
 
 
-def check_warmup_off_scale(page: Any, chart: str) -> None:
-    """The warm-up step (step 0, 0.26 s) is above the y-range, and a marker says so."""
+def check_warmup_off_scale(page: Any, chart: str, split: str) -> None:
+    """The warm-up step (step 0, 0.26 s) is above the y-range of the step charts over
+    time (the duration and its split), and a marker says so."""
     reg = page.evaluate(f"StepscopeCharts.registry[{chart!r}]")
     assert reg["offScale"] == [0]
+    assert page.evaluate(f"StepscopeCharts.registry[{split!r}]")["yMax"] == reg["yMax"]
     duration = next(s for s in reg["series"] if s["label"] == "duration")
     assert duration["max"] > 0.2 > reg["yMax"] > 0.032  # the pace (32 ms) fills the chart
     drawn = page.evaluate("window.__texts")
@@ -170,7 +174,7 @@ def test_the_report_opens_with_the_diagnosis_then_the_charts(loader: Path, brows
     table = page.locator("#steps-train table.split").inner_text()
     assert split_bar and split_bar == shares(table.replace("\t", " "))
     check_legends(page)
-    check_warmup_off_scale(page, "c0")
+    check_warmup_off_scale(page, "c0", "c3")
     page.locator('[data-chart="c0"]').scroll_into_view_if_needed()
     check_zoom_follows(page, "c0")
     shot(page, "report-zoomed")
@@ -204,7 +208,7 @@ def test_the_dashboard_opens_with_the_diagnosis_then_the_charts(ui: str, browser
     assert set(bar) == {"forward", "backward", "optimizer"}
     assert bar == shares(page.inner_text("#device-text"))
     check_legends(page)
-    check_warmup_off_scale(page, "step_duration")
+    check_warmup_off_scale(page, "step_duration", "step_split")
     page.uncheck("#live")  # the polls would redraw nothing here (the job ended), but stop them
     check_zoom_follows(page, "step_duration")
     shot(page, "dashboard-zoomed")

@@ -109,8 +109,10 @@ def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window,
     data = reducer(cuts, names, buckets, summaries)
     found = marks(phased, cuts, rank, phase, definition, spans)
     charts = step_charts(data, t0, buckets, found)
-    if "step_duration" in charts:
-        off_scale(charts["step_duration"], warmup(phased, rank, phase), t0, cuts)
+    if "step_duration" in charts:  # both step charts over time: the split stacks to the step
+        scale = warmup(phased, rank, phase)
+        for chart in ("step_duration", "step_split"):
+            off_scale(charts[chart], scale, t0, cuts)
     last = last_value(cuts, "step")
     return {
         "rank": rank,

@@ -99,7 +99,11 @@ def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: st
     host = " (host times)" if phase_device(rows) is not None else ""
     return (
         f"<h4>Split of a step{host}</h4>"
-        + chart(stacked, "Mean over ranks per step (mean per time bucket on long jobs).")
+        + chart(
+            stacked,
+            "Mean over ranks per step (mean per time bucket on long jobs)."
+            + _off_scale(ctx, ctx.charts.specs[stacked], agg),
+        )
         + chart(share, "Total over all steps and ranks.")
         + table(["Part", "Time", "Share"], trows, cls="num split")
     )

@@ -63,8 +63,9 @@
   const live = {};
   const HEATMAP_MS = 5000;  // a heatmap is redrawn whole: at most this often while live
 
+  /* A chart is drawn anew when its series or its y-range top (warm-up steps above it) change. */
   function seriesKey(spec) {
-    return spec.kind + "|" + (spec.series || []).map((s) => s.label).join(",");
+    return spec.kind + "|" + (spec.series || []).map((s) => s.label).join(",") + "|" + (spec.yMax || "");
   }
 
   function uplotData(spec) {

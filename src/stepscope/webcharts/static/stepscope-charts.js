@@ -187,7 +187,7 @@
 
   /* The shared time axis: the domain every time chart shows unzoomed (unix s), and the
    * charts that follow each other's zoom. `syncing` stops a zoom echoing back. */
-  const timeGroup = {domain: null, plots: new Set(), syncing: false};
+  const timeGroup = {domain: null, plots: new Set(), heatmaps: new Set(), view: null, syncing: false};
 
   function setDomain(min, max) {
     timeGroup.domain = min === null || max === null || !(max > min) ? null : [min, max];
@@ -209,6 +209,11 @@
     if (key !== "x" || timeGroup.syncing || !timeGroup.plots.has(u)) return;
     const {min, max} = u.scales.x;
     if (min === null || max === null) return;
+    const view = isZoomed(u) ? [min, max] : null, was = timeGroup.view;
+    timeGroup.view = view;
+    if (String(view) !== String(was)) {  // a zoom or its reset: the heatmaps paint the range
+      for (const h of timeGroup.heatmaps) if (h.canvas.isConnected) h.paint(); else timeGroup.heatmaps.delete(h);
+    }
     timeGroup.syncing = true;
     try {
       for (const p of timeGroup.plots) {
@@ -279,6 +284,9 @@
     };
   }
 
+  /* What a chart's y-range leaves out, for the registry: the warm-up steps and the top. */
+  const scaleOf = (spec) => ({offScale: (spec.offScale || []).map((o) => o.step), yMax: spec.yMax || null});
+
   function timeseries(el, spec) {
     const xs = decodeX(spec);
     const data = [xs], series = [spec.xAxis === "step" ? {label: "step"}
@@ -291,8 +299,7 @@
       if (s.points) Object.assign(opt, {paths: () => null, points: {show: true, size: 7, fill: c, stroke: c}});
       series.push(opt);
     });
-    const extra = {offScale: (spec.offScale || []).map((o) => o.step), yMax: spec.yMax || null};
-    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values)), extra).points) return empty(el, spec);
+    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values)), scaleOf(spec)).points) return empty(el, spec);
     return mount(el, baseOpts(el, spec, series), data);
   }
 
@@ -311,7 +318,7 @@
     });
     const opts = baseOpts(el, spec, series);
     opts.bands = bands;
-    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values))).points) return empty(el, spec);
+    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values)), scaleOf(spec)).points) return empty(el, spec);
     return mount(el, opts, data);
   }
 
@@ -360,6 +367,7 @@
     el.classList.add("sc-heatmap");
     const paint = () => paintHeatmap(canvas, spec, rows, cols);
     paint(); plots.push(paint);
+    if (cols) timeGroup.heatmaps.add({canvas, paint});  // follows the time charts' zoom
     setAlt(canvas, summary(spec, registry[spec.id], cols ? [(spec.t0 || 0) + spec.x[0], (spec.t0 || 0) + spec.x[cols - 1]] : null));
     canvas.addEventListener("mousemove", (e) => heatTip(e, canvas, spec, rows, cols, tip));
     canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
@@ -389,16 +397,35 @@
     const off = document.createElement("canvas"); off.width = img.width; off.height = img.height;
     off.getContext("2d").putImageData(img, 0, 0);
     c.imageSmoothingEnabled = false;
-    c.drawImage(off, GUTTER, 0, w - GUTTER, rows * rowH);
+    // the columns where their times fall in the range shown (the time charts'), clipped to it
+    const [lo, hi] = heatRange(spec, cols), [a, b] = heatExtent(spec, cols), px = (w - GUTTER) / (hi - lo);
+    c.save(); c.beginPath(); c.rect(GUTTER, 0, w - GUTTER, rows * rowH); c.clip();
+    c.drawImage(off, GUTTER + (a - lo) * px, 0, (b - a) * px, rows * rowH);
+    c.restore();
     c.fillStyle = "#333"; c.font = "11px sans-serif"; c.textBaseline = "middle";
     const every = Math.ceil(12 / rowH);
     spec.rows.forEach((label, i) => { if (i % every === 0) c.fillText(label, 4, i * rowH + rowH / 2); });
     heatAxis(c, spec, cols, w, rows * rowH);
   }
 
+  /* [first, end] of a heatmap's columns (unix s): the last column as wide as the others. */
+  function heatExtent(spec, cols) {
+    const x0 = (spec.t0 || 0) + spec.x[0], x1 = (spec.t0 || 0) + spec.x[cols - 1];
+    return [x0, cols > 1 ? x1 + (x1 - x0) / (cols - 1) : x0 + 1];
+  }
+
+  /* The time range a heatmap shows: the time charts' zoom, else the page's domain, else
+   * its own columns. */
+  function heatRange(spec, cols) {
+    const own = heatExtent(spec, cols), r = timeGroup.view || timeGroup.domain;
+    if (!r) return own;
+    return timeGroup.view ? r : [Math.min(r[0], own[0]), Math.max(r[1], own[1])];
+  }
+
   function heatAxis(c, spec, cols, w, y) {
     if (!cols) return;
-    const t0 = (spec.t0 || 0) + spec.x[0], t1 = (spec.t0 || 0) + spec.x[cols - 1];
+    const [t0, t1] = timeGroup.view || timeGroup.domain ? heatRange(spec, cols)
+      : [(spec.t0 || 0) + spec.x[0], (spec.t0 || 0) + spec.x[cols - 1]];
     const plot = w - GUTTER, span = Math.max(t1 - t0, 1e-9);
     const {ticks, labels} = timeTicks(t0, t1, plot, c.font);
     c.textBaseline = "top"; c.textAlign = "center";
@@ -424,7 +451,9 @@
   function heatTip(e, canvas, spec, rows, cols, tip) {
     const r = canvas.getBoundingClientRect(), w = r.width;
     const rowH = (r.height - AXIS) / Math.max(rows, 1);
-    const j = Math.floor((e.clientX - r.left - GUTTER) / (w - GUTTER) * cols);
+    const [lo, hi] = heatRange(spec, cols), [a, b] = heatExtent(spec, cols);
+    const at = lo + (e.clientX - r.left - GUTTER) / (w - GUTTER) * (hi - lo);
+    const j = Math.floor((at - a) / (b - a) * cols);
     const i = Math.floor((e.clientY - r.top) / rowH);
     if (i < 0 || i >= rows || j < 0 || j >= cols) { tip.style.display = "none"; return; }
     const t = new Date(((spec.t0 || 0) + spec.x[j]) * 1e3).toISOString().slice(0, 19).replace("T", " ");
