@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 
 from stepscope.analysis.downsample import FloatArray
+from stepscope.analysis.pagescale import percent_text
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -143,7 +144,7 @@ def _ms(seconds: float) -> str:
 def split_text(split: DeviceSplit) -> str:
     """``forward 2.90 ms (32.4%), backward 5.63 ms (62.8%), optimizer 0.43 ms (4.8%)``."""
     return ", ".join(
-        f"{name} {_ms(part['seconds'])} ({100 * part['share']:.1f}%)"
+        f"{name} {_ms(part['seconds'])} ({percent_text(part['share'])})"
         for name, part in device_parts(split)
     )
 
@@ -151,7 +152,7 @@ def split_text(split: DeviceSplit) -> str:
 def busy_text(split: DeviceSplit) -> str:
     """``8.96 ms a step; GPU busy 75.7% of step time``."""
     busy = split["busy_share"]
-    share = "" if busy is None else f"; GPU busy {100 * busy:.1f}% of step time"
+    share = "" if busy is None else f"; GPU busy {percent_text(busy)} of step time"
     return f"{_ms(split['step_seconds'])} a step{share}"
 
 

@@ -12,15 +12,17 @@ import numpy as np
 from stepscope.analysis.device import (
     DEVICE_INPUTS,
     busy_text,
+    device_parts,
     device_split,
     ran_ahead_text,
     split_text,
 )
 from stepscope.analysis.outliers import Definition
+from stepscope.analysis.pagescale import StepScale, percent
 from stepscope.analysis.profiled import Spans
 from stepscope.analysis.report_data import SPLIT
 from stepscope.dashboard._cache import Sized
-from stepscope.dashboard._outliers import marks
+from stepscope.dashboard._outliers import marks, warmup
 from stepscope.dashboard._reduce import Cut, columns, cut, last_value, reducer
 from stepscope.dashboard._series import node_charts, node_columns, step_charts
 from stepscope.dashboard._streams import Part
@@ -81,7 +83,16 @@ def device_answer(cuts: list[Cut]) -> JsonObject | None:
     if split is None:
         return None
     line = f"{split_text(split)}: {busy_text(split)}"
-    return {"split": dict(split), "text": line, "ran_ahead": ran_ahead_text(split)}
+    parts = device_parts(split)
+    chart: JsonObject = {  # the report's bar: the same seconds and percentages
+        "kind": "share",
+        "title": "GPU time per step (median step)",
+        "unit": "s",
+        "labels": [p for p, _ in parts],
+        "values": [v["seconds"] for _, v in parts],
+        "percents": [percent(v["share"]) for _, v in parts],
+    }
+    return {"split": dict(split), "text": line, "ran_ahead": ran_ahead_text(split), "chart": chart}
 
 
 def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window, buckets: int,
@@ -97,6 +108,11 @@ def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window,
     names = [c for c in ("duration", *SPLIT) if c in have]
     data = reducer(cuts, names, buckets, summaries)
     found = marks(phased, cuts, rank, phase, definition, spans)
+    charts = step_charts(data, t0, buckets, found)
+    if "step_duration" in charts:  # both step charts over time: the split stacks to the step
+        scale = warmup(phased, rank, phase)
+        for chart in ("step_duration", "step_split"):
+            off_scale(charts[chart], scale, t0, cuts)
     last = last_value(cuts, "step")
     return {
         "rank": rank,
@@ -105,5 +121,17 @@ def steps_answer(parts: tuple[Part, ...], rank: int, phase: str, window: Window,
         "count": data.rows,
         "last_step": int(last) if last is not None else None,
         "device": device_answer(cuts),
-        "charts": step_charts(data, t0, buckets, found),
+        "charts": charts,
     }
+
+
+def off_scale(spec: JsonObject, scale: StepScale, t0: float, cuts: list[Cut]) -> None:
+    """Set the step chart's y top where warm-up steps of the window stand above it."""
+    lo, hi = min(float(c.x[0]) for c in cuts), max(float(c.x[-1]) for c in cuts)
+    shown = [o for o in scale["off_scale"] if lo <= o["x"] <= hi]
+    if scale["top"] is None or not shown:
+        return
+    spec["yMax"] = scale["top"]
+    spec["offScale"] = [
+        {"x": round(o["x"] - t0, 3), "value": o["value"], "step": o["step"]} for o in shown
+    ]

@@ -16,12 +16,13 @@ import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray, bucket_index
 from stepscope.analysis.outliers import Definition, judge_steps
+from stepscope.analysis.pagescale import StepScale, step_scale
 from stepscope.analysis.profiled import Spans, cap_profiled
 from stepscope.dashboard._reduce import Cut
 from stepscope.dashboard._streams import Part
 
 #: The series' labels and colours: the report's (report/_steps.py).
-LIMIT = "outlier limit (median around + stddev robust \u03c3)"
+LIMIT = "outlier limit"
 OUTLIERS = "outliers"
 LIMIT_COLOR, OUTLIER_COLOR = "#999999", "#d62728"
 
@@ -42,6 +43,13 @@ def _frame(parts: Sequence[Part], rank: int, phase: str) -> pd.DataFrame:
 
 
 Marks = tuple[FloatArray, dict[str, FloatArray]]
+
+
+def warmup(parts: Sequence[Part], rank: int, phase: str) -> StepScale:
+    """The y-range top that leaves the rank's warm-up steps of ``phase`` above the step
+    chart, judged over all of them (a window of the job shows the job's scale)."""
+    steps = _frame(parts, rank, phase).sort_values("start")
+    return step_scale(steps["start"], steps["duration"], steps["step"])
 
 
 def marks(

@@ -14,6 +14,7 @@ from typing import TypedDict
 import numpy.typing as npt
 
 from stepscope.analysis.downsample import compact, mean_frame, minmax_frame, offsets
+from stepscope.analysis.pagescale import percent
 from stepscope.analysis.report_data import Histogram
 from stepscope.jobfolder import JsonObject
 
@@ -117,15 +118,22 @@ class Charts:
         return self._add(spec)
 
     def add_share(
-        self, title: str, labels: Sequence[str], values: Sequence[float], unit: str = "s"
+        self,
+        title: str,
+        labels: Sequence[str],
+        values: Sequence[float],
+        shares: Sequence[float],
+        unit: str = "s",
     ) -> str:
-        """One bar split into shares (the step split in total)."""
+        """One bar split into shares (the step split in total). ``shares`` (0..1) are
+        printed as the tables print them (:func:`~stepscope.analysis.pagescale.percent`)."""
         spec: ChartSpec = {
             "kind": "share",
             "title": title,
             "unit": unit,
             "labels": list(labels),
             "values": compact(values),
+            "percents": [percent(s) for s in shares],
         }
         return self._add(spec)
 

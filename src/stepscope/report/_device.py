@@ -53,6 +53,7 @@ def device_block(ctx: Context, rows: pd.DataFrame, phase: str) -> str:
         f"{phase} device split (median step)",
         [p for p, _ in parts],
         [v["seconds"] for _, v in parts],
+        [v["share"] for _, v in parts],
     )
     ahead = ran_ahead_text(split)
     return (

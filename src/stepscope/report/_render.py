@@ -30,17 +30,17 @@ def _static(name: str) -> str:
 
 
 def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) -> str:
-    links = [("diagnosis", "Diagnosis", False), ("summary", "Job summary", False)]
-    if has_faults:
-        links.append(("faults", "Faults", False))
+    links = [("diagnosis", "Diagnosis", False), ("steps", "Steps", False)]
     links.append(("system", "System usage", False))
     links += [(node_anchor(n), n, True) for n in ctx.job.nodes()]
-    links.append(("steps", "Steps", False))
     links.append(("rules", "Rules", False))
     # in the order of the Rules section's blocks (most severe first), not the files'
     links += [
         (rule_anchor(str(r.get("rule"))), str(r.get("rule")), True) for r in rank_rules(ctx.rules)
     ]
+    links.append(("summary", "Job summary", False))
+    if has_faults:
+        links.append(("faults", "Faults", False))
     if has_profiles:
         links.append(("profiles", "Profiling windows", False))
     if has_tensors:
@@ -53,14 +53,15 @@ def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) 
 
 def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
     progress("summary", 0.05)
-    summary = diagnosis_section(ctx) + summary_section(ctx) + faults_section(ctx)
+    diagnosis = diagnosis_section(ctx)
+    summary = summary_section(ctx) + faults_section(ctx)
 
     def system_progress(stage: str, fraction: float) -> None:
         progress(stage, 0.1 + 0.5 * fraction)
 
+    steps = steps_section(ctx)  # first: the first charts of the page are the steps'
     system = system_section(ctx, system_progress)
     progress("steps", 0.6)
-    steps = steps_section(ctx)
     progress("rules", 0.75)
     rules = rules_section(ctx)
     progress("profiling windows", 0.8)
@@ -69,7 +70,9 @@ def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
     tensors = tensors_section(ctx)
     summary += warnings_section(ctx)  # last: the damage every section's reads ran into
     toc = _toc(ctx, 'id="faults"' in summary, bool(profiles), bool(tensors))
-    return f"{toc}<main>{summary}{system}{steps}{rules}{profiles}{tensors}</main>"
+    # the diagnosis, then the charts (steps, then the nodes'), then the rules; the facts after
+    main = diagnosis + steps + system + rules + summary + profiles + tensors
+    return f"{toc}<main>{main}</main>"
 
 
 def render_report(
@@ -90,7 +93,9 @@ def render_report(
     ctx = Context.load(job, now)
     body = _body(ctx, progress, out_dir)
     progress("encoding", 0.9)
-    data = script_json({"charts": ctx.charts.specs})
+    # every time chart shows the job's whole time unzoomed: one time axis for all
+    domain = [ctx.charts.t0, max(ctx.end_time, ctx.charts.t0)]
+    data = script_json({"charts": ctx.charts.specs, "domain": domain})
     name = str(ctx.meta.get("name") or "job")
     sub = f"{ctx.meta.get('status')} · started {fmt_time(ctx.meta.get('start_time'))} · {job.path}"
     return f"""<!doctype html>

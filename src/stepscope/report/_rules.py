@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from stepscope.analysis.diagnosis import rule_anchor
+from stepscope.analysis.pagescale import column_label
 from stepscope.analysis.report_data import GPU_RE, finite, numbered, per_step, rank_rules
 from stepscope.jobfolder import FindingJson, RuleVerdict
 from stepscope.report._charts import Band
@@ -50,6 +51,18 @@ def _params(params: object) -> str:
 
 
 def _summary_table(results: list[RuleVerdict]) -> str:
+    """The rules that fired; the others (no issue, could not judge) folded under them."""
+    fired = [r for r in results if r.get("status") == "IssuesFound"]
+    rest = [r for r in results if r.get("status") != "IssuesFound"]
+    out = _rules_table(fired, "rules fired") if fired else note("No rule found an issue.")
+    if rest:
+        more = f"{len(rest)} more: no issue found, or could not judge"
+        head = f"<summary>Show all {len(results)} rules ({more})</summary>"
+        out += f'<details class="rules-more">{head}{_rules_table(rest, "rules quiet")}</details>'
+    return out
+
+
+def _rules_table(results: list[RuleVerdict], cls: str) -> str:
     rows = [
         (
             f'<a href="#{esc(rule_anchor(str(r.get("rule"))))}">{esc(r.get("rule"))}</a>',
@@ -71,7 +84,7 @@ def _summary_table(results: list[RuleVerdict]) -> str:
         "Parameters",
         "Recommendation",
     ]
-    return table(head, rows, cls="rules", raw_cols=tuple(range(7)))
+    return table(head, rows, cls=cls, raw_cols=tuple(range(7)))
 
 
 def _steps_text(f: FindingJson) -> str:
@@ -127,9 +140,9 @@ def _evidence_columns(ctx: Context, node: str, wanted: list[str]) -> dict[str, s
     for w in wanted:
         if w.startswith("gpu:"):
             for c in numbered(cols, GPU_RE, w[4:]):
-                out[c] = c
+                out[column_label(c)] = c
         elif w in cols:
-            out[w] = w
+            out[column_label(w)] = w
     return out
 
 
@@ -171,7 +184,7 @@ def _steps_evidence(ctx: Context, name: str, wanted: list[str], bands: list[Band
     if train.empty:
         return note("No training steps to plot the evidence on.")
     agg = per_step(train)
-    series = {w: agg[w].to_numpy(np.float64) for w in wanted if w in agg}
+    series = {column_label(w): agg[w].to_numpy(np.float64) for w in wanted if w in agg}
     cid = ctx.charts.add_timeseries(
         f"{name}: evidence (training steps)",
         agg["start"],

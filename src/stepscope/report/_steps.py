@@ -9,13 +9,15 @@ import pandas as pd
 
 from stepscope.analysis.downsample import FloatArray
 from stepscope.analysis.outliers import Definition, judge_steps
+from stepscope.analysis.pagescale import percent_text, step_scale
 from stepscope.analysis.report_data import SPLIT, histogram, per_step, split_totals
+from stepscope.jobfolder import JsonObject
 from stepscope.report._context import Context
 from stepscope.report._device import device_block, phase_device
 from stepscope.report._html import chart, fmt_duration, fmt_time, note, section, table
 
 TOP_OUTLIERS = 10
-LIMIT = "outlier limit (median around + stddev robust \u03c3)"
+LIMIT = "outlier limit"
 
 
 def _marks(agg: pd.DataFrame, judged: pd.DataFrame) -> tuple[FloatArray, FloatArray]:
@@ -39,15 +41,31 @@ def _duration_chart(ctx: Context, agg: pd.DataFrame, phase: str, judged: pd.Data
     chart_id = ctx.charts.add_timeseries(
         f"{phase} step duration", agg["start"], series, "s", phase=phase
     )
-    series_specs = ctx.charts.specs[chart_id]["series"]  # the list _ts wrote, outliers last
+    spec = ctx.charts.specs[chart_id]
+    series_specs = spec["series"]  # the list _ts wrote, outliers last
     if isinstance(series_specs, list):
         series_specs[-2].update(color="#999999")
         series_specs[-1].update(points=True, color="#d62728")
-    return chart(
-        chart_id,
+    caption = (
         "Each point is a step at its start time; red dots: outliers (StepOutlier's "
-        "definition), grey: the outlier limit of the slowest rank.",
+        "definition), grey: the outlier limit of the slowest rank."
     )
+    return chart(chart_id, caption + _off_scale(ctx, spec, agg))
+
+
+def _off_scale(ctx: Context, spec: JsonObject, agg: pd.DataFrame) -> str:
+    """Leave the warm-up steps above the y-range (the steady state fills the chart);
+    the chart marks them and the caption says so."""
+    scale = step_scale(agg["start"], agg["duration"], agg["step"])
+    if scale["top"] is None:
+        return ""
+    spec["yMax"] = scale["top"]
+    spec["offScale"] = [
+        {"x": round(o["x"] - ctx.charts.t0, 3), "value": o["value"], "step": o["step"]}
+        for o in scale["off_scale"]
+    ]
+    steps = ", ".join(f"step {o['step']} ({fmt_duration(o['value'])})" for o in scale["off_scale"])
+    return f" Warm-up above the scale (a triangle at the top): {steps}."
 
 
 def _histogram_chart(ctx: Context, agg: pd.DataFrame, phase: str) -> str:
@@ -67,17 +85,25 @@ def _split_charts(ctx: Context, agg: pd.DataFrame, rows: pd.DataFrame, phase: st
     stacked = ctx.charts.add_stacked(f"{phase} step split over time", agg["start"], cols, "s")
     ctx.charts.specs[stacked]["phase"] = phase
     totals = split_totals(rows)
-    share = ctx.charts.add_share(
-        f"{phase} step split in total", list(totals), list(totals.values())
-    )
     total = sum(totals.values()) or 1.0
-    trows = [(p, fmt_duration(v), f"{100 * v / total:.1f}%") for p, v in totals.items()]
+    shares = [v / total for v in totals.values()]  # the bar and the table print these
+    share = ctx.charts.add_share(
+        f"{phase} step split in total", list(totals), list(totals.values()), shares
+    )
+    trows = [
+        (p, fmt_duration(v), percent_text(s))
+        for (p, v), s in zip(totals.items(), shares, strict=True)
+    ]
     trows += [(p, "unknown", "unknown") for p in SPLIT if p not in totals]  # never measured
     # on a GPU these are host times: where the host launched work or waited for the queue
     host = " (host times)" if phase_device(rows) is not None else ""
     return (
         f"<h4>Split of a step{host}</h4>"
-        + chart(stacked, "Mean over ranks per step (mean per time bucket on long jobs).")
+        + chart(
+            stacked,
+            "Mean over ranks per step (mean per time bucket on long jobs)."
+            + _off_scale(ctx, ctx.charts.specs[stacked], agg),
+        )
         + chart(share, "Total over all steps and ranks.")
         + table(["Part", "Time", "Share"], trows, cls="num split")
     )
@@ -126,9 +152,9 @@ def phase_section(ctx: Context, phase: str, rows: pd.DataFrame) -> str:
     definition = Definition.of_job(ctx.rules)
     judged = judge_steps(rows, definition)
     body = (
-        device_block(ctx, rows, phase)  # a GPU job's step: the device's view leads
+        _duration_chart(ctx, agg, phase, judged)  # the page's first chart
+        + device_block(ctx, rows, phase)  # a GPU job's step: the device's view next
         + _stats_table(rows)
-        + _duration_chart(ctx, agg, phase, judged)
         + _histogram_chart(ctx, agg, phase)
         + _outlier_table(judged, definition)
         + _split_charts(ctx, agg, rows, phase)
@@ -144,8 +170,7 @@ def steps_section(ctx: Context) -> str:
     parts = [phase_section(ctx, str(p), ctx.steps[ctx.steps["phase"] == p]) for p in phases]
     intro = note(
         "With several ranks, a step's duration is the slowest rank's. Outliers are "
-        "StepOutlier's (with the job's parameters): a step further from the median of "
-        "the steps around it, of its rank, than stddev robust standard deviations "
-        "and min_excess_s (docs/rules.md)."
+        "StepOutlier's, with the job's parameters: a step further from the median of "
+        "the steps around it, of its rank, than the limit (docs/rules.md)."
     )
     return section("steps", "Steps", intro + "".join(parts))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from stepscope.analysis.diagnosis_incomplete import incomplete_reason
+from stepscope.analysis.pagescale import percent_text
 from stepscope.analysis.report_data import lifecycle
 from stepscope.jobfolder import JobJson, json_number
 from stepscope.report._context import Context
@@ -94,7 +95,7 @@ def _timeline(ctx: Context) -> str:
     )
     legend = "".join(
         f'<span><i class="tl-{c}"></i>{esc(n)}: {esc(fmt_duration(s))} '
-        f"({100 * s / total:.1f}%)</span>"
+        f"({percent_text(s / total)})</span>"
         for n, s, c in known
     )
     explain = note(

@@ -183,13 +183,13 @@ def node_section(ctx: Context, node: str) -> str:
         return section(node_anchor(node), f"Node {node}", note("No system samples."), level=3)
     info = _node_info(ctx, node)
     wide = _derived(wide, info)
-    body = (
-        _facts(info, node, wide)
-        + _quantile_table(wide)
+    body = (  # the charts first (GPU, then CPU), the facts and percentiles under them
+        _gpu_charts(ctx, wide, node, info)
         + _cpu_chart(ctx, wide, node)
-        + _gpu_charts(ctx, wide, node, info)
         + _plain_charts(ctx, wide, node)
         + _heatmaps(ctx, wide, node)
+        + _facts(info, node, wide)
+        + _quantile_table(wide)
     )
     return section(node_anchor(node), f"Node {node}", body, level=3)
 

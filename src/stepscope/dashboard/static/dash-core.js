@@ -63,8 +63,9 @@
   const live = {};
   const HEATMAP_MS = 5000;  // a heatmap is redrawn whole: at most this often while live
 
+  /* A chart is drawn anew when its series or its y-range top (warm-up steps above it) change. */
   function seriesKey(spec) {
-    return spec.kind + "|" + (spec.series || []).map((s) => s.label).join(",");
+    return spec.kind + "|" + (spec.series || []).map((s) => s.label).join(",") + "|" + (spec.yMax || "");
   }
 
   function uplotData(spec) {
@@ -88,12 +89,6 @@
     el.dataset.points = String(reg.points);
   }
 
-  function zoomed(u) {
-    const xs = u.data[0];
-    if (!xs.length) return false;
-    const span = xs[xs.length - 1] - xs[0], eps = span * 1e-6 + 1e-9;
-    return u.scales.x.min > xs[0] + eps || u.scales.x.max < xs[xs.length - 1] - eps;
-  }
 
   function showChart(id, spec, bands) {
     const el = document.querySelector(`[data-chart="${id}"]`);
@@ -104,7 +99,7 @@
     const old = live[id];
     if (old && old.plot && old.key === seriesKey(spec) && old.t0 === spec.t0) {
       old.bands.length = 0; old.bands.push(...(bands || []));
-      const keep = zoomed(old.plot);
+      const keep = StepscopeCharts.isZoomed(old.plot);  // against the shared time axis
       old.plot.setData(uplotData(spec), !keep);
       if (keep) old.plot.redraw();
       record(id, el, spec);

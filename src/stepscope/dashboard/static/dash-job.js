@@ -11,7 +11,7 @@
    * job's sampling interval (its latest sample), chosen the user's pick not yet in effect;
    * pending: some rule is still InProgress (the final verdicts come after the job's end). */
   const S = {name: null, detail: null, view: null, focus: null, timers: [], gen: 0, missing: false,
-    interval: null, chosen: null, pending: false};
+    interval: null, chosen: null, pending: false, allRules: false, rules: []};
   const base = () => "/api/jobs/" + encodeURIComponent(S.name);
   const running = () => S.detail && S.detail.status === "Running";
 
@@ -82,6 +82,7 @@
     $("device-text").textContent = device ? device.text : "";
     $("ran-ahead").textContent = (device && device.ran_ahead) || "";
     $("ran-ahead").hidden = !(device && device.ran_ahead);
+    showChart("step_device", device && device.chart ? device.chart : null);
   }
 
   async function loadSteps(gen) {
@@ -98,9 +99,18 @@
     document.body.dataset.lastStep = String(data.last_step);
   }
 
+  /* The time every time chart shows unzoomed: the window asked for, else the job's
+   * time (so far); a step chart then lines up with the samples of the same moment. */
+  function setDomain() {
+    if (!S.detail) return;
+    const r = range(), end = r.end ?? (S.detail.end_time || S.detail.now);
+    StepscopeCharts.setDomain(r.start ?? S.detail.start_time, end);
+  }
+
   async function loadCharts() {
     const gen = S.gen;
     if (S.missing) return;
+    setDomain();
     try {
       await Promise.all([loadSystem(gen), loadSteps(gen)]);
     } catch (err) { if (gen === S.gen) setConn(false, err.message); }
@@ -208,6 +218,7 @@
       S.pending = rules.some((r) => r.status === "InProgress");
       $("rules").tBodies[0].replaceChildren(...rules.flatMap(ruleRows));
       $("rules-empty").hidden = rules.length > 0;
+      showRules(rules);
       renderDiagnosis(answer);
       document.body.dataset.rulesLoads = String(Number(document.body.dataset.rulesLoads || 0) + 1);
     } catch (err) { if (gen === S.gen) setConn(false, err.message); }
@@ -216,8 +227,9 @@
   /* Nothing of the previous job stays on the page. */
   function clearJob() {
     S.detail = null; S.view = null; S.focus = null; S.interval = null; S.chosen = null; S.pending = false;
+    S.allRules = false; S.rules = []; $("rules-all").hidden = true; $("rules").hidden = false;
     for (const id of ["job-name", "crumb", "job-facts", "job-gpus", "device-head", "device-text",
-      "ran-ahead", "gpu-memory", "job-missing", "diagnosis-summary", "range",
+      "ran-ahead", "gpu-memory", "job-missing", "diagnosis-summary", "range", "rules-fired",
       "interval-now", "interval-status", "profile-status", "stop-status"]) {
       $(id).textContent = ""; delete $(id).dataset.state;
     }
@@ -260,13 +272,30 @@
     else $("rules-panel").scrollIntoView({behavior: "instant", block: "start"});
   }
 
+  /* The rules table shows the rules that fired; the others (no issue, could not judge)
+   * until the user asks for all of them. */
+  const fired = (r) => r.status === "IssuesFound";
+
+  function showRules(rules) {
+    const n = rules.filter(fired).length, quiet = rules.length - n, all = S.allRules;
+    for (const tr of $("rules").tBodies[0].rows) tr.hidden = !all && tr.classList.contains("quiet");
+    $("rules").hidden = !all && n === 0;
+    $("rules-fired").textContent = rules.length ? `${n} of ${rules.length} rules found issues.` : "";
+    const btn = $("rules-all");
+    btn.hidden = quiet === 0;
+    btn.textContent = all ? "Show only the rules that found issues" : `Show all ${rules.length} rules (${quiet} more)`;
+    btn.setAttribute("aria-expanded", String(all));
+    S.rules = rules;
+  }
+
   function ruleRows(r) {
     const status = r.verdict ? `${r.status} (${r.verdict})` : r.status;
-    const row = h("tr", {className: "rule " + (r.verdict || r.status)},
+    const quiet = fired(r) ? "" : " quiet";
+    const row = h("tr", {className: "rule " + (r.verdict || r.status) + quiet},
       h("td", {textContent: r.rule}), h("td", {textContent: status}),
       h("td", {className: "num", textContent: r.triggers == null ? "" : StepscopeCharts.number(r.triggers)}),
       h("td", {textContent: r.message || r.reason || ""}));
-    const findings = (r.findings || []).slice(0, 10).map((f) => h("tr", {className: "finding"},
+    const findings = (r.findings || []).slice(0, 10).map((f) => h("tr", {className: "finding" + quiet},
       h("td", {}), h("td", {textContent: "severity " + StepscopeCharts.number(f.severity ?? 0)}), h("td", {}),
       h("td", {}, f.start ? h("button", {type: "button", className: "jump", textContent: "show",
         onclick: () => jump(r.rule, f)}) : null, h("span", {textContent: " " + f.message}))));
@@ -352,6 +381,7 @@
   });
   $("refresh").addEventListener("click", () => Promise.all([loadDetail(), loadRules(), loadCharts()]));
   $("range-reset").addEventListener("click", backToLive);
+  $("rules-all").addEventListener("click", () => { S.allRules = !S.allRules; showRules(S.rules); });
   for (const id of ["node", "rank", "phase", "span"]) $(id).addEventListener("change", () => { resetCharts(); loadCharts(); });
 
   pages.job = {

@@ -4,6 +4,8 @@
   const t0 = performance.now();
   const data = JSON.parse(document.getElementById("stepscope-data").textContent);
   let failed = 0;
+  // one time axis: every time chart shows the job's time unzoomed, and follows a zoom
+  if (data.domain) StepscopeCharts.setDomain(data.domain[0], data.domain[1]);
   for (const el of document.querySelectorAll("[data-chart]")) {
     const spec = data.charts[el.dataset.chart];
     try {

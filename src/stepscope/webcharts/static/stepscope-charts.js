@@ -6,6 +6,8 @@
  * in UTC. Text from the data is only ever set with textContent or drawn on a canvas.
  * Every chart records what it holds in StepscopeCharts.registry[id] and on its element
  * (data-drawn, data-points) so that tests can compare charts with the job's data.
+ * Every chart over time shares one time axis: setDomain(min, max) sets the range they all
+ * show (the job's, or the window asked for), and zooming one zooms them all.
  */
 (function (global) {
   "use strict";
@@ -127,7 +129,7 @@
       return `${head}; ${series.length} rows` + (seen.length ? `, values ${human(lo, spec.unit)} to ${human(hi, spec.unit)}` : ", no data");
     }
     if (spec.kind === "share") {
-      return head + "; " + spec.labels.map((l, i) => `${l} ${(100 * (spec.values[i] || 0) / reg.total).toFixed(1)}%`).join(", ");
+      return head + "; " + spec.labels.map((l, i) => `${l} ${percent(sharePercent(spec, i, reg.total))}`).join(", ");
     }
     if (spec.kind === "histogram") {
       const e = spec.edges;
@@ -183,27 +185,107 @@
     return {drawClear: [drawBands], draw: [drawLines]};
   }
 
+  /* The shared time axis: the domain every time chart shows unzoomed (unix s), and the
+   * charts that follow each other's zoom. `syncing` stops a zoom echoing back. */
+  const timeGroup = {domain: null, plots: new Set(), heatmaps: new Set(), view: null, syncing: false};
+
+  function setDomain(min, max) {
+    timeGroup.domain = min === null || max === null || !(max > min) ? null : [min, max];
+  }
+
+  /* The x-range of a time chart when it is not zoomed: the domain, widened to any data
+   * outside it (a late sample must not be cut). uPlot asks with the data's extent when it
+   * fits the chart to its data, and with the range asked for on a zoom: that one stays. */
+  function timeRange(u, dmin, dmax) {
+    const d = timeGroup.domain, xs = u.data[0] || [];
+    if (dmin === null || dmin === undefined) return d ? d.slice() : [0, 1];
+    const fit = xs.length && dmin === xs[0] && dmax === xs[xs.length - 1];
+    if (!d || !fit) return dmin === dmax ? [dmin - 1, dmax + 1] : [dmin, dmax];
+    return [Math.min(d[0], dmin), Math.max(d[1], dmax)];
+  }
+
+  /* One chart was zoomed (or reset): the others show the same range. */
+  function follow(u, key) {
+    if (key !== "x" || timeGroup.syncing || !timeGroup.plots.has(u)) return;
+    const {min, max} = u.scales.x;
+    if (min === null || max === null) return;
+    const view = isZoomed(u) ? [min, max] : null, was = timeGroup.view;
+    timeGroup.view = view;
+    if (String(view) !== String(was)) {  // a zoom or its reset: the heatmaps paint the range
+      for (const h of timeGroup.heatmaps) if (h.canvas.isConnected) h.paint(); else timeGroup.heatmaps.delete(h);
+    }
+    timeGroup.syncing = true;
+    try {
+      for (const p of timeGroup.plots) {
+        if (p === u) continue;
+        if (!p.root.isConnected) { timeGroup.plots.delete(p); continue; }
+        const eps = (max - min) * 1e-9;
+        if (Math.abs(p.scales.x.min - min) > eps || Math.abs(p.scales.x.max - max) > eps) {
+          p.setScale("x", {min, max});
+        }
+      }
+    } finally { timeGroup.syncing = false; }
+  }
+
+  /* Whether a time chart shows less than its unzoomed range (the live dashboard keeps it). */
+  function isZoomed(u) {
+    const xs = u.data[0];
+    if (!xs.length) return false;
+    const [lo, hi] = timeRange(u, xs[0], xs[xs.length - 1]);
+    const eps = (hi - lo) * 1e-6 + 1e-9;
+    return u.scales.x.min > lo + eps || u.scales.x.max < hi - eps;
+  }
+
+  /* Warm-up steps above the y-range: a triangle at the top and what they took. */
+  function offScaleHook(spec) {
+    const off = spec.offScale || [];
+    return (u) => {
+      if (!off.length) return;
+      const c = u.ctx, b = u.bbox, dpr = devicePixelRatio || 1;
+      c.save(); c.fillStyle = "#7a3e00"; c.textAlign = "left"; c.textBaseline = "alphabetic";
+      c.font = `${Math.round(11 * dpr)}px sans-serif`;
+      for (const o of off) {
+        const x = u.valToPos((spec.t0 || 0) + o.x, "x", true);
+        if (x < b.left - 1 || x > b.left + b.width + 1) continue;
+        const y = b.top + 2 * dpr, s = 5 * dpr;
+        c.beginPath(); c.moveTo(x, y); c.lineTo(x - s, y + 1.6 * s); c.lineTo(x + s, y + 1.6 * s);
+        c.closePath(); c.fill();
+        const text = `step ${o.step}: ${human(o.value, spec.unit)} (warm-up, off scale)`;
+        const w = c.measureText(text).width, left = x + s + 3 * dpr;
+        c.fillText(text, left + w > b.left + b.width ? x - s - 3 * dpr - w : left, y + 1.6 * s);
+      }
+      c.restore();
+    };
+  }
+
   function baseOpts(el, spec, series, extraHooks) {
     const hooks = overlayHooks(spec);
     const timeX = spec.kind !== "histogram" && spec.xAxis !== "step";
+    hooks.draw.push(offScaleHook(spec));
+    if (timeX) hooks.setScale = [follow];
     hooks.draw.push((u) => {
       markDrawn(el, spec);
       const range = spec.kind === "histogram" ? null : [u.scales.x.min, u.scales.x.max];
       setAlt(u.ctx.canvas, summary(spec, registry[spec.id], range));
     });
     for (const k in extraHooks || {}) hooks[k] = (hooks[k] || []).concat(extraHooks[k]);
-    const y = spec.yRange ? {range: spec.yRange} : {auto: true};
+    // yMax: the top the page chose (warm-up steps above it), the bottom is zero
+    const y = spec.yRange ? {range: spec.yRange}
+      : spec.yMax ? {range: (u, dmin) => [Math.min(0, dmin ?? 0), spec.yMax]} : {auto: true};
     // x is time, except for histograms (values) and charts over training steps
     const stepLabels = (u, vals) => vals.map((v) => (Number.isInteger(v) ? String(v) : ""));
     const xAxis = Object.assign({label: spec.xLabel || (timeX ? "UTC" : ""), size: 50,
       values: spec.xAxis === "step" ? stepLabels : undefined}, timeX ? timeAxis() : {});
     return {
       title: spec.title, width: widthOf(el), height: spec.height || HEIGHT, tzDate: utc, hooks,
-      scales: {x: {time: timeX}, y}, series,
+      scales: {x: timeX ? {time: true, range: timeRange} : {time: false}, y}, series,
       axes: [xAxis, {size: 70, values: (u, vals) => vals.map((v) => human(v, spec.unit))}],
       legend: {live: true}, cursor: {drag: {x: true, y: false}},
     };
   }
+
+  /* What a chart's y-range leaves out, for the registry: the warm-up steps and the top. */
+  const scaleOf = (spec) => ({offScale: (spec.offScale || []).map((o) => o.step), yMax: spec.yMax || null});
 
   function timeseries(el, spec) {
     const xs = decodeX(spec);
@@ -217,7 +299,7 @@
       if (s.points) Object.assign(opt, {paths: () => null, points: {show: true, size: 7, fill: c, stroke: c}});
       series.push(opt);
     });
-    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values))).points) return empty(el, spec);
+    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values)), scaleOf(spec)).points) return empty(el, spec);
     return mount(el, baseOpts(el, spec, series), data);
   }
 
@@ -236,7 +318,7 @@
     });
     const opts = baseOpts(el, spec, series);
     opts.bands = bands;
-    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values))).points) return empty(el, spec);
+    if (!record(el, spec, spec.series.map((s) => stats(s.label, s.values)), scaleOf(spec)).points) return empty(el, spec);
     return mount(el, opts, data);
   }
 
@@ -259,6 +341,12 @@
     el.textContent = "";
     const plot = new uPlot(opts, data, el);
     plots.push(() => plot.setSize({width: widthOf(el), height: plot.height}));
+    if (opts.scales.x.time) {
+      // a new chart joins zoomed where the others are zoomed (a zoom survives a redraw)
+      const other = [...timeGroup.plots].find((p) => p.root.isConnected);
+      timeGroup.plots.add(plot);
+      if (other && isZoomed(other)) follow(other, "x");
+    }
     return plot;
   }
 
@@ -279,6 +367,7 @@
     el.classList.add("sc-heatmap");
     const paint = () => paintHeatmap(canvas, spec, rows, cols);
     paint(); plots.push(paint);
+    if (cols) timeGroup.heatmaps.add({canvas, paint});  // follows the time charts' zoom
     setAlt(canvas, summary(spec, registry[spec.id], cols ? [(spec.t0 || 0) + spec.x[0], (spec.t0 || 0) + spec.x[cols - 1]] : null));
     canvas.addEventListener("mousemove", (e) => heatTip(e, canvas, spec, rows, cols, tip));
     canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
@@ -308,16 +397,35 @@
     const off = document.createElement("canvas"); off.width = img.width; off.height = img.height;
     off.getContext("2d").putImageData(img, 0, 0);
     c.imageSmoothingEnabled = false;
-    c.drawImage(off, GUTTER, 0, w - GUTTER, rows * rowH);
+    // the columns where their times fall in the range shown (the time charts'), clipped to it
+    const [lo, hi] = heatRange(spec, cols), [a, b] = heatExtent(spec, cols), px = (w - GUTTER) / (hi - lo);
+    c.save(); c.beginPath(); c.rect(GUTTER, 0, w - GUTTER, rows * rowH); c.clip();
+    c.drawImage(off, GUTTER + (a - lo) * px, 0, (b - a) * px, rows * rowH);
+    c.restore();
     c.fillStyle = "#333"; c.font = "11px sans-serif"; c.textBaseline = "middle";
     const every = Math.ceil(12 / rowH);
     spec.rows.forEach((label, i) => { if (i % every === 0) c.fillText(label, 4, i * rowH + rowH / 2); });
     heatAxis(c, spec, cols, w, rows * rowH);
   }
 
+  /* [first, end] of a heatmap's columns (unix s): the last column as wide as the others. */
+  function heatExtent(spec, cols) {
+    const x0 = (spec.t0 || 0) + spec.x[0], x1 = (spec.t0 || 0) + spec.x[cols - 1];
+    return [x0, cols > 1 ? x1 + (x1 - x0) / (cols - 1) : x0 + 1];
+  }
+
+  /* The time range a heatmap shows: the time charts' zoom, else the page's domain, else
+   * its own columns. */
+  function heatRange(spec, cols) {
+    const own = heatExtent(spec, cols), r = timeGroup.view || timeGroup.domain;
+    if (!r) return own;
+    return timeGroup.view ? r : [Math.min(r[0], own[0]), Math.max(r[1], own[1])];
+  }
+
   function heatAxis(c, spec, cols, w, y) {
     if (!cols) return;
-    const t0 = (spec.t0 || 0) + spec.x[0], t1 = (spec.t0 || 0) + spec.x[cols - 1];
+    const [t0, t1] = timeGroup.view || timeGroup.domain ? heatRange(spec, cols)
+      : [(spec.t0 || 0) + spec.x[0], (spec.t0 || 0) + spec.x[cols - 1]];
     const plot = w - GUTTER, span = Math.max(t1 - t0, 1e-9);
     const {ticks, labels} = timeTicks(t0, t1, plot, c.font);
     c.textBaseline = "top"; c.textAlign = "center";
@@ -343,7 +451,9 @@
   function heatTip(e, canvas, spec, rows, cols, tip) {
     const r = canvas.getBoundingClientRect(), w = r.width;
     const rowH = (r.height - AXIS) / Math.max(rows, 1);
-    const j = Math.floor((e.clientX - r.left - GUTTER) / (w - GUTTER) * cols);
+    const [lo, hi] = heatRange(spec, cols), [a, b] = heatExtent(spec, cols);
+    const at = lo + (e.clientX - r.left - GUTTER) / (w - GUTTER) * (hi - lo);
+    const j = Math.floor((at - a) / (b - a) * cols);
     const i = Math.floor((e.clientY - r.top) / rowH);
     if (i < 0 || i >= rows || j < 0 || j >= cols) { tip.style.display = "none"; return; }
     const t = new Date(((spec.t0 || 0) + spec.x[j]) * 1e3).toISOString().slice(0, 19).replace("T", " ");
@@ -351,6 +461,17 @@
     tip.style.display = "block";
     const box = canvas.parentElement.getBoundingClientRect();
     tip.style.left = (e.clientX - box.left + 12) + "px"; tip.style.top = (e.clientY - box.top + 12) + "px";
+  }
+
+  /* A percentage as every bar, legend and table prints it: one decimal (the page's
+   * numbers come rounded so by analysis.pagescale.percent, so this only writes them). */
+  const percent = (p) => (p === null || p === undefined || Number.isNaN(p) ? "--" : p.toFixed(1) + "%");
+
+  /* Share i of a bar in %: the page's (spec.percents, rounded once where the tables are
+   * written), else computed from the values. */
+  function sharePercent(spec, i, total) {
+    if (spec.percents) return spec.percents[i];
+    return Math.round(1000 * (spec.values[i] || 0) / total) / 10;
   }
 
   /* One horizontal bar split into shares (the total step split). */
@@ -361,12 +482,12 @@
     const bar = document.createElement("div"), legend = document.createElement("div");
     bar.className = "sc-share"; legend.className = "sc-share-legend"; el.append(titleOf(spec));
     spec.labels.forEach((label, i) => {
-      const c = color({label}, i), pct = (100 * (spec.values[i] || 0)) / total;
+      const c = color({label}, i), pct = sharePercent(spec, i, total);
       const seg = document.createElement("span");
-      seg.style.width = pct + "%"; seg.style.background = c; seg.title = `${label}: ${pct.toFixed(1)}%`;
+      seg.style.width = pct + "%"; seg.style.background = c; seg.title = `${label}: ${percent(pct)}`;
       bar.append(seg);
       const item = document.createElement("span"), sw = document.createElement("i");
-      sw.style.background = c; item.append(sw, `${label} ${pct.toFixed(1)}% (${human(spec.values[i], spec.unit)})`);
+      sw.style.background = c; item.append(sw, `${label} ${percent(pct)} (${human(spec.values[i], spec.unit)})`);
       legend.append(item);
     });
     el.append(bar, legend);
@@ -412,5 +533,6 @@
     return String(Number(v.toPrecision(3)));
   }
 
-  global.StepscopeCharts = {draw, drawAll, resizeAll, registry, human, number, timeTicks, version: "1"};
+  global.StepscopeCharts = {draw, drawAll, resizeAll, registry, human, number, percent, timeTicks,
+    setDomain, isZoomed, timeGroup, version: "1"};
 })(window);
