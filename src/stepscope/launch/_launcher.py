@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from stepscope.config import missing_rule_inputs
 from stepscope.jobfolder import (
     FaultLog,
     Heartbeat,
@@ -77,8 +78,11 @@ def say(msg: str) -> None:
     print(f"stepscope: {msg}", file=sys.stderr, flush=True)
 
 
-def _job_meta(spec: RunSpec, clock: JobClock) -> JobMeta:
-    return JobMeta.new(spec.job, spec.command, spec.config, [spec.node], clock)
+def _job_meta(spec: RunSpec, clock: JobClock, warnings: list[str]) -> JobMeta:
+    meta = JobMeta.new(spec.job, spec.command, spec.config, [spec.node], clock)
+    if warnings:  # rules whose input the configuration does not save (docs/tensors.md)
+        meta.extra["config_warnings"] = list(warnings)
+    return meta
 
 
 def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
@@ -209,11 +213,14 @@ def run(spec: RunSpec) -> int:
     """Run ``spec.command`` as a job; returns the command's exit code."""
     store = open_store(spec.output).sub(spec.job)
     clock = JobClock()
+    warnings = missing_rule_inputs(spec.config)
+    for warning in warnings:
+        say(f"warning: {warning}")
     try:  # any failure to create the job folder: one line, exit 2, no job started
         if spec.dist is None:
-            write_meta(store, _job_meta(spec, clock))
+            write_meta(store, _job_meta(spec, clock, warnings))
         else:
-            spec.dist.begin(_job_meta(spec, clock))
+            spec.dist.begin(_job_meta(spec, clock, warnings))
     except OSError as exc:
         raise start_error(store.url, exc) from None
     say(f"job {spec.job!r} -> {store.url}")
