@@ -43,7 +43,7 @@ class Block:
         return f"{self.doc.relative_to(ROOT)}:{self.line}"
 
 
-def _mark(block: Block, previous: str) -> None:
+def apply_marker(block: Block, previous: str) -> None:
     m = _MARK.search(previous)
     if m is None:
         return
@@ -72,7 +72,7 @@ def blocks(doc: Path) -> list[Block]:
             i += 1
         body = "\n".join(line[indent:] for line in lines[start + 1 : i]) + "\n"
         block = Block(doc, start + 1, m.group(2), body)
-        _mark(block, lines[start - 1] if start else "")
+        apply_marker(block, lines[start - 1] if start else "")
         out.append(block)
         i += 1
     return out

@@ -24,7 +24,16 @@ import pytest
 
 import sagemaker_source
 from conftest import BIN, ROOT, SCRIPTS, env_for_tests
-from doc_blocks import DOCS, RUN, Block, all_blocks, missing_output, runnable, segments
+from doc_blocks import (
+    DOCS,
+    RUN,
+    Block,
+    apply_marker,
+    all_blocks,
+    missing_output,
+    runnable,
+    segments,
+)
 from stepscope.config import StepscopeConfig
 
 TIMEOUT_S = 180  # one block: the longest runs two short jobs
@@ -59,12 +68,10 @@ stepscope() {  # a finished job: the request's arguments were checked, the job f
 
 def _pending(block: Block) -> Block:
     if block.doc.name == "README.md":
-        from doc_blocks import _mark
-
         for first, (lang, marker) in README_PENDING.items():
             if block.body.startswith(first) and not block.lang:
                 block.lang = lang
-                _mark(block, f"<!-- doc-test: {marker} -->")
+                apply_marker(block, f"<!-- doc-test: {marker} -->")
     return block
 
 
