@@ -337,3 +337,22 @@ def write_tensors(
         cpath.parent.mkdir(parents=True, exist_ok=True)
         body = {"collections": {k: {"name": k, "tensor_names": v} for k, v in collections.items()}}
         cpath.write_text(json.dumps(body))
+
+
+def write_old_job(root: Path) -> None:
+    """The tests' predecessor job (docs/sagemaker.md shows its import): 2 ranks, 2 min."""
+    # 2330..2450 s after START: the minute 2390-2450 crosses the hour at START + 2400.
+    write_system(root, "algo-1", START + 2330, 120, cores=4, gpus=1)
+    write_timeline(root, TraceSpec("0-algo-1", steps=30, workers=2))
+    write_timeline(root, TraceSpec("1-algo-1", steps=30, fetch_s=0.0))  # no loader events
+    write_python_profile(root, "0-algo-1")
+    write_detailed(root, "1-algo-1")
+    tensors = {
+        k: {
+            "loss": np.array(1.0 / (k + 1), np.float32),
+            "fc.weight": np.full((3, 2), k, np.float32),
+        }
+        for k in range(5)
+    }
+    write_tensors(root, "worker_0", tensors, collections={"losses": ["loss"]})
+    (root / "profiler-output/training_job_end.ts").write_text("1")

@@ -29,21 +29,7 @@ from stepscope.rules import evaluate_job
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sm") / "old-job"
-    # 2330..2450 s after START: the minute 2390-2450 crosses the hour at START + 2400.
-    sm.write_system(root, "algo-1", sm.START + 2330, 120, cores=4, gpus=1)
-    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=30, workers=2))
-    sm.write_timeline(root, sm.TraceSpec("1-algo-1", steps=30, fetch_s=0.0))  # no loader events
-    sm.write_python_profile(root, "0-algo-1")
-    sm.write_detailed(root, "1-algo-1")
-    tensors = {
-        k: {
-            "loss": np.array(1.0 / (k + 1), np.float32),
-            "fc.weight": np.full((3, 2), k, np.float32),
-        }
-        for k in range(5)
-    }
-    sm.write_tensors(root, "worker_0", tensors, collections={"losses": ["loss"]})
-    (root / "profiler-output/training_job_end.ts").write_text("1")
+    sm.write_old_job(root)
     return root
 
 

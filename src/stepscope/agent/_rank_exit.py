@@ -145,6 +145,10 @@ class RankExit:
         if not self.ended:
             self._write("Exited", exit_code=self.exit_code)
 
+    def end(self, status: str) -> None:
+        """The end of a job ``stepscope.init()`` opened (``Exited`` or ``Failed``)."""
+        self._write(status, exit_code=self.exit_code)
+
     def _write(self, status: str, **detail: str | float | None) -> None:
         self.ended = status != "Running"
         ident = self.agent.ident

@@ -5,11 +5,15 @@ import stepscope
 with stepscope.init(output="runs", job="exp-1"):
     train()          # steps are found by the same hooks as under `stepscope run`
 ```
-Inside ``stepscope run`` these calls reuse the running agent.
+Inside ``stepscope run`` these calls reuse the running agent. A job that is never
+closed (``init()`` without ``with`` or :func:`shutdown`) is ended when the process
+exits: ``Completed``, or ``Failed`` after an uncaught exception or a non-zero
+``sys.exit``, with the rank's record (``ranks/rank-0.json``) as under ``stepscope run``.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import sys
@@ -18,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent import bootstrap
 from stepscope.agent._agent import Agent, AgentSettings
+from stepscope.agent._rank_exit import RankExit
+from stepscope.config import missing_rule_inputs
 from stepscope.jobfolder import JobMeta, update_meta, use_clock, write_meta
 from stepscope.store import open_store
 
@@ -48,23 +54,29 @@ def _default_job_name() -> str:
 
 
 def init(
-    output: str = "./stepscope-runs", job: str | None = None, config: StepscopeConfig | None = None
+    output: str | None = None, job: str | None = None, config: StepscopeConfig | None = None
 ) -> _Session:
     """Start the agent in this process (or return the one ``stepscope run`` started).
 
-    ``config`` is a :class:`stepscope.config.StepscopeConfig` or ``None``.
+    ``config`` is a :class:`stepscope.config.StepscopeConfig` or ``None``; ``output``
+    and ``job`` given here win over its ``[job]`` (default folder ./stepscope-runs).
     """
     running = bootstrap.current()
     if running is not None:
         return _Session(running, owns_job=False)
     if config is not None:
-        output = config.job.output or output
+        output = output or config.job.output
         job = job or config.job.name
+    output = output or "./stepscope-runs"
     name = job or _default_job_name()
     url = f"{output.rstrip('/')}/{name}"
     meta = JobMeta.new(
         name, sys.argv, config.to_dict() if config is not None else {}, [socket.gethostname()]
     )
+    if warnings := missing_rule_inputs(meta.config):  # rules that could judge nothing
+        meta.extra["config_warnings"] = warnings
+        for warning in warnings:
+            print(f"stepscope: warning: {warning}", file=sys.stderr, flush=True)
     write_meta(open_store(url), meta)
     native = bootstrap.native_hooks_from_env()  # the agent reads the environment there
     settings = AgentSettings(
@@ -77,7 +89,20 @@ def init(
     agent = Agent(settings)
     use_clock(agent.clock.now)  # this process's fault records: the job's timeline
     bootstrap.set_current(agent.start())
+    global _exit
+    _exit = RankExit(agent)  # notes an uncaught exception or sys.exit(n) for the end
+    _exit.install()
+    atexit.register(_end_at_exit)  # after the agent's own atexit: handlers run last-first
     return _Session(agent, owns_job=True)
+
+
+_exit: RankExit | None = None
+
+
+def _end_at_exit() -> None:
+    """End a job ``init()`` opened and nothing closed, as the interpreter exits."""
+    code = _exit.exit_code if _exit is not None else 0
+    shutdown(failed=code != 0, exit_code=code)
 
 
 def step() -> None:
@@ -87,14 +112,22 @@ def step() -> None:
         agent.step()
 
 
-def shutdown(failed: bool = False) -> None:
+def shutdown(failed: bool = False, exit_code: int | None = None) -> None:
     """Stop the agent started by :func:`init` and record how the job ended."""
+    global _exit
     agent = bootstrap.current()
     if agent is None or not agent.settings.standalone:
         return
+    atexit.unregister(_end_at_exit)
     agent.stop()
     bootstrap.set_current(None)
-    store = agent.store
+    code = exit_code if exit_code is not None else 1 if failed else 0
+    if _exit is not None:  # the rank's record, as a process under `stepscope run` leaves
+        _exit.uninstall()
+        if not _exit.ended:  # else its excepthook wrote Failed, with the error
+            _exit.exit_code = code
+            _exit.end("Failed" if failed else "Exited")
+        _exit = None
     status = "Failed" if failed else "Completed"
     end = agent.clock.now()  # the agent's times' clock: a wall-clock step moves no end
-    update_meta(store, status=status, end_time=end, exit_code=1 if failed else 0)
+    update_meta(agent.store, status=status, end_time=end, exit_code=code)

@@ -166,6 +166,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
+        pass
     finally:
         sock.close()
     print("stepscope ui: stopped", file=sys.stderr)

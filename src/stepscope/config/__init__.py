@@ -26,6 +26,7 @@ from stepscope.config._metrics import (
 from stepscope.config._profiler import SYSTEM_MONITOR_INTERVALS, Profiler, ProfilerConfig
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, cProfileTimer
 from stepscope.config._resolve import ENV_VARS, load_toml, resolve_config
+from stepscope.config._rule_inputs import RULE_INPUTS, missing_rule_inputs
 from stepscope.config._stepscope import DEFAULT_OUTPUT, JobConfig, StepscopeConfig
 from stepscope.config._window import (
     LIVE_WINDOW_LIMITS,
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_CHEAP_SECONDS",
     "MAX_CHEAP_STEPS",
     "PHASES",
+    "RULE_INPUTS",
     "SYSTEM_MONITOR_INTERVALS",
     "WINDOW_KINDS",
     "CollectionConfig",
@@ -71,6 +73,7 @@ __all__ = [
     "cProfileTimer",
     "check_live_limits",
     "load_toml",
+    "missing_rule_inputs",
     "resolve_config",
     "suggest",
 ]

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from stepscope.config import missing_rule_inputs
 from stepscope.jobfolder import (
     FaultLog,
     Heartbeat,
@@ -79,8 +80,11 @@ def say(msg: str) -> None:
     print(f"stepscope: {msg}", file=sys.stderr, flush=True)
 
 
-def _job_meta(spec: RunSpec, clock: JobClock) -> JobMeta:
-    return JobMeta.new(spec.job, spec.command, spec.config, [spec.node], clock)
+def _job_meta(spec: RunSpec, clock: JobClock, warnings: list[str]) -> JobMeta:
+    meta = JobMeta.new(spec.job, spec.command, spec.config, [spec.node], clock)
+    if warnings:  # rules whose input the configuration does not save (docs/tensors.md)
+        meta.extra["config_warnings"] = list(warnings)
+    return meta
 
 
 def _child_env(spec: RunSpec, store: Store) -> dict[str, str]:
@@ -202,11 +206,14 @@ def run(spec: RunSpec) -> int:
     clock = JobClock()
     spec = replace(spec, timeline_s=clock.offset_s)
     use_clock(clock.now)  # the control channel's refusals: the job's timeline too
+    warnings = missing_rule_inputs(spec.config)
+    for warning in warnings:
+        say(f"warning: {warning}")
     try:  # any failure to create the job folder: one line, exit 2, no job started
         if spec.dist is None:
-            write_meta(store, _job_meta(spec, clock))
+            write_meta(store, _job_meta(spec, clock, warnings))
         else:
-            spec.dist.begin(_job_meta(spec, clock))
+            spec.dist.begin(_job_meta(spec, clock, warnings))
     except OSError as exc:
         raise start_error(store.url, exc) from None
     say(f"job {spec.job!r} -> {store.url}")
