@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import json
 import multiprocessing.process
@@ -10,6 +11,7 @@ import multiprocessing.util
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,9 +45,28 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """Knows the current test through its setup too: module fixtures start runs there."""
     _running.append(item)
     try:
-        return (yield)
+        with _share_the_machine(item):
+            return (yield)
     finally:
         _running.pop()
+
+
+# Under pytest-xdist (scripts/test runs 2 workers), a test that loads every core runs
+# alone: beside it, another worker's healthy run would be slowed by its loops, and its own
+# measure of the load would count the other worker's training. The others share the machine.
+LOADS_EVERY_CORE = {"busy_loops", "many_busy_loops", "cpu_load"}
+
+
+@contextlib.contextmanager
+def _share_the_machine(item: pytest.Item) -> Iterator[None]:
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # set in xdist's workers only
+    if run is None:
+        yield
+        return
+    alone = LOADS_EVERY_CORE & set(getattr(item, "fixturenames", ()))
+    with open(Path(tempfile.gettempdir()) / f"stepscope-tests-{run}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield  # closing the file unlocks it
 
 
 class UnmarkedProcessError(RuntimeError):

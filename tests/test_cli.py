@@ -233,14 +233,16 @@ def test_run_starts_a_command_that_can(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("output", ["{file}", "{file}/sub"])
 def test_run_refuses_an_output_that_is_a_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    file = tmp_path / "hostname"
+    monkeypatch.chdir(tmp_path)  # a short relative path: a long one is cut in the message
+    file = Path("hostname")
     file.write_text("x")
     out = output.format(file=file)
     assert main(["run", "-o", out, "--job", "j", "--", "true"]) == 2
     err = capsys.readouterr().err
-    assert f"'{file}' is a file, not a folder" in err and "-o" in err
+    # The folder as given, then the file in the way (resolved, so cut where the path is long).
+    assert f"into '{out}'" in err and "is a file, not a folder" in err and "-o" in err
     assert file.read_text() == "x"
 
 

@@ -119,6 +119,10 @@ def suggest(key: str, valid: Iterable[str]) -> str | None:
     containing = sorted((v for v in valid if len(key) >= 4 and key.lower() in v), key=len)
     if containing:
         return containing[0]
+    # difflib's ratio cannot reach its 0.6 cutoff for a key over 2.33x the longest valid
+    # one, and its cost grows with the key's length (seconds for a 10 MB key).
+    if not valid or len(key) > 3 * max(map(len, valid)):
+        return None
     close = difflib.get_close_matches(key, valid, n=1)
     return close[0] if close else None
 
