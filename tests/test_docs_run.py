@@ -29,7 +29,6 @@ from doc_blocks import (
     RUN,
     Block,
     all_blocks,
-    apply_marker,
     missing_output,
     runnable,
     segments,
@@ -37,18 +36,6 @@ from doc_blocks import (
 from stepscope.config import StepscopeConfig
 
 TIMEOUT_S = 180  # one block: the longest runs two short jobs
-
-# README.md is edited by its maintainer only: the markers it still lacks (the final
-# report of the docs work gives the edit), applied here until it has them.
-README_PENDING = {  # the block's first words: (its fence's language, its marker)
-    "python3 -m venv .venv": ("console", "skip (installs the package: CI's own setup does)"),
-    "scripts/test": ("console", "skip (the whole suite: CI runs it)"),
-    "stepscope run -- python train.py --lr 0.1": (
-        "console",
-        'skip-lines "train_keras.py" "0.0.0.0" "--nproc-per-node" "s3://" (TensorFlow '
-        "has its own tests; a server beyond loopback; torchrun of 4 ranks; S3 credentials)",
-    ),
-}
 
 _WRAPPERS = r"""
 stepscope() {  # a finished job: the request's arguments were checked, the job found
@@ -66,27 +53,18 @@ stepscope() {  # a finished job: the request's arguments were checked, the job f
 """
 
 
-def _pending(block: Block) -> Block:
-    if block.doc.name == "README.md":
-        for first, (lang, marker) in README_PENDING.items():
-            if block.body.startswith(first) and not block.lang:
-                block.lang = lang
-                apply_marker(block, f"<!-- doc-test: {marker} -->")
-    return block
-
-
 def _ids(blocks: list[Block]) -> list[str]:
     return [b.id for b in blocks]
 
 
-SHELL = [b for b in map(_pending, all_blocks()) if b.lang in RUN]
+SHELL = [b for b in all_blocks() if b.lang in RUN]
 PYTHON = [b for b in all_blocks() if b.lang == "python"]
 
 
 def test_every_block_names_its_language_and_every_skip_says_why() -> None:
     from doc_blocks import LANGUAGES
 
-    blocks = [_pending(b) for b in all_blocks()]
+    blocks = all_blocks()
     unnamed = [f"{b.id} ```{b.lang}" for b in blocks if b.lang not in LANGUAGES]
     assert not unnamed, f"fence languages must be one of {LANGUAGES}: {unnamed}"
     assert all(b.skip != "?" for b in blocks), [b.id for b in blocks if b.skip == "?"]
