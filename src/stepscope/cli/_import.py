@@ -15,8 +15,8 @@ import argparse
 
 def cmd_import(args: argparse.Namespace) -> int:
     origin = convert(args.source, args.job, args.name)
-    from stepscope._alloc import give_back_freed_memory
     from stepscope.importers.sagemaker import ImportSummary
+    from stepscope.process import give_back_freed_memory
 
     give_back_freed_memory()  # a long job's evaluation copies and drops large frames
     summary = ImportSummary(args.source, args.job, origin)

@@ -47,8 +47,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from stepscope._alloc import give_back_freed_memory
     from stepscope.cli._rules import rules_text
+    from stepscope.process import give_back_freed_memory
 
     give_back_freed_memory()  # a long job's evaluation copies and drops large frames
     print(rules_text(job_arg(args), args.rule or [], args.param or [], args.json, args.save))

@@ -5,10 +5,12 @@ end when it (or the launcher) ends, and must yield the CPU to it. :mod:`._exitwa
 sleeps until a watched process exits (pidfd where the kernel has it);
 :mod:`._background` lowers a helper's priority; :mod:`._word` carries the launcher's
 word that the job has ended; :mod:`._progress` carries a helper's progress to the
-launcher (is it hung?). They import only the standard library (psutil on first
+launcher (is it hung?); :mod:`._alloc` makes a stepscope process give freed memory
+back (the CLI's long evaluations). They import only the standard library (psutil on first
 use), so importing this package costs nothing.
 """
 
+from stepscope.process._alloc import give_back_freed_memory
 from stepscope.process._background import (
     HELPER_NICE,
     add_nice_option,
@@ -35,6 +37,7 @@ __all__ = [
     "add_nice_option",
     "dump_stack_on_signal",
     "exit_at_once",
+    "give_back_freed_memory",
     "give_word",
     "helper_env",
     "lower_priority",
