@@ -40,11 +40,14 @@ class Word:
         self.fd: int | None = fd
         self.said = False
 
-    def heard(self) -> bool | None:
+    def heard(self, wait_s: float = 0.0) -> bool | None:
+        """As the class says; waits up to ``wait_s`` for the word (a helper's sleep
+        that the word ends at once: an object store's 10 s poll would outlast the
+        launcher's 3.5 s deadline)."""
         if self.said or self.fd is None:
             return True if self.said else None
         try:
-            ready, _, _ = select.select([self.fd], [], [], 0)
+            ready, _, _ = select.select([self.fd], [], [], wait_s)
             data = os.read(self.fd, 1) if ready else None
         except OSError:
             data = b""

@@ -145,8 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def wait_for(word: Word) -> None:
     """Sleep until the launcher's word comes, or the launcher is gone."""
-    while word.heard() is False:
-        time.sleep(WAIT_S)
+    while word.heard(WAIT_S) is False:
+        pass
 
 
 def wait_for_data(store: Store, word: Word, progress: ProgressWriter) -> None:
@@ -155,9 +155,9 @@ def wait_for_data(store: Store, word: Word, progress: ProgressWriter) -> None:
     imports (pandas, DuckDB: 0.6 s of CPU) then wait out the training's own start-up,
     which they would slow on a small machine; a job that ends first is judged at once."""
     every = max(WAIT_S, store.min_interval_s)  # object stores bill each listing
-    while not _has_segment(store) and word.heard() is False:
+    progress.beat()
+    while not _has_segment(store) and word.heard(every) is False:
         progress.beat()
-        time.sleep(every)
 
 
 def _has_segment(store: Store) -> bool:
