@@ -4,7 +4,9 @@ distribution twice is "no difference" and passes the gate; a planted +15% in for
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import pytest
 import stepscope
 from rules_data import T0, new_job, node_info, steps_frame, write_event, write_steps
 from stepscope.analysis.compare import LeftOut, PhaseComparison, compare, compare_jobs
+from stepscope.cli import main
 
 N = 400
 
@@ -100,3 +103,68 @@ def test_too_few_steady_steps_is_said_not_judged(tmp_path: Path) -> None:
     train = phase(short, short)
     assert train.direction == "unknown" and train.ratio is None
     assert train.verdict == "too few steady train steps to compare (5 and 5; 10 needed)"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["compare", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_gate_passes_the_same_distribution(jobs: dict[str, Path], capsys: Any) -> None:
+    code, out, _ = cli(capsys, str(jobs["a"]), str(jobs["same"]), "--fail-if-slower", "5%")
+    assert code == 0
+    assert out.splitlines()[0].startswith("no difference beyond the noise of these runs")
+    assert "setup: no differences recorded" in out
+
+
+def test_the_gate_fails_the_planted_slowdown(jobs: dict[str, Path], capsys: Any) -> None:
+    code, out, _ = cli(capsys, str(jobs["a"]), str(jobs["slow"]), "--fail-if-slower", "5")
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("slow is slower by") and first.endswith("mostly forward")
+    assert "dataloader0.num_workers: 0 -> 2" in out and "forward" in out
+
+
+def test_a_limit_past_the_slowdown_passes_it(jobs: dict[str, Path], capsys: Any) -> None:
+    """The gate's silent twin on the same jobs: a 15% slowdown is within a 20% limit;
+    without the flag there is no gate."""
+    assert cli(capsys, str(jobs["a"]), str(jobs["slow"]), "--fail-if-slower", "20%")[0] == 0
+    assert cli(capsys, str(jobs["a"]), str(jobs["slow"]))[0] == 0
+
+
+def test_json_for_scripts(jobs: dict[str, Path], capsys: Any) -> None:
+    code, out, _ = cli(capsys, str(jobs["a"]), str(jobs["same"]), str(jobs["slow"]), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [(c["base"], c["new"]) for c in doc] == [("a", "same"), ("a", "slow")]
+    slow = doc[1]["phases"][0]
+    assert slow["direction"] == "slower" and slow["mostly"] == "forward"
+    assert slow["slower_low_pct"] > 10 and slow["samples_per_s"][0] > slow["samples_per_s"][1]
+
+
+def test_names_are_resolved_in_the_output_folder(jobs: dict[str, Path], capsys: Any) -> None:
+    folder = str(jobs["a"].parent)
+    code, out, _ = cli(capsys, "a", "slow", "-o", folder)
+    assert code == 0 and out.startswith("slow is slower")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["a"], "compare needs two jobs or more (got 1)"),
+        (["a", "nope"], "No stepscope job 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line(
+    jobs: dict[str, Path], capsys: Any, argv: list[str], said: str
+) -> None:
+    code, out, err = cli(capsys, *argv, "-o", str(jobs["a"].parent))
+    assert code == 2 and not out and said in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_bad_percentage_says_the_form(jobs: dict[str, Path], capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(jobs["a"]), str(jobs["a"]), "--fail-if-slower", "five"])
+    assert exc.value.code == 2
+    assert "'five' is not a percentage: give a number >= 0, e.g. 5% or 5" in capsys.readouterr().err

@@ -80,6 +80,11 @@ class PhaseComparison:
     verdict: str
 
     @property
+    def throughput(self) -> tuple[float, float]:
+        """Steps per second of A and B (of the median steady step)."""
+        return 1 / self.base_median, 1 / self.new_median
+
+    @property
     def slower_low_pct(self) -> float | None:
         """The lower bound of the slowdown, % (negative: it may be faster)."""
         return None if self.ratio is None else 100 * (self.ratio.low - 1)
@@ -95,6 +100,15 @@ class Comparison:
     setup: SetupDiff
     base_setup: Setup = field(repr=False)
     new_setup: Setup = field(repr=False)
+
+    def samples_per_s(self, phase: PhaseComparison) -> tuple[float | None, float | None]:
+        """Samples per second of A and B: steps per second times the batch size of the
+        first DataLoader, where the agent recorded one (None where not)."""
+        out = []
+        for setup, rate in zip((self.base_setup, self.new_setup), phase.throughput, strict=True):
+            size = setup.facts.get("dataloader0.batch_size", "")
+            out.append(rate * int(size) if size.isdigit() else None)
+        return out[0], out[1]
 
 
 def steady_steps(job: Job, phase: str) -> tuple[pd.DataFrame, LeftOut]:
