@@ -19,7 +19,13 @@ from stepscope.cli import main
 N = 400
 
 
-def job(path: Path, seed: int, forward_extra: float = 0.0, workers: int = 0) -> Path:
+def job(
+    path: Path,
+    seed: int,
+    forward_extra: float = 0.0,
+    workers: int = 0,
+    gpu: tuple[float, float, float] | None = None,
+) -> Path:
     """A CPU job of ``N`` training steps of 0.2 s with correlated noise (a slow spell of
     the host every so often), a few stalls, and ``forward_extra`` seconds in forward."""
     rng = np.random.default_rng(seed)
@@ -30,7 +36,7 @@ def job(path: Path, seed: int, forward_extra: float = 0.0, workers: int = 0) -> 
     duration[rng.choice(np.arange(20, N), 4, replace=False)] += 2.0  # stalls: outliers
     store = new_job(path, end=T0 + 200)
     node_info(store, gpus=0)
-    write_steps(store, steps_frame(N, duration=duration, forward=forward))
+    write_steps(store, steps_frame(N, duration=duration, forward=forward, gpu=gpu))
     write_event(
         store, "dataloader", {"num_workers": workers, "batch_size": 32, "pin_memory": False}
     )
@@ -168,3 +174,16 @@ def test_a_bad_percentage_says_the_form(jobs: dict[str, Path], capsys: Any) -> N
         main(["compare", str(jobs["a"]), str(jobs["a"]), "--fail-if-slower", "five"])
     assert exc.value.code == 2
     assert "'five' is not a percentage: give a number >= 0, e.g. 5% or 5" in capsys.readouterr().err
+
+
+def test_on_a_gpu_job_the_device_parts_name_the_change(tmp_path: Path) -> None:
+    """The device's forward took 30 ms more: "mostly gpu_forward", not a host part; its
+    silent twin, the same device times twice, is no difference."""
+    base = job(tmp_path / "a", 1, gpu=(0.05, 0.08, 0.01))
+    same = job(tmp_path / "same", 2, gpu=(0.05, 0.08, 0.01))
+    slow = job(tmp_path / "slow", 3, forward_extra=0.03, gpu=(0.08, 0.08, 0.01))
+    fired = phase(base, slow)
+    assert fired.direction == "slower" and fired.mostly == "gpu_forward"
+    assert {p.part for p in fired.parts} >= {"gpu_forward", "gpu_backward", "device_idle"}
+    twin = phase(base, same)
+    assert twin.direction == "same" and twin.mostly is None and twin.parts

@@ -1,12 +1,13 @@
 """What differs in the setup of two jobs: what may explain a change in step time.
 
 A job's setup is flattened to ``key -> text``: the command line, the stepscope
-configuration (``config.<section>``), versions (stepscope's, each framework's), the
-facts the agent records in events (``threads.<name>``; ``dataloader<i>.<name>`` per
-DataLoader in the order rank 0 made them: ``num_workers``, ``pin_memory``,
-``batch_size``...), node facts (``node<i>.cores``, ``node<i>.gpus``) and the host's
-contention (HostContention's status, the median CPU of other processes). A key only
-one job has shows as missing on the other side, never as zero.
+configuration (``config.<section>.<key>``, the job's name left out), versions
+(stepscope's, each framework's), the facts the agent records in events
+(``threads.<name>``; ``dataloader<i>.<name>`` per DataLoader in the order rank 0 made
+them: ``num_workers``, ``pin_memory``, ``batch_size``...), node facts
+(``node<i>.cores``, ``node<i>.gpus``) and the host's contention (HostContention's
+status, the median CPU of other processes). A key only one job has shows as missing
+on the other side, never as zero.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = ["Setup", "SetupDiff", "diff_setups", "read_setup"]
 
 EVENT_KINDS = ("framework", "threads", "dataloader")
 CONTENTION_RULE = "HostContention"
+UNCOMPARED = {"config.job.name"}  # two jobs' names always differ: no difference of setup
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,11 @@ def _meta_facts(job: Job) -> dict[str, str]:
     config = meta.get("config")
     if isinstance(config, dict):
         for section, value in config.items():
-            facts[f"config.{section}"] = _text(value)
+            items = value.items() if isinstance(value, dict) else [("", value)]
+            for key, v in items:
+                name = f"config.{section}{'.' if key else ''}{key}"
+                if name not in UNCOMPARED:
+                    facts[name] = _text(v)
     if meta.get("stepscope_version") is not None:
         facts["version.stepscope"] = _text(meta["stepscope_version"])
     return facts
