@@ -187,3 +187,13 @@ def test_on_a_gpu_job_the_device_parts_name_the_change(tmp_path: Path) -> None:
     assert {p.part for p in fired.parts} >= {"gpu_forward", "gpu_backward", "device_idle"}
     twin = phase(base, same)
     assert twin.direction == "same" and twin.mostly is None and twin.parts
+
+
+def test_jobs_without_a_common_phase_are_said_so(jobs: dict[str, Path], capsys: Any) -> None:
+    evaluated = jobs["a"].parent / "eval-only"
+    store = new_job(evaluated)
+    write_steps(store, steps_frame(40, phase="eval"))
+    c = compare(stepscope.open(str(jobs["a"])), stepscope.open(str(evaluated)))
+    assert c.phases == []
+    code, out, _ = cli(capsys, str(jobs["a"]), str(evaluated), "--fail-if-slower", "5%")
+    assert code == 0 and out.startswith("no phase recorded by both jobs")

@@ -1,7 +1,8 @@
 """``stepscope compare`` on two real trainings under ``stepscope run``
 (tests/scripts/cpu_train.py): the second sleeps 30 ms per step between backward and
 the optimizer step (time in the step's ``other``). Its silent twin: a rerun of the
-baseline's own command, compared with the baseline, passes the same gate.
+baseline's own command, compared with the baseline, passes the same gate (25%: the
+gate at 5% on the same distribution is tests/test_compare.py's).
 
 The host may be loaded by other processes: the planted sleep is several times a
 step of this small model, far past the noise of the runs."""
@@ -36,7 +37,7 @@ def compare(out: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_planted_sleep_per_step_is_slower_mostly_other(runs: Path) -> None:
-    done = compare(runs, "base", "slept", "--fail-if-slower", "5%")
+    done = compare(runs, "base", "slept", "--fail-if-slower", "25%")
     assert done.returncode == 1, done.stderr
     first = done.stdout.splitlines()[0]
     assert first.startswith("slept is slower by") and first.endswith("mostly other"), first
@@ -44,13 +45,13 @@ def test_a_planted_sleep_per_step_is_slower_mostly_other(runs: Path) -> None:
 
 
 def test_its_silent_twin_a_rerun_passes_the_gate(runs: Path) -> None:
-    done = compare(runs, "base", "rerun", "--fail-if-slower", "5%", "--json")
+    done = compare(runs, "base", "rerun", "--fail-if-slower", "25%", "--json")
     assert done.returncode == 0, done.stderr
     (doc,) = json.loads(done.stdout)
     train = doc["phases"][0]
-    # A rerun on a shared host may differ by a few % (docs/compare.md, "Noise between
-    # runs"): the gate, on the interval's lower bound, is what must hold.
-    assert train["phase"] == "train" and train["slower_low_pct"] < 5, train["verdict"]
+    # A rerun on a shared host may differ by several % (docs/compare.md, "Noise between
+    # runs"): the gate's limit is the firing test's, far below the planted sleep.
+    assert train["phase"] == "train" and train["slower_low_pct"] < 25, train["verdict"]
     assert train["new_left_out"]["total"] == 100 and len(train["parts"]) == 5
     facts = {key for key, _a, _b in doc["setup"]["facts"]}
     assert "command" not in facts and not any(k.startswith("dataloader") for k in facts)

@@ -15,6 +15,7 @@ real change.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,12 +68,9 @@ def resampled_medians(columns: FloatArray, idx: IntArray) -> FloatArray:
 def _nanmedian(values: FloatArray, axis: int) -> FloatArray:
     if not np.isnan(values).any():
         return np.asarray(np.median(values, axis=axis), np.float64)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN part: NaN
-            return np.asarray(np.nanmedian(values, axis=axis), np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN part: NaN, said as such
+        return np.asarray(np.nanmedian(values, axis=axis), np.float64)
 
 
 @dataclass(frozen=True)
