@@ -223,6 +223,24 @@ def write_process_start(store: Store, rank: int = 0, node: str = NODE, time: flo
     write_rows(store, f"events/rank-{rank}", frame, EVENTS_SCHEMA)
 
 
+def write_event(
+    store: Store, kind: str, detail: dict[str, Any], rank: int = 0, time: float = T0 + 1.0
+) -> None:
+    """One lifecycle event of ``rank`` (``threads``, ``dataloader``...: docs/format.md)."""
+    frame = pd.DataFrame(
+        {
+            "time": [time],
+            "rank": np.int32([rank]),
+            "local_rank": np.int32([rank % 8]),
+            "node": [NODE],
+            "pid": np.int32([1000 + rank]),
+            "kind": [kind],
+            "detail": [json.dumps(detail)],
+        }
+    )
+    write_rows(store, f"events/rank-{rank}", frame, EVENTS_SCHEMA)
+
+
 def gpu_job(path: Path, n: int, gpu_util: list[np.ndarray], **kw: Any) -> Store:
     """A one-node GPU job: samples, node facts, one rank's steps and its start event."""
     store = new_job(path, end=T0 + n * 0.5)

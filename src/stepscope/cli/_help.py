@@ -23,6 +23,7 @@ examples:
   stepscope ls                          the jobs, with the names the other commands take
   stepscope show NAME                   the diagnosis, then a one-screen summary
   stepscope report NAME                 the HTML report
+  stepscope compare BASE NEW            is NEW faster or slower than BASE, and why
   stepscope ui                          the live dashboard in a browser
 
 'stepscope COMMAND --help' describes a command's arguments and their defaults."""

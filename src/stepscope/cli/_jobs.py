@@ -2,7 +2,8 @@
 
 Every subcommand that takes a job (``show``, ``rules``, ``report``, ``profile``,
 ``config``, ``export``) registers it with :func:`add_job_argument` and reads it with
-:func:`job_arg`: one resolver, so that a name works the same everywhere. A name is
+:func:`job_arg` (``compare``, which takes several: :func:`add_jobs_argument`,
+:func:`jobs_arg`): one resolver, so that a name works the same everywhere. A name is
 looked up in one output folder, the one ``stepscope ls`` lists: ``-o FOLDER``, else
 ``$STEPSCOPE_OUTPUT``, else ``./stepscope-runs`` (:func:`output_folder`).
 
@@ -41,6 +42,19 @@ def add_job_argument(p: argparse.ArgumentParser, *flags: str) -> None:
     p.add_argument("job", metavar="JOB", help=JOB_HELP)
     p.add_argument(*flags, dest="jobs_in", metavar="FOLDER", help=FOLDER_HELP)
     p.set_defaults(jobs_in_flag=flags[0])
+
+
+def add_jobs_argument(p: argparse.ArgumentParser, help: str) -> None:
+    """Several ``jobs`` (at least two) and ``-o/--output``, for a subcommand that takes
+    more than one job (``compare``); each is resolved as :func:`job_arg` resolves one."""
+    p.add_argument("jobs", nargs="+", metavar="JOB", help=help)
+    p.add_argument("-o", "--output", dest="jobs_in", metavar="FOLDER", help=FOLDER_HELP)
+    p.set_defaults(jobs_in_flag="-o")
+
+
+def jobs_arg(args: argparse.Namespace) -> list[str]:
+    """The paths or URLs of the jobs ``args`` names (see :func:`add_jobs_argument`)."""
+    return [resolve_job(j, args.jobs_in, flag=args.jobs_in_flag) for j in args.jobs]
 
 
 def job_arg(args: argparse.Namespace) -> str:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from stepscope.cli._compare import add_parser as add_compare_parser
 from stepscope.cli._help import top_parser
 from stepscope.cli._import import add_parser as add_import_parser
 from stepscope.cli._jobs import OUTPUT_ENV, add_job_argument, job_arg, output_folder
@@ -157,6 +158,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="subcommand", required=True, title="commands", metavar="COMMAND")
     add_run_parser(sub)
     _add_readers(sub)
+    add_compare_parser(sub)
     _add_export(sub)
     add_profiling_parsers(sub)
     add_ui_parser(sub)

@@ -1,0 +1,170 @@
+"""``stepscope compare A B [C ...]``: the verdict line, then a compact table (docs/compare.md).
+
+Rendering only: the numbers are :func:`stepscope.analysis.compare.compare_jobs`'s. The
+gate (``--fail-if-slower PCT``) reads the first phase of each comparison (training,
+where both jobs trained) and fails only when the lower bound of its 95% interval of
+the slowdown is past the limit: a slowdown within the noise of the runs passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+from typing import TYPE_CHECKING
+
+from stepscope.cli._jobs import add_jobs_argument, jobs_arg
+from stepscope.errors import UsageError
+
+if TYPE_CHECKING:
+    from stepscope.analysis.compare import Comparison, LeftOut, PhaseComparison
+    from stepscope.analysis.compare_stats import Interval
+
+JOBS_HELP = (
+    "the jobs: the baseline first, then one or more to compare with it "
+    "(names as `stepscope ls` prints them, or folders' paths or URLs)"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("compare", help="is a job faster or slower than a baseline, and why")
+    add_jobs_argument(p, JOBS_HELP)
+    p.add_argument("--json", action="store_true", help="print JSON instead of text (default: text)")
+    p.add_argument(
+        "--fail-if-slower",
+        metavar="PCT",
+        type=percent,
+        help="exit 1 when a job is slower than the baseline by more than PCT (e.g. 5%%) "
+        "beyond the noise: the 95%% interval's lower bound (default: no gate, exit 0)",
+    )
+    p.set_defaults(fn=cmd_compare)
+
+
+def percent(text: str) -> float:
+    """``5%`` or ``5`` -> 5.0; anything else is a usage error that says the form."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a percentage: give a number >= 0, e.g. 5% or 5"
+        )
+    return value
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from stepscope.analysis.compare import compare_jobs
+    from stepscope.read import open as open_job
+
+    paths = jobs_arg(args)
+    if len(paths) < 2:
+        raise UsageError(
+            f"compare needs two jobs or more (got {len(paths)}): "
+            "stepscope compare BASELINE JOB [JOB ...]"
+        )
+    comparisons = compare_jobs([open_job(p) for p in paths])
+    print(to_json(comparisons) if args.json else "\n\n".join(map(render, comparisons)))
+    return gate(comparisons, args.fail_if_slower)
+
+
+def gate(comparisons: list[Comparison], limit: float | None) -> int:
+    """1 when a comparison's slowdown is surely past ``limit`` %, else 0."""
+    if limit is None:
+        return 0
+    for c in comparisons:
+        low = c.phases[0].slower_low_pct if c.phases else None
+        if low is not None and low > limit:
+            return 1
+    return 0
+
+
+def _clean(value: object) -> object:
+    """NaN as None (JSON has no NaN), recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def to_json(comparisons: list[Comparison]) -> str:
+    """Every comparison as JSON: the dataclasses' fields, the throughput and the gate's
+    figure (``slower_low_pct``) added per phase."""
+    out = []
+    for c in comparisons:
+        doc = dataclasses.asdict(c)
+        for phase, raw in zip(c.phases, doc["phases"], strict=True):
+            raw["slower_low_pct"] = phase.slower_low_pct
+            raw["steps_per_s"] = list(phase.throughput)
+            raw["samples_per_s"] = list(c.samples_per_s(phase))
+        out.append(doc)
+    return json.dumps(_clean(out), indent=1)
+
+
+def _s(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x * 1000:.1f} ms"
+
+
+def _one(o: LeftOut) -> str:
+    left = f"{o.warmup} warm-up, {o.profiled} profiled, {o.outliers} outliers left out"
+    return f"{o.kept} of {o.total} ({left})"
+
+
+def _left(phase: PhaseComparison) -> str:
+    return f"  steady steps  A: {_one(phase.base_left_out)}\n{'':16}B: {_one(phase.new_left_out)}"
+
+
+def _pct(i: Interval) -> str:
+    return f"{100 * (i.value - 1):+.1f}% ({100 * (i.low - 1):+.1f} to {100 * (i.high - 1):+.1f}%)"
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.2f}"
+
+
+def _phase_table(c: Comparison, phase: PhaseComparison) -> list[str]:
+    rows = [f"{phase.phase}: {phase.verdict}", _left(phase)]
+    rows.append(f"  {'':<14}{'A':>12}{'B':>12}   change (95% interval)")
+    ratio = phase.ratio
+    change = "" if ratio is None else _pct(ratio)
+    rows.append(f"  {'step median':<14}{_s(phase.base_median):>12}{_s(phase.new_median):>12}"
+                f"   {change}")  # fmt: skip
+    rows.append(f"  {'step p90':<14}{_s(phase.base_p90):>12}{_s(phase.new_p90):>12}")
+    a, b = phase.throughput
+    rows.append(f"  {'steps/s':<14}{_rate(a):>12}{_rate(b):>12}")
+    sa, sb = c.samples_per_s(phase)
+    if sa is not None or sb is not None:
+        rows.append(f"  {'samples/s':<14}{_rate(sa):>12}{_rate(sb):>12}")
+    for p in phase.parts:
+        i = p.change
+        rows.append(
+            f"  {p.part:<14}{_s(p.base_s):>12}{_s(p.new_s):>12}   "
+            f"{1000 * i.value:+.1f} ms ({1000 * i.low:+.1f} to {1000 * i.high:+.1f}); "
+            f"share {100 * p.base_share:.0f}% -> {100 * p.new_share:.0f}%"
+        )
+    return rows
+
+
+def _or(value: str | None, missing: str) -> str:
+    return f"({missing})" if value is None else value
+
+
+def render(c: Comparison) -> str:
+    """The verdict line first (the first phase's), then the table of each phase, the
+    setup facts that differ and the rules whose status changed."""
+    first = c.phases[0].verdict if c.phases else "no phase recorded by both jobs"
+    lines = [first, f"A: {c.base} (baseline)   B: {c.new}", ""]
+    for phase in c.phases:
+        lines += _phase_table(c, phase)
+    lines.append("setup differences:" if c.setup.facts else "setup: no differences recorded")
+    lines += [f"  {key}: {_or(a, 'not recorded')} -> {_or(b, 'not recorded')}"
+              for key, a, b in c.setup.facts]  # fmt: skip
+    if c.setup.rules:
+        lines.append("rules whose verdict changed:")
+        lines += [f"  {rule}: {_or(a, 'not run')} -> {_or(b, 'not run')}"
+                  for rule, a, b in c.setup.rules]  # fmt: skip
+    return "\n".join(lines)
