@@ -10,7 +10,9 @@ Times are microseconds, as in the trace.
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -21,6 +23,8 @@ DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _OP_CATS = ("cpu_op", "user_annotation")
 # ...and the CUDA API calls (a sync, a launch) that run inside them
 _API_CATS = ("cuda_runtime", "cuda_driver")
+_SPACE, _BETWEEN = " \t\r\n", " \t\r\n,"
+_SKIPS = {chars: re.compile(f"[{re.escape(chars)}]*") for chars in (_SPACE, _BETWEEN)}
 
 
 class DeviceEvent(NamedTuple):
@@ -63,10 +67,11 @@ def load_trace(data: bytes) -> Trace:
     document's text and what is kept, not the whole document's objects.
     Raises ``ValueError`` for a document that is not a Chrome trace.
     """
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    text = data.decode()
-    del data
+    if data[:2] == b"\x1f\x8b":  # decompressed straight into text: no second copy
+        with io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(data)), "utf-8") as f:
+            text = f.read()
+    else:
+        text = data.decode()
     trace = Trace()
     _collect(trace, _events(text))
     return trace
@@ -84,7 +89,7 @@ def _events(text: str) -> Iterator[object]:
         yield from events
         return
     while True:
-        at = _skip(text, at, " \t\r\n,")
+        at = _skip(text, at, _BETWEEN)
         if at >= len(text):
             raise ValueError("not a Chrome trace: its traceEvents list is cut short")
         if text[at] == "]":
@@ -98,17 +103,16 @@ def _list_start(text: str) -> int | None:
     key = text.find('"traceEvents"')
     if key < 0:
         return None
-    at = _skip(text, key + len('"traceEvents"'), " \t\r\n")
+    at = _skip(text, key + len('"traceEvents"'), _SPACE)
     if not text.startswith(":", at):
         return None
-    at = _skip(text, at + 1, " \t\r\n")
+    at = _skip(text, at + 1, _SPACE)
     return at + 1 if text.startswith("[", at) else None
 
 
 def _skip(text: str, at: int, chars: str) -> int:
-    while at < len(text) and text[at] in chars:
-        at += 1
-    return at
+    found = _SKIPS[chars].match(text, at)  # `*`: always matches, maybe empty
+    return found.end() if found else at
 
 
 def _collect(trace: Trace, events: Iterable[object]) -> None:
