@@ -16,7 +16,8 @@ import pytest
 
 import stepscope
 from h200_jobs import h200_job
-from stepscope.analysis.summary import profiling_summary
+from stepscope.analysis.summary import profiling_summary, summarize
+from stepscope.cli._text import render_show
 from stepscope.errors import ConfigError
 from stepscope.read import NO_KERNELS, KernelBreakdown, NoKernels, breakdown, kind_of, load_trace
 
@@ -110,6 +111,11 @@ def test_h200_show_json(stall):
     assert kernels["kinds"][0]["kind"] == "matmul"
     assert len(kernels["top"]) == 10
     assert 0 < kernels["devices"][0]["busy_share"] <= 1
+    (line,) = [
+        s for s in render_show(summarize(stall)).splitlines() if s.startswith("           device: ")
+    ]
+    assert line.split("device: ")[1].startswith("matmul 93%, elementwise 7%")
+    assert "GPU 0 busy 93% of 28.61 ms, 158 gaps (longest 1.11 ms during aten::div)" in line
 
 
 # -- built traces: exact numbers -------------------------------------------------

@@ -59,6 +59,27 @@ def fmt_seconds(x: float | None) -> str:
     return f"{x / 60:.1f} min"
 
 
+def _kernels_line(k: object) -> list[str]:
+    """A window's kernel breakdown in one line (docs/profiling.md), none without one."""
+    if not isinstance(k, dict):
+        return []
+    if "not_applicable" in k:
+        return [f"           device: {k['not_applicable']}"]
+    total = sum(x["seconds"] for x in k["kinds"]) or 1.0
+    kinds = ", ".join(f"{x['kind']} {x['seconds'] / total:.0%}" for x in k["kinds"][:4])
+    busy = [
+        f"GPU {d['device']} busy {d['busy_share']:.0%} of {fmt_seconds(d['span_seconds'])}"
+        + (
+            f", {d['gaps']} gaps (longest {fmt_seconds(d['longest_gap_seconds'])}"
+            f" during {d['longest_gap_operator'] or 'unknown'})"
+            if d["gaps"]
+            else ", no gaps"
+        )
+        for d in k["devices"]
+    ]
+    return [f"           device: {kinds}; {'; '.join(busy)}"]
+
+
 def _gpu_metrics(metrics: Mapping[str, Quantiles]) -> list[tuple[str, str, str]]:
     units = {"util": "%", "mem_util": "%", "mem_used": "B", "power_w": "W", "temp_c": "C"}
     out = []
@@ -122,6 +143,7 @@ def render_show(s: JobSummary) -> str:
             f"profiling  {w['kind']:<10} rank {w['rank']}   steps {w['start_step']}-"
             f"{w['end_step']}   {w['path']}{cut}"
         )
+        lines += _kernels_line(w.get("kernels"))
     for f in s["faults"]:
         lines.append(f"FAULT      {f.get('component')}: {f.get('error')} (x{f.get('count', 1)})")
     lines += [f"WARNING    {w}" for w in s.get("warnings", [])]
