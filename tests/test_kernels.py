@@ -17,7 +17,7 @@ import pytest
 import stepscope
 from h200_jobs import h200_job
 from stepscope.analysis.summary import profiling_summary, summarize
-from stepscope.cli._text import render_show
+from stepscope.cli._text import _kernels_line, render_show
 from stepscope.errors import ConfigError
 from stepscope.read import NO_KERNELS, KernelBreakdown, NoKernels, breakdown, kind_of, load_trace
 
@@ -211,6 +211,13 @@ def test_launching_operator_is_the_innermost_around_the_launch():
 )
 def test_classification_table(cat, name, kind):
     assert kind_of(cat, name) == kind
+
+
+def test_a_span_of_zero_length_has_no_busy_share():
+    (device,) = analyse([kernel("gemm", 10, 0), kernel("gemm", 10, 0)]).devices
+    assert device.busy_share is None and device.span_seconds == 0 and device.gaps == 0
+    line = _kernels_line(breakdown(load_trace(trace_bytes([kernel("gemm", 10, 0)]))).to_json())
+    assert line == ["           device: matmul; GPU 0 busy - of 0.00 ms, no gaps"]
 
 
 def test_plain_json_and_a_bare_event_list_parse_alike():

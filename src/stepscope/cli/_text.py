@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from stepscope.analysis.diagnosis_text import cpu_text
 
@@ -61,23 +61,21 @@ def fmt_seconds(x: float | None) -> str:
 
 def _kernels_line(k: object) -> list[str]:
     """A window's kernel breakdown in one line (docs/profiling.md), none without one."""
-    if not isinstance(k, dict):
-        return []
-    if "not_applicable" in k:
-        return [f"           device: {k['not_applicable']}"]
-    total = sum(x["seconds"] for x in k["kinds"]) or 1.0
-    kinds = ", ".join(f"{x['kind']} {x['seconds'] / total:.0%}" for x in k["kinds"][:4])
-    busy = [
-        f"GPU {d['device']} busy {d['busy_share']:.0%} of {fmt_seconds(d['span_seconds'])}"
-        + (
-            f", {d['gaps']} gaps (longest {fmt_seconds(d['longest_gap_seconds'])}"
-            f" during {d['longest_gap_operator'] or 'unknown'})"
-            if d["gaps"]
-            else ", no gaps"
-        )
-        for d in k["devices"]
-    ]
+    if not isinstance(k, dict) or "not_applicable" in k:
+        return [f"           device: {k['not_applicable']}"] if isinstance(k, dict) else []
+    total = sum(x["seconds"] for x in k["kinds"])  # 0: only zero-length events
+    kinds = ", ".join(
+        f"{x['kind']} {x['seconds'] / total:.0%}" if total else x["kind"] for x in k["kinds"][:4]
+    )
+    busy = [_device_text(d) for d in k["devices"]]
     return [f"           device: {kinds}; {'; '.join(busy)}"]
+
+
+def _device_text(d: dict[str, Any]) -> str:
+    share = "-" if d["busy_share"] is None else f"{d['busy_share']:.0%}"
+    longest = f"{fmt_seconds(d['longest_gap_seconds'])} during {d['longest_gap_operator']}"
+    gaps = f"{d['gaps']} gaps (longest {longest})" if d["gaps"] else "no gaps"
+    return f"GPU {d['device']} busy {share} of {fmt_seconds(d['span_seconds'])}, {gaps}"
 
 
 def _gpu_metrics(metrics: Mapping[str, Quantiles]) -> list[tuple[str, str, str]]:

@@ -53,7 +53,7 @@ class DeviceBusy:
     device: int
     span_seconds: float
     busy_seconds: float
-    busy_share: float
+    busy_share: float | None  # None: the span is empty (only zero-length events)
     idle_seconds: float
     gaps: int
     longest_gap_seconds: float | None
@@ -173,7 +173,7 @@ def _busy(device: int, trace: Trace) -> DeviceBusy:
         device,
         span * US,
         busy * US,
-        busy / span if span > 0 else 1.0,  # one event and nothing else: busy throughout
+        busy / span if span > 0 else None,
         (span - busy) * US,
         len(gaps),
         (longest[1] - longest[0]) * US if longest else None,
