@@ -270,3 +270,15 @@ def test_bad_arguments_say_the_choices(stall):
         stall.kernels(by="stream")
     with pytest.raises(ConfigError, match="positive integer"):
         stall.kernels(top=0)
+
+
+def test_h200_report_block(stall):
+    from stepscope.report import render_report
+
+    html = render_report(stall)
+    block = html[html.index('id="profiles-kernels"') :]
+    block = block[: block.index("</section>")] if "</section>" in block else block
+    assert "GPU 0 was busy 93% of its active 28.6 ms; idle 1.92 ms in 158 gaps" in block
+    assert "the longest 1.11 ms while the host ran aten::div." in block
+    assert "<td>matmul</td>" in block and "aten::addmm" in block
+    assert "2465.1 GB/s" in block  # the device-to-device copies
