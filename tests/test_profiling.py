@@ -330,5 +330,14 @@ def test_show_lists_the_windows(default_windows):
         "python",
         "python",
     ]
+    # a CPU-only process: its trace has no device activity, said as such (never zeros);
+    # windows without a PyTorch trace have no breakdown at all
+    assert [w["kernels"] for w in summary["profiling"]] == [
+        {"not_applicable": "no kernel events: recorded without CUDA activity"},
+        None,
+        None,
+        None,
+        None,
+    ]
     text = render_show(summary)
     assert "profiling/rank-0/detailed-5-5.pt.trace.json.gz" in text

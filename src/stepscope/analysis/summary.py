@@ -123,12 +123,21 @@ def _lifecycle(job: Job, meta: JobJson, steps: Columns) -> tuple[float | None, f
 
 
 def profiling_summary(job: Job) -> list[JsonObject]:
-    """The job's profiling windows: kind, rank, steps and main artifact (docs/profiling.md)."""
+    """The job's profiling windows: kind, rank, steps and main artifact (docs/profiling.md),
+    and ``kernels``: the kernel breakdown of a window with a PyTorch trace (its 10 top
+    kernels; ``{"not_applicable": why}`` without device activity), None for others."""
     keys = ("kind", "rank", "start_step", "end_step", "path", "request")
-    return [
-        {**{k: r.get(k) for k in keys}, "truncated": bool(r.get("truncated"))}
-        for r in job.profiling_artifacts()
-    ]
+    out: list[JsonObject] = []
+    for r in job.profiling_artifacts():
+        kernels = job.window_kernels(r)
+        out.append(
+            {
+                **{k: r.get(k) for k in keys},
+                "truncated": bool(r.get("truncated")),
+                "kernels": None if kernels is None else kernels.to_json(),
+            }
+        )
+    return out
 
 
 def summarize(job: Job) -> JobSummary:

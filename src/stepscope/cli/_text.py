@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from stepscope.analysis.diagnosis_text import cpu_text
 
@@ -57,6 +57,25 @@ def fmt_seconds(x: float | None) -> str:
     if x < 120:
         return f"{x:.2f} s"
     return f"{x / 60:.1f} min"
+
+
+def _kernels_line(k: object) -> list[str]:
+    """A window's kernel breakdown in one line (docs/profiling.md), none without one."""
+    if not isinstance(k, dict) or "not_applicable" in k:
+        return [f"           device: {k['not_applicable']}"] if isinstance(k, dict) else []
+    total = sum(x["seconds"] for x in k["kinds"])  # 0: only zero-length events
+    kinds = ", ".join(
+        f"{x['kind']} {x['seconds'] / total:.0%}" if total else x["kind"] for x in k["kinds"][:4]
+    )
+    busy = [_device_text(d) for d in k["devices"]]
+    return [f"           device: {kinds}; {'; '.join(busy)}"]
+
+
+def _device_text(d: dict[str, Any]) -> str:
+    share = "-" if d["busy_share"] is None else f"{d['busy_share']:.0%}"
+    longest = f"{fmt_seconds(d['longest_gap_seconds'])} during {d['longest_gap_operator']}"
+    gaps = f"{d['gaps']} gaps (longest {longest})" if d["gaps"] else "no gaps"
+    return f"GPU {d['device']} busy {share} of {fmt_seconds(d['span_seconds'])}, {gaps}"
 
 
 def _gpu_metrics(metrics: Mapping[str, Quantiles]) -> list[tuple[str, str, str]]:
@@ -122,6 +141,7 @@ def render_show(s: JobSummary) -> str:
             f"profiling  {w['kind']:<10} rank {w['rank']}   steps {w['start_step']}-"
             f"{w['end_step']}   {w['path']}{cut}"
         )
+        lines += _kernels_line(w.get("kernels"))
     for f in s["faults"]:
         lines.append(f"FAULT      {f.get('component')}: {f.get('error')} (x{f.get('count', 1)})")
     lines += [f"WARNING    {w}" for w in s.get("warnings", [])]

@@ -3,14 +3,26 @@
 Reads what docs/format.md describes, through :mod:`stepscope.jobfolder`, from any
 store (a local folder, ``memory://``, ``s3://``), while the job runs or after it
 ended: steps, events and system samples as DataFrames (DuckDB over the Parquet
-segments), tensors (:class:`Tensors`), faults and profiling artifacts. It never
-imports the code that writes a job.
+segments), tensors (:class:`Tensors`), faults and profiling artifacts, and the
+kernel breakdown of a window's PyTorch trace (``Job.kernels``, :func:`breakdown`;
+docs/profiling.md). It never imports the code that writes a job.
 """
 
 from typing import TYPE_CHECKING
 
 from stepscope.errors import JobNotFoundError
 from stepscope.read._job import Job, list_jobs, open
+from stepscope.read._kernel_kinds import KINDS, kind_of
+from stepscope.read._kernels import (
+    NO_KERNELS,
+    DeviceBusy,
+    KernelBreakdown,
+    KindTime,
+    NoKernels,
+    TopKernel,
+    breakdown,
+)
+from stepscope.read._trace import Trace, load_trace
 
 if TYPE_CHECKING:
     from stepscope.read._tensors import RawTensor, Tensor, Tensors, TensorValue, np_reduce
@@ -18,13 +30,24 @@ if TYPE_CHECKING:
 _TENSORS = ("RawTensor", "Tensor", "TensorValue", "Tensors", "np_reduce")
 
 __all__ = [
+    "KINDS",
+    "NO_KERNELS",
+    "DeviceBusy",
     "Job",
     "JobNotFoundError",
+    "KernelBreakdown",
+    "KindTime",
+    "NoKernels",
     "RawTensor",
     "Tensor",
     "TensorValue",
     "Tensors",
+    "TopKernel",
+    "Trace",
+    "breakdown",
+    "kind_of",
     "list_jobs",
+    "load_trace",
     "np_reduce",
     "open",
 ]

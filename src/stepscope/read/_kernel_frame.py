@@ -1,0 +1,126 @@
+"""The kernel breakdown of a job's profiling windows: :class:`KernelViews`, the
+``kernels`` and ``window_kernels`` methods of :class:`stepscope.read.Job`
+(docs/profiling.md, "Kernel breakdown")."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from typing import TYPE_CHECKING
+
+from stepscope.errors import ConfigError
+from stepscope.jobfolder import JsonObject
+from stepscope.read._kernels import KernelBreakdown, NoKernels, breakdown
+from stepscope.read._trace import load_trace
+from stepscope.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BY = ("kind", "kernel", "device")
+_TRACE_ENDINGS = (".pt.trace.json.gz", ".pt.trace.json")
+_WINDOW_COLUMNS = ("window", "window_kind", "rank", "start_step", "end_step")
+
+
+class KernelViews:
+    """The kernel breakdown of the windows that kept a PyTorch profiler trace."""
+
+    store: Store
+
+    def profiling_artifacts(self) -> list[JsonObject]:
+        raise NotImplementedError  # Job lists them
+
+    def note_skipped(self, key: str, why: str) -> None:
+        raise NotImplementedError  # Job records them
+
+    def window_kernels(
+        self, record: JsonObject, top: int = 10
+    ) -> KernelBreakdown | NoKernels | None:
+        """The breakdown of one window record (``profiling_artifacts()``) with its ``top``
+        kernels; None for a window without a PyTorch trace (python, dataloader,
+        TensorFlow). A trace that cannot be read: :class:`NoKernels` saying why (and the
+        file joins ``warnings``)."""
+        path = record.get("path")
+        if not isinstance(path, str) or not path.endswith(_TRACE_ENDINGS):
+            return None
+        try:
+            trace = load_trace(self.store.read_bytes(path))
+        except (OSError, EOFError, ValueError, zlib.error, gzip.BadGzipFile) as exc:
+            why = f"trace unreadable: {type(exc).__name__}: {exc}"
+            self.note_skipped(path, why)
+            return NoKernels(why)
+        return breakdown(trace, top)
+
+    def kernels(
+        self, by: str = "kind", top: int | None = 10, rank: int | None = None
+    ) -> pd.DataFrame:
+        """The kernel breakdown of every window with a PyTorch trace, as a DataFrame.
+
+        ``by="kind"``: one row per window, rank and kind (``count``, ``seconds``,
+        ``share`` of the window's device time; copies add ``bytes``, ``gbps``,
+        ``pageable``). ``by="kernel"``: one row per window, rank and kernel name, the
+        ``top`` by total time (None: all), with the host ``operator`` that launched it.
+        ``by="device"``: one row per window, rank and device: ``busy_share`` of its
+        active span, ``idle_seconds``, ``gaps``, the longest gap and the host operator
+        running in its middle. A window without device activity is one row whose
+        ``not_applicable`` says why, its numbers left empty (never zeros).
+        """
+        import pandas as pd
+
+        if by not in BY:
+            raise ConfigError(f"Unknown kernels(by={by!r}); choose one of {', '.join(BY)}.")
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+            raise ConfigError(f"kernels(top={top!r}) must be a positive integer, or None for all.")
+        rows: list[dict[str, object]] = []
+        for record in self.profiling_artifacts():
+            if rank is not None and record.get("rank") != rank:
+                continue
+            result = self.window_kernels(record, top or 1_000_000_000)
+            if result is not None:
+                rows.extend(_rows(_window(record), result, by))
+        return pd.DataFrame(rows, columns=_columns(by))
+
+
+def _window(record: JsonObject) -> dict[str, object]:
+    base = str(record.get("path", "")).rsplit("/", 1)[-1]
+    name = next((base[: -len(e)] for e in _TRACE_ENDINGS if base.endswith(e)), base)
+    return {
+        "window": name,
+        "window_kind": record.get("kind"),
+        "rank": record.get("rank"),
+        "start_step": record.get("start_step"),
+        "end_step": record.get("end_step"),
+    }
+
+
+def _rows(
+    window: dict[str, object], result: KernelBreakdown | NoKernels, by: str
+) -> list[dict[str, object]]:
+    if isinstance(result, NoKernels):
+        return [{**window, "not_applicable": result.reason}]
+    if by == "kernel":
+        return [{**window, **vars(k)} for k in result.top]
+    if by == "device":
+        return [{**window, **vars(d)} for d in result.devices]
+    total = sum(k.seconds for k in result.kinds)
+    return [
+        {**window, **vars(k), "share": k.seconds / total if total else None} for k in result.kinds
+    ]
+
+
+def _columns(by: str) -> list[str]:
+    own = {
+        "kind": ["kind", "count", "seconds", "share", "bytes", "gbps", "pageable"],
+        "kernel": ["name", "kind", "count", "seconds", "operator"],
+        "device": [
+            "device",
+            "span_seconds",
+            "busy_seconds",
+            "busy_share",
+            "idle_seconds",
+            "gaps",
+            "longest_gap_seconds",
+            "longest_gap_operator",
+        ],
+    }[by]
+    return [*_WINDOW_COLUMNS, *own, "not_applicable"]
