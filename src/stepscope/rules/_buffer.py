@@ -104,10 +104,23 @@ class LiveState:
         for node, rows in by_node(frame):
             frames[node] = _concat(frames.get(node), rows)
 
+    def _cut(self, now: float) -> float:
+        """The start of the previous chunk: rows before it leave the buffer."""
+        origin = self.base.start()
+        return origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
+
+    def trim_due(self, now: float) -> bool:
+        """Whether :meth:`trim` would commit rows at ``now``."""
+        cut, cols = self._cut(now), {"steps": "start", "system": "time", "others": "time"}
+        return any(
+            len(f) and float(f[col].min()) < cut
+            for kind, col in cols.items()
+            for f in getattr(self, kind).values()
+        )
+
     def trim(self, now: float) -> None:
         """Commit and drop the chunks older than the previous one."""
-        origin = self.base.start()
-        cut = origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
+        cut = self._cut(now)
         old_steps, self.steps = _split(self.steps, "start", cut)
         old_system, self.system = _split(self.system, "time", cut)
         old_others, self.others = _split(self.others, "time", cut)

@@ -85,7 +85,8 @@ class Runner:
 
         A scan that read no new row judges only the rules whose verdict can change
         without one (``Rule.judges_now``) and keeps the others' last verdicts (their
-        input is the same): a scan of an idle stream costs its listings, not the rules.
+        input is the same), unless a chunk is due to leave the buffer: a scan of idle
+        streams costs their listings, not the rules.
         """
         for kind, reader in self.readers.items():
             frame = reader.read_new()
@@ -93,24 +94,27 @@ class Runner:
             self._unjudged = self._unjudged or frame is not None
             self.state.add(kind, frame)
             self.progress.beat()
-        if self._unjudged or self._results is None:
-            results = written = self.state.evaluate(self.clock())
+        now = self.clock()
+        if self._unjudged or self._results is None or self.state.trim_due(now):
+            results = written = self.state.evaluate(now)
             self._unjudged = False
         else:
-            results, written = self._rejudge(self._results)
+            results, written = self._rejudge(self._results, now)
         self._results = results
         write_results(self.job.store, self._changed(written))
         self._act(results)
         self.scans += 1
         return results
 
-    def _rejudge(self, last: list[RuleResult]) -> tuple[list[RuleResult], list[RuleResult]]:
+    def _rejudge(
+        self, last: list[RuleResult], now: float
+    ) -> tuple[list[RuleResult], list[RuleResult]]:
         """``last`` with the ``judges_now`` rules judged again; and those alone."""
         again = [r for r in self.rules if r.judges_now]
         self.quiet_scans += 1
         if not again:
             return last, []
-        judged = self.state.evaluate(self.clock(), again)
+        judged = self.state.evaluate(now, again)
         fresh = dict(zip([id(r) for r in again], judged, strict=True))
         results = [fresh.get(id(rule), res) for rule, res in zip(self.rules, last, strict=True)]
         return results, list(fresh.values())
