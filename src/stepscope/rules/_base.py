@@ -40,6 +40,11 @@ class Rule:
     #: ``events``); the evaluator loads only these. The wide ``system`` frame of a
     #: job of many nodes is large: leave it out if unused, or write a NodeRule.
     frames: ClassVar[tuple[str, ...]] = ("steps", "system", "events")
+    #: Whether the verdict can change with no new rows: the rule reads ``data.now``
+    #: (time since the last step, a start still waiting) or the output tensors, which
+    #: the live runner does not stream. A live scan that read no new rows evaluates only
+    #: these rules and keeps the others' verdicts (docs/custom-rules.md).
+    judges_now: ClassVar[bool] = False
 
     def __init__(self, name: str | None = None, **parameters: object) -> None:
         self.rule_name = name or self.name or type(self).__name__

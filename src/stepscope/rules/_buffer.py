@@ -104,10 +104,23 @@ class LiveState:
         for node, rows in by_node(frame):
             frames[node] = _concat(frames.get(node), rows)
 
+    def _cut(self, now: float) -> float:
+        """The start of the previous chunk: rows before it leave the buffer."""
+        origin = self.base.start()
+        return origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
+
+    def trim_due(self, now: float) -> bool:
+        """Whether :meth:`trim` would commit rows at ``now``."""
+        cut, cols = self._cut(now), {"steps": "start", "system": "time", "others": "time"}
+        return any(
+            len(f) and float(f[col].min()) < cut
+            for kind, col in cols.items()
+            for f in getattr(self, kind).values()
+        )
+
     def trim(self, now: float) -> None:
         """Commit and drop the chunks older than the previous one."""
-        origin = self.base.start()
-        cut = origin + (math.floor((now - origin) / self.chunk_s) - 1) * self.chunk_s
+        cut = self._cut(now)
         old_steps, self.steps = _split(self.steps, "start", cut)
         old_system, self.system = _split(self.system, "time", cut)
         old_others, self.others = _split(self.others, "time", cut)
@@ -130,13 +143,18 @@ class LiveState:
                     if merged is not None:
                         kept[node] = merged
 
-    def evaluate(self, now: float) -> list[RuleResult]:
-        """Every rule's running verdict (status ``InProgress``, ``verdict`` provisional)."""
-        self.trim(now)
+    def evaluate(self, now: float, rules: list[Rule] | None = None) -> list[RuleResult]:
+        """The running verdict (status ``InProgress``, ``verdict`` provisional) of every
+        rule, or of ``rules`` only (the buffer is then judged as it is, not trimmed)."""
+        if rules is None:
+            rules = self.rules
+            self.trim(now)
         events = self.events if len(self.events) else self.base.events
-        current = self._evaluate(self.steps, self.system, events, now, self.others, self.history)
+        current = self._evaluate(
+            self.steps, self.system, events, now, self.others, self.history, rules
+        )
         out = []
-        for rule, res in zip(self.rules, current, strict=True):
+        for rule, res in zip(rules, current, strict=True):
             total = merge(rule, self.committed.get(rule.rule_name), res)
             out.append(replace(total, status=Status.IN_PROGRESS, verdict=total.status))
         return out
@@ -149,11 +167,13 @@ class LiveState:
         now: float,
         others: Frames,
         history: dict[str, dict[str, pd.DataFrame]] | None = None,
+        rules: list[Rule] | None = None,
     ) -> list[RuleResult]:
-        """The rules over these frames: node by node (with the ``history`` of the
-        dropped chunks, if given), then the whole-job rules."""
+        """The rules (all, or ``rules``) over these frames: node by node (with the
+        ``history`` of the dropped chunks, if given), then the whole-job rules."""
+        rules = self.rules if rules is None else rules
         base = replace(self.base, now=now, first_steps=self.first_steps, cache={})
-        ev = _Evaluation(self.rules, now)
+        ev = _Evaluation(rules, now)
         for node in _node_names(base, steps, system, events):
             data = self._node_input(base, node, steps, system, events)
             kept = {r: h[node] for r, h in (history or {}).items() if node in h}
@@ -161,7 +181,7 @@ class LiveState:
             if kept:
                 data = replace(data, history=kept)
             ev.check_node(replace(data, others=mine) if mine is not None else data)
-        wanted = {f for r in self.rules if not isinstance(r, NodeRule) for f in r.frames}
+        wanted = {f for r in rules if not isinstance(r, NodeRule) for f in r.frames}
 
         def whole() -> RuleInput:
             """Job-wide frames, only those the whole-job rules read (``Rule.frames``)."""

@@ -25,6 +25,7 @@ class MaxInitializationTime(NodeRule):
         "downloads at start-up, and check for slow imports or compilation."
     )
     params = (Param("threshold", 20, "initialization time that fires the rule, minutes"),)
+    judges_now = True  # a start still waiting for its first step grows with now
 
     def check(self, data: RuleInput) -> Part:
         starts, since = _starts(data)

@@ -20,7 +20,7 @@ from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
 from stepscope.rules._live import readers, worst
 from stepscope.rules._registry import RuleSpec
-from stepscope.rules._schedule import next_delay, node_cores
+from stepscope.rules._schedule import next_delay
 from stepscope.rules._types import RuleResult, Status
 from stepscope.store import Store
 
@@ -58,7 +58,9 @@ class Runner:
         self.readers = readers(job.store, self.rules)
         self.stopped: set[str] = set()
         self.scans = 0
-        self.cores = node_cores()
+        self.quiet_scans = 0  # scans that read no new row (rules/_live_runner.scan)
+        self._results: list[RuleResult] | None = None  # the last scan's verdicts
+        self._unjudged = False  # rows added to the buffer since its last evaluation
         # What run() waits and measures with (tests drive it with a fake clock).
         self.sleep: Callable[[float], None] = time.sleep
         self.cpu: Callable[[], float] = time.process_time
@@ -79,15 +81,43 @@ class Runner:
         return max(given, self.job.store.min_interval_s, MIN_PERIOD_S)
 
     def scan(self) -> list[RuleResult]:
-        """Read what is new, judge the buffer, write the running verdicts, act."""
+        """Read what is new, judge the buffer, write the running verdicts, act.
+
+        A scan that read no new row judges only the rules whose verdict can change
+        without one (``Rule.judges_now``) and keeps the others' last verdicts (their
+        input is the same), unless a chunk is due to leave the buffer: a scan of idle
+        streams costs their listings, not the rules.
+        """
         for kind, reader in self.readers.items():
-            self.state.add(kind, reader.read_new())
+            frame = reader.read_new()
+            # rows added and not yet judged (also when a later read or the rules fail)
+            self._unjudged = self._unjudged or frame is not None
+            self.state.add(kind, frame)
             self.progress.beat()
-        results = self.state.evaluate(self.clock())
-        write_results(self.job.store, self._changed(results))
+        now = self.clock()
+        if self._unjudged or self._results is None or self.state.trim_due(now):
+            results = written = self.state.evaluate(now)
+            self._unjudged = False
+        else:
+            results, written = self._rejudge(self._results, now)
+        self._results = results
+        write_results(self.job.store, self._changed(written))
         self._act(results)
         self.scans += 1
         return results
+
+    def _rejudge(
+        self, last: list[RuleResult], now: float
+    ) -> tuple[list[RuleResult], list[RuleResult]]:
+        """``last`` with the ``judges_now`` rules judged again; and those alone."""
+        again = [r for r in self.rules if r.judges_now]
+        self.quiet_scans += 1
+        if not again:
+            return last, []
+        judged = self.state.evaluate(now, again)
+        fresh = dict(zip([id(r) for r in again], judged, strict=True))
+        results = [fresh.get(id(rule), res) for rule, res in zip(self.rules, last, strict=True)]
+        return results, list(fresh.values())
 
     def _changed(self, results: list[RuleResult]) -> list[RuleResult]:
         """On object stores, only the verdicts that changed since their last write."""
@@ -157,7 +187,7 @@ class Runner:
             if self.mono() >= next_scan:
                 began, cpu = self.mono(), self.cpu()
                 self.try_scan()
-                next_scan = began + next_delay(period, self.cpu() - cpu, self.cores)
+                next_scan = began + next_delay(period, self.cpu() - cpu)
             self.sleep(max(0.0, min(POLL_S, next_scan - self.mono())))
         if parent is not None:
             parent.close()

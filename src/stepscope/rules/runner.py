@@ -23,7 +23,8 @@ Cadence (``_schedule``): a scan every ``period`` seconds, the shortest
 ``scan_interval_us`` of the rules (2 s by default, at least the store's
 ``min_interval_s``), from the start on: a finding shows a period or less after
 the flush that completes its evidence. The next scan waits longer only when a
-scan costs more CPU than ``_schedule.CPU_SHARE`` of the node allows.
+scan costs more CPU than ``_schedule.CPU_SHARE`` of one core allows (1%, on any
+node); a scan that read no new row judges only the rules that read the clock.
 """
 
 from __future__ import annotations

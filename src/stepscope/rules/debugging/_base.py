@@ -52,6 +52,7 @@ class TensorRule(Rule):
     #: Collections the rule reads (the agent enables them when the rule is configured).
     collections: ClassVar[tuple[str, ...]] = ()
     frames: ClassVar[tuple[str, ...]] = ()  # tensors only: no steps or samples loaded
+    judges_now = True  # tensors are not streamed: a live scan judges them every time
 
     def evaluate(self, data: RuleInput) -> RuleResult:
         tensors = tensors_of(data)
