@@ -86,7 +86,7 @@ def thread_job(path: Path, stall_wait: float) -> None:
 
 
 def step_outlier(path: Path) -> RuleResult:
-    rules = [{"name": "StepOutlier", "parameters": {"n_outliers": 0}}]
+    rules = [{"name": "StepOutlier", "parameters": {"n_outliers": 0, "min_cost_s": 0}}]
     (res,) = evaluate_job(stepscope.open(str(path)), rules)
     return res
 

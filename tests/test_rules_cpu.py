@@ -88,6 +88,17 @@ def test_data_loader_workers_fires_without_workers(tmp_path: Path) -> None:
     silent(judge(good, "DataLoaderWorkers"))
 
 
+def test_a_data_wait_that_costs_too_little_in_all_stays_silent(tmp_path: Path) -> None:
+    """The same 50% wait over 25 steps (0.1 s each after the 5 skipped: 2.0 s) fires
+    at min_cost_s 1 s and not at 3 s: the pattern is judged, its cost decides."""
+    path = cpu_job(tmp_path / "j", [threads(4), loader(0)], WAITING, n=25)
+    fires(judge(path, "DataLoaderWorkers", min_cost_s=1.0))
+    quiet = judge(path, "DataLoaderWorkers", min_cost_s=3.0)
+    assert quiet.status is Status.NO_ISSUES_FOUND and quiet.datapoints > 0
+    assert quiet.details["below_min_cost_s"] is True and quiet.cost_seconds == pytest.approx(2.0)
+    assert "but in all it costs 2.00 s (< 3 s)" in quiet.message
+
+
 def test_data_loader_workers_fires_on_saturated_workers_only(tmp_path: Path) -> None:
     facts = [threads(1), loader(2)]
     busy = cpu_job(tmp_path / "busy", facts, WAITING, cpu=50.0, proc_cpu=300.0)

@@ -114,3 +114,42 @@ def test_a_computing_job_has_no_disk_sleep(tmp_path: Path) -> None:
     assert len(waits) >= 10 and statistics.median(waits) == 0
     written = sum((r["write_bps"] or 0.0) * (r["dt"] or 0.0) for r in rows)
     assert written < 2**20
+
+
+# The watched command execs (a shell that becomes python, as the first read may catch
+# any job between its fork and its exec), then forks a worker that burns CPU.
+EXEC_THEN_FORK = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.stdin.readline()  # wait until the watcher has read the tree once more
+    if os.fork() == 0:
+        end = time.thread_time() + 0.5
+        while time.thread_time() < end:
+            pass
+        os._exit(0)
+    os.wait()
+    """
+)
+
+
+def test_workers_of_a_command_read_before_its_exec_are_pool_children() -> None:
+    with subprocess.Popen(
+        ["sh", "-c", 'read go; exec "$0" -c "$1"', sys.executable, EXEC_THEN_FORK],
+        stdin=subprocess.PIPE, text=True,
+    ) as job:  # fmt: skip
+        tree = ProcessTree(job.pid)
+        tree.read(None)  # the shell's command line, before the exec
+        assert job.stdin is not None
+        job.stdin.write("go\ngo\n")
+        job.stdin.flush()
+        pool, last = 0.0, time.monotonic()
+        while job.poll() is None:
+            time.sleep(0.05)
+            now = time.monotonic()
+            cpu, _ = tree.read(now - last)
+            if cpu is not None and tree.main_cpu is not None:
+                pool += (cpu - tree.main_cpu) * (now - last) / 100.0
+            last = now
+        # Before: the worker matched the shell's command line, not python's, and its
+        # CPU counted as the main process's.
+        assert pool >= 0.35

@@ -33,7 +33,7 @@ from stepscope.rules._cpu_facts import (
 from stepscope.rules._device import DATA_WAIT_INPUT, with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
-from stepscope.rules._params import Param
+from stepscope.rules._params import Param, min_cost_s
 from stepscope.rules._saving import bounded, idle_core_bound, shared_by_task
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import share_finding
@@ -70,6 +70,7 @@ class DataLoaderWorkers(NodeRule):
         Param("worker_cpu_threshold", 50, "median CPU per worker that makes it saturated, %"),
         min_steps(),
         skip_steps(5),
+        min_cost_s(),
     )
 
     def check(self, data: RuleInput) -> Part:

@@ -135,3 +135,19 @@ def min_cost_share(default: float = 5.0) -> Param:
         "share of the job's step time that the evidence must cost to fire the rule below "
         "its count threshold or floor, % (stepscope's)",
     )
+
+
+#: stepscope's own parameter: a rule whose findings cost less than this in all stays
+#: silent (docs/rules.md, "Too little to act on: ``min_cost_s``").
+MIN_COST_S = "min_cost_s"
+
+
+def min_cost_s(default: float = 1.0) -> Param:
+    """stepscope's ``min_cost_s``: findings costing less than this many seconds of job
+    time in all do not fire the rule (a real pattern, too small to act on)."""
+    return Param(
+        MIN_COST_S,
+        default,
+        "seconds of job time the findings must cost in all to fire the rule; 0: any "
+        "cost (stepscope's)",
+    )

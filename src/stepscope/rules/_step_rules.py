@@ -17,7 +17,7 @@ from stepscope.rules import _step_contention as host
 from stepscope.rules._cost import step_seconds
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
-from stepscope.rules._params import Param, min_cost_share
+from stepscope.rules._params import Param, min_cost_s, min_cost_share
 from stepscope.rules._text import waiting_reason
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import severity
@@ -69,6 +69,7 @@ class StepOutlier(NodeRule):
             "under host contention (HostContention's others_threshold)",
         ),
         min_cost_share(),
+        min_cost_s(0.5),
     )
 
     def tolerated(self) -> int:

@@ -53,6 +53,7 @@ class Roles:
             facts = _facts(proc)
             if facts is not None:
                 self._cmdlines[proc.pid], parents[proc] = facts
+        self._refresh_parents(members, set(parents.values()))
         judged = {p: self._main[p] for p in members if p in self._main}
         for proc in new:
             if proc not in parents:
@@ -63,6 +64,14 @@ class Roles:
         self._main = judged
         alive = {p.pid for p in members}
         self._cmdlines = {pid: c for pid, c in self._cmdlines.items() if pid in alive}
+
+    def _refresh_parents(self, members: list[psutil.Process], pids: set[int]) -> None:
+        """Read again the command lines of the new members' parents: one first read
+        between its ``fork`` and its ``exec`` (the watched command, read right after its
+        start) holds its launcher's, and its forked workers would not match it."""
+        for proc in members:
+            if proc.pid in pids and (facts := _facts(proc)) is not None:
+                self._cmdlines[proc.pid] = facts[0]
 
     def is_main(self, proc: psutil.Process) -> bool:
         """Whether ``proc`` is a main process (unknown members count as main)."""
