@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 
 import stepscope
-from rules_data import T0, new_job, node_info, steps_frame, write_event, write_steps
+from rules_data import (
+    T0,
+    new_job,
+    node_info,
+    steps_frame,
+    system_frame,
+    write_event,
+    write_steps,
+    write_system,
+)
 from stepscope.analysis.compare import LeftOut, PhaseComparison, compare, compare_jobs
 from stepscope.cli import main
 
@@ -22,12 +31,15 @@ N = 400
 def job(
     path: Path,
     seed: int,
-    forward_extra: float = 0.0,
+    forward_extra: float | np.ndarray = 0.0,
     workers: int = 0,
     gpu: tuple[float, float, float] | None = None,
+    host: tuple[float | np.ndarray, float, float | np.ndarray | None] | None = None,
 ) -> Path:
     """A CPU job of ``N`` training steps of 0.2 s with correlated noise (a slow spell of
-    the host every so often), a few stalls, and ``forward_extra`` seconds in forward."""
+    the host every so often), a few stalls, and ``forward_extra`` seconds in forward.
+    ``host``: (node CPU %, job CPU % of a core, % of the time the job's busiest thread
+    waited for a core, None: not measured) sampled every 0.5 s."""
     rng = np.random.default_rng(seed)
     spell = np.repeat(rng.normal(0.0, 0.006, N // 20), 20)  # neighbouring steps move together
     noise = rng.normal(0.0, 0.01, N) + spell
@@ -37,6 +49,12 @@ def job(
     store = new_job(path, end=T0 + 200)
     node_info(store, gpus=0)
     write_steps(store, steps_frame(N, duration=duration, forward=forward, gpu=gpu))
+    if host is not None:
+        n = np.size(host[0]) if np.ndim(host[0]) else int(duration.sum() / 0.5) + 40
+        system = system_frame(n, cpu=host[0], proc_cpu=host[1])
+        if host[2] is not None:
+            system["proc_thread_run_wait"] = np.float32(host[2])
+        write_system(store, system)
     write_event(
         store, "dataloader", {"num_workers": workers, "batch_size": 32, "pin_memory": False}
     )
@@ -197,3 +215,76 @@ def test_jobs_without_a_common_phase_are_said_so(jobs: dict[str, Path], capsys: 
     assert c.phases == []
     code, out, _ = cli(capsys, str(jobs["a"]), str(evaluated), "--fail-if-slower", "5%")
     assert code == 0 and out.startswith("no phase recorded by both jobs")
+
+
+# A busy host: each step waits 0.08 s for a core (29% of a 0.28 s step) while other
+# processes use 70% of the node (95% node CPU, the job 100% of one of 4 cores).
+WAITED = 100 * 0.08 / 0.28
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("hosts")
+    return {
+        "quiet": job(tmp / "quiet", 1, host=(30.0, 100.0, 0.5)),
+        "hogged": job(tmp / "hogged", 2, forward_extra=0.08, host=(95.0, 100.0, WAITED)),
+        "unmeasured": job(tmp / "unmeasured", 2, forward_extra=0.08, host=(95.0, 100.0, None)),
+        # the same waits, but the job's own threads took the cores (others at 5%)
+        "own": job(tmp / "own", 2, forward_extra=0.08, host=(30.0, 100.0, WAITED)),
+    }
+
+
+def test_a_run_slowed_by_other_processes_is_judged_on_its_own_time(
+    hosts: dict[str, Path],
+) -> None:
+    train = phase(hosts["quiet"], hosts["hogged"])
+    assert train.basis == "own time" and train.direction == "same", train.verdict
+    assert "judged on the steps' own time" in train.verdict
+    assert "B waited for a core 29% of the step, others at 70% of the node" in train.verdict
+    assert train.contention is not None and train.contention[1].contended
+    assert not train.contention[0].contended
+
+
+def test_the_same_slowdown_without_the_wait_measured_is_called(hosts: dict[str, Path]) -> None:
+    """The twin: the same steps, the wait for a core not recorded (an older job)."""
+    train = phase(hosts["quiet"], hosts["unmeasured"])
+    assert train.basis == "step time" and train.direction == "slower", train.verdict
+    assert train.ratio is not None and train.ratio.low > 1.3
+
+
+def test_waits_for_the_job_s_own_threads_are_not_excused(hosts: dict[str, Path]) -> None:
+    """The same waits with the node's other processes idle: the job oversubscribed its
+    own cores, a change the comparison must show."""
+    train = phase(hosts["quiet"], hosts["own"])
+    assert train.basis == "step time" and train.direction == "slower", train.verdict
+    assert train.contention is not None and not train.contention[1].contended
+
+
+def spelled(path: Path, seed: int, extra: float) -> Path:
+    """A hog for the first half of the job (the steps wait 0.08 s for a core, others at
+    70%), a quiet host after it; ``extra`` seconds more forward in every step."""
+    first = np.arange(N) < N // 2
+    d = np.where(first, 0.28, 0.2) + extra
+    edge = 5.0 + float(d[: N // 2].sum())  # the spell's end, seconds after T0
+    t = 0.5 * np.arange(int((5.0 + d.sum()) / 0.5) + 40)
+    hog = t <= edge
+    cpu, wait = np.where(hog, 95.0, 30.0), np.where(hog, WAITED, 0.5)
+    return job(path, seed, forward_extra=np.where(first, 0.08, 0.0) + extra,
+               host=(cpu, 100.0, wait))  # fmt: skip
+
+
+def test_steps_taken_under_a_hog_are_left_out_where_enough_calm_ones_remain(
+    hosts: dict[str, Path], tmp_path: Path
+) -> None:
+    train = phase(hosts["quiet"], spelled(tmp_path / "same", 2, 0.0))
+    assert train.basis == "uncontended steps" and train.direction == "same", train.verdict
+    assert "judged on the steps taken while other processes were nearly idle" in train.verdict
+
+
+def test_a_real_change_is_still_called_on_the_calm_steps(
+    hosts: dict[str, Path], tmp_path: Path
+) -> None:
+    """The twin: the same spell, and 0.02 s more forward in every step (+10%)."""
+    train = phase(hosts["quiet"], spelled(tmp_path / "slower", 2, 0.02))
+    assert train.basis == "uncontended steps" and train.direction == "slower", train.verdict
+    assert train.mostly == "forward"

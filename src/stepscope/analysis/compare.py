@@ -18,8 +18,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stepscope.analysis._plain import read_rules
+from stepscope.analysis.compare_contention import (
+    WAIT,
+    Contention,
+    contention_of,
+    judged_steps,
+    with_core_wait,
+)
 from stepscope.analysis.compare_setup import Setup, SetupDiff, diff_setups, read_setup
 from stepscope.analysis.compare_stats import Interval, bootstrap
+from stepscope.analysis.compare_verdict import (
+    DEVICE_PARTS,
+    basis_text,
+    mostly_part,
+    verdict_text,
+)
 from stepscope.analysis.outliers import Definition, judge_steps
 from stepscope.analysis.profiled import KINDS, cap_profiled
 
@@ -31,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["Comparison", "LeftOut", "PartChange", "PhaseComparison", "compare", "compare_jobs"]
 
 HOST_PARTS = ("data_wait", "forward", "backward", "optimizer", "other")
-DEVICE_PARTS = ("gpu_forward", "gpu_backward", "gpu_optimizer", "device_idle")
 MIN_STEPS = 10  # fewer steady steps in a run: too few to say anything about its noise
 
 
@@ -78,6 +90,8 @@ class PhaseComparison:
     direction: str  # "slower", "faster", "same", or "unknown" (too few steps)
     mostly: str | None
     verdict: str
+    basis: str = "step time"  # or "uncontended steps", "own time" (compare_contention)
+    contention: tuple[Contention, Contention] | None = None
 
     @property
     def throughput(self) -> tuple[float, float]:
@@ -120,7 +134,7 @@ def steady_steps(job: Job, phase: str) -> tuple[pd.DataFrame, LeftOut]:
     steps = cap_profiled(steps, job.events(kinds=list(KINDS)))
     definition = Definition.of_job(read_rules(job))
     judged = judge_steps(steps, definition)
-    kept = judged[~judged["outlier"].to_numpy(dtype=bool)]
+    kept = with_core_wait(job, judged[~judged["outlier"].to_numpy(dtype=bool)])
     per_step = _per_step(kept)
     total = int(steps["step"].nunique())
     warmup = int(steps.loc[steps["step"] < definition.skip_steps, "step"].nunique())
@@ -133,7 +147,7 @@ def steady_steps(job: Job, phase: str) -> tuple[pd.DataFrame, LeftOut]:
 def _per_step(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per step number: each column the median over the ranks, and the
     device idle within the step where the device parts are known."""
-    cols = [c for c in ("duration", *HOST_PARTS, *DEVICE_PARTS[:3]) if c in rows]
+    cols = [c for c in ("duration", *HOST_PARTS, *DEVICE_PARTS[:3], WAIT, "others") if c in rows]
     frame = rows[["step", *cols]].astype({c: np.float64 for c in cols})
     out = frame.groupby("step", sort=True).median().reset_index()
     if all(c in out for c in DEVICE_PARTS[:3]):
@@ -157,6 +171,8 @@ def compare_phase(
         )
         p = _quantiles(a, b)
         return PhaseComparison(phase, a_out, b_out, *p, None, [], "unknown", None, text)
+    contention = contention_of(a), contention_of(b)
+    a, b, basis = judged_steps(a, b, contention)
     parts = [p for p in (*HOST_PARTS, *DEVICE_PARTS) if _known(a, p) and _known(b, p)]
     cols = ["duration", *parts]
     boot = bootstrap(a[cols].to_numpy(np.float64), b[cols].to_numpy(np.float64))
@@ -168,10 +184,10 @@ def compare_phase(
         for i, part in enumerate(cols) if i
     ]  # fmt: skip
     direction = "slower" if ratio.low > 1 else "faster" if ratio.high < 1 else "same"
-    mostly = _mostly(changes, direction)
-    text = verdict_text(name, ratio, direction, mostly)
+    mostly = mostly_part(changes, direction)
+    text = verdict_text(name, ratio, direction, mostly) + basis_text(basis, contention)
     return PhaseComparison(phase, a_out, b_out, *_quantiles(a, b), ratio, changes, direction,
-                           mostly, text)  # fmt: skip
+                           mostly, text, basis, contention)  # fmt: skip
 
 
 def _quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, float]:
@@ -180,34 +196,6 @@ def _quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, f
         return float(np.quantile(d, at)) if len(d) else float("nan")
 
     return q(a, 0.5), q(b, 0.5), q(a, 0.9), q(b, 0.9)
-
-
-def _mostly(changes: list[PartChange], direction: str) -> str | None:
-    """The part whose seconds per step moved most in the direction of the change.
-
-    On a GPU job the host's parts overlap the device's: the device parts and the
-    device idle then speak for the step, the host's only for a CPU job."""
-    if direction not in ("slower", "faster"):
-        return None
-    device = [c for c in changes if c.part in DEVICE_PARTS]
-    pool = device or changes
-    sign = 1.0 if direction == "slower" else -1.0
-    moved = [c for c in pool if sign * c.change.value > 0]
-    return max(moved, key=lambda c: sign * c.change.value).part if moved else None
-
-
-def verdict_text(name: str, ratio: Interval, direction: str, mostly: str | None) -> str:
-    """The verdict line (docs/compare.md)."""
-    pct = 100 * (ratio.value - 1)
-    low, high = 100 * (ratio.low - 1), 100 * (ratio.high - 1)
-    if direction == "same":
-        interval = f"95% interval {low:+.1f}% to {high:+.1f}%"
-        return f"no difference beyond the noise of these runs ({interval})"
-    if direction == "slower":
-        said = f"{name} is slower by {pct:.1f}% (95% interval {low:.1f}-{high:.1f}%)"
-    else:
-        said = f"{name} is faster by {-pct:.1f}% (95% interval {-high:.1f}-{-low:.1f}%)"
-    return f"{said}, mostly {mostly}" if mostly else said
 
 
 def _phases(base: Job, new: Job) -> list[str]:

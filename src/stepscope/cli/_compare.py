@@ -139,6 +139,9 @@ def _phase_table(c: Comparison, phase: PhaseComparison) -> list[str]:
     sa, sb = c.samples_per_s(phase)
     if sa is not None or sb is not None:
         rows.append(f"  {'samples/s':<14}{_rate(sa):>12}{_rate(sb):>12}")
+    if phase.contention is not None:
+        a_text, b_text = (_share(c.wait_share) for c in phase.contention)
+        rows.append(f"  {'core wait':<14}{a_text:>12}{b_text:>12}   judged on {phase.basis}")
     for p in phase.parts:
         i = p.change
         rows.append(
@@ -147,6 +150,10 @@ def _phase_table(c: Comparison, phase: PhaseComparison) -> list[str]:
             f"share {100 * p.base_share:.0f}% -> {100 * p.new_share:.0f}%"
         )
     return rows
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
 
 
 def _or(value: str | None, missing: str) -> str:
