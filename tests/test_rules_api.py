@@ -85,7 +85,9 @@ def test_rule_set_limits_and_errors() -> None:
         build_rules([{"name": "StepOutlier"}] * 2)
     with pytest.raises(RuleConfigError, match="Unknown rule 'Nope'"):
         build_rules([{"name": "Nope"}])
-    with pytest.raises(RuleConfigError, match="Valid actions: stop"):
+    with pytest.raises(
+        RuleConfigError, match='Valid actions: "stop", a webhook table or a command table'
+    ):
         build_rules([{"name": "StepOutlier", "actions": ["email"]}])
     specs = build_rules(
         [

@@ -104,15 +104,34 @@ def test_a_rule_in_the_wrong_class_says_which_class_to_use():
         ProfilerRule.sagemaker(rule_configs.StepOutlier(), name="my-outliers")
 
 
-def test_actions_map_onto_stop_and_notifications_are_refused():
+def test_actions_map_onto_stop_and_notifications_need_a_hook():
     actions = rule_configs.ActionList(rule_configs.StopTraining())
     rule = Rule.sagemaker(rule_configs.loss_not_decreasing(), actions=actions)
     assert rule.to_entry()["actions"] == ["stop"]
     assert _built(rule).actions == ("stop",)
     stalled = Rule.sagemaker(rule_configs.stalled_training_rule(stop_training_on_fire="True"))
     assert _built(stalled).actions == ("stop",)
-    with pytest.raises(ConfigError, match=r"no notifications.*StopTraining"):
+    with pytest.raises(ConfigError, match=r"Email needs a hook.*webhook="):
         rule_configs.Email("me@example.com")
+    with pytest.raises(ConfigError, match=r"SMS needs a hook.*command="):
+        rule_configs.SMS("+15550100")
+    mail = rule_configs.Email("me@example.com", webhook="http://127.0.0.1:9/h", kind="slack")
+    sms = rule_configs.SMS(["+15550100"], command=["my-sms"])
+    rule = Rule.sagemaker(
+        rule_configs.loss_not_decreasing(),
+        actions=rule_configs.ActionList(rule_configs.StopTraining(), mail, sms),
+    )
+    built = _built(rule)
+    assert built.actions == ("stop",)
+    webhook, command = built.notify
+    assert (webhook.url, webhook.kind, webhook.to) == (
+        "http://127.0.0.1:9/h",
+        "slack",
+        ("me@example.com",),
+    )
+    assert (command.command, command.to) == (("my-sms",), ("+15550100",))
+    with pytest.raises(ConfigError, match="Accepted values are json, slack, teams"):
+        rule_configs.Email("me@example.com", webhook="http://127.0.0.1:9/h", kind="pager")
     with pytest.raises(ConfigError, match="Valid actions"):
         rule_configs.ActionList("stop")  # type: ignore[arg-type]
 

@@ -11,12 +11,24 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = ["Job", "__version__", "init", "list_jobs", "open", "record_scalar", "shutdown", "step"]
+__all__ = [
+    "Job",
+    "__version__",
+    "compare",
+    "init",
+    "list_jobs",
+    "open",
+    "record_scalar",
+    "shutdown",
+    "step",
+]
 
 _LAZY = {
     "Job": ("stepscope.read", "Job"),
-    "open": ("stepscope.read", "open"),
-    "list_jobs": ("stepscope.read", "list_jobs"),
+    # a Job that also displays itself in a notebook (stepscope.notebook)
+    "open": ("stepscope.notebook", "open"),
+    "list_jobs": ("stepscope.notebook", "list_jobs"),
+    "compare": ("stepscope.notebook", "compare"),
     "init": ("stepscope.agent.api", "init"),
     "shutdown": ("stepscope.agent.api", "shutdown"),
     "step": ("stepscope.agent.api", "step"),
@@ -26,7 +38,8 @@ _LAZY = {
 if TYPE_CHECKING:
     from stepscope.agent.api import init, shutdown, step
     from stepscope.agent.tensors import record_scalar
-    from stepscope.read import Job, list_jobs, open
+    from stepscope.notebook import compare, list_jobs, open
+    from stepscope.read import Job
 
 
 def __getattr__(name: str) -> object:

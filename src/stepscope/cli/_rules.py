@@ -120,7 +120,9 @@ def _with(spec: RuleSpec, given: Mapping[str, object] | None) -> RuleSpec:
     if not given:
         return spec
     rule = spec.rule
-    return RuleSpec(type(rule)(name=rule.rule_name, **{**rule.parameters, **given}), spec.actions)
+    return RuleSpec(
+        type(rule)(name=rule.rule_name, **{**rule.parameters, **given}), spec.actions, spec.notify
+    )
 
 
 def rules_text(

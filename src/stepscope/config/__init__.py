@@ -7,6 +7,13 @@ command-line arguments (in that order of precedence). See docs/config.md.
 
 from __future__ import annotations
 
+from stepscope.config._actions import (
+    WEBHOOK_KINDS,
+    CommandAction,
+    RuleAction,
+    WebhookAction,
+    parse_action,
+)
 from stepscope.config._base import (
     MAX_CHEAP_SECONDS,
     MAX_CHEAP_STEPS,
@@ -48,8 +55,10 @@ __all__ = [
     "PHASES",
     "RULE_INPUTS",
     "SYSTEM_MONITOR_INTERVALS",
+    "WEBHOOK_KINDS",
     "WINDOW_KINDS",
     "CollectionConfig",
+    "CommandAction",
     "ConfigError",
     "DataloaderProfilingConfig",
     "DebuggerHookConfig",
@@ -64,16 +73,19 @@ __all__ = [
     "ProfilingWindow",
     "PythonProfiler",
     "PythonProfilingConfig",
+    "RuleAction",
     "SaveConfig",
     "StepRange",
     "StepscopeConfig",
     "TimeRange",
+    "WebhookAction",
     "WindowKind",
     "WindowLimit",
     "cProfileTimer",
     "check_live_limits",
     "load_toml",
     "missing_rule_inputs",
+    "parse_action",
     "resolve_config",
     "suggest",
 ]

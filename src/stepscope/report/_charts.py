@@ -37,8 +37,10 @@ class Band(TypedDict):
 class Charts:
     """The chart specs of one page, keyed by id."""
 
-    def __init__(self, t0: float) -> None:
-        self.t0 = t0
+    def __init__(self, t0: float, buckets: int = REPORT_BUCKETS) -> None:
+        # ``buckets``: the cap of a time series' points (2 per bucket); a notebook cell
+        # takes fewer than the report's page.
+        self.t0, self.buckets = t0, buckets
         self.specs: dict[str, ChartSpec] = {}
 
     def _add(self, spec: ChartSpec) -> str:
@@ -55,7 +57,7 @@ class Charts:
         **extra: object,
     ) -> str:
         """Line chart of several series sharing ``x`` (min/max downsampled)."""
-        xs, cols = minmax_frame(x, columns, REPORT_BUCKETS)
+        xs, cols = minmax_frame(x, columns, self.buckets)
         series: list[JsonObject] = [{"label": k, "values": compact(v)} for k, v in cols.items()]
         return self._add(self._ts("timeseries", title, xs, series, unit, extra))
 
@@ -63,7 +65,7 @@ class Charts:
         self, title: str, x: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike], unit: str = "s"
     ) -> str:
         """Stacked areas (bucket means, so that the stack's height stays the mean total)."""
-        xs, cols = mean_frame(x, columns, REPORT_BUCKETS)
+        xs, cols = mean_frame(x, columns, self.buckets)
         series: list[JsonObject] = [{"label": k, "values": compact(v)} for k, v in cols.items()]
         return self._add(self._ts("stacked", title, xs, series, unit, {}))
 

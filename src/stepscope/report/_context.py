@@ -12,7 +12,7 @@ from stepscope.analysis.profiled import cap_profiled
 from stepscope.analysis.report_data import read_rules
 from stepscope.jobfolder import JobJson, RuleVerdict
 from stepscope.read import Job
-from stepscope.report._charts import Charts
+from stepscope.report._charts import REPORT_BUCKETS, Charts
 
 Progress = Callable[[str, float], None]
 """Called with a stage name and the fraction of the report done (0..1)."""
@@ -36,15 +36,16 @@ class Context:
     _system: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, job: Job, now: float | None = None) -> Context:
-        """Read everything but the system samples (read per node, on first use)."""
+    def load(cls, job: Job, now: float | None = None, buckets: int = REPORT_BUCKETS) -> Context:
+        """Read everything but the system samples (read per node, on first use);
+        ``buckets`` caps the points of the time series (see :class:`Charts`)."""
         meta = job.meta
         events = job.events()
         # The steps a window could have slowed keep their mark, no others (older agents').
         steps = cap_profiled(job.steps(), events)
         t0 = _first_time(meta, steps, events)
         now = time.time() if now is None else now
-        return cls(job, meta, steps, events, read_rules(job), Charts(t0), now)
+        return cls(job, meta, steps, events, read_rules(job), Charts(t0, buckets), now)
 
     def system(self, node: str) -> pd.DataFrame:
         """One node's system samples (wide), with the columns no sample has dropped."""

@@ -19,6 +19,7 @@ from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
 from stepscope.rules._live import readers, worst
+from stepscope.rules._notify import Notifier
 from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
 from stepscope.rules._types import RuleResult, Status
@@ -73,6 +74,8 @@ class Runner:
         self.faults = FaultLog(job.store, where, pid, {"rank": None}, wall=clock)
         # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
         self.progress = ProgressWriter(None)
+        # webhooks and commands: sent from a thread of their own, never from a scan
+        self.notifier = Notifier(job.name, job.path, self.faults)
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -133,6 +136,7 @@ class Runner:
 
     def _act(self, results: list[RuleResult]) -> None:
         for spec, res in zip(self.specs, results, strict=True):
+            self.notifier.fire(spec.notify, res)
             name = spec.rule.rule_name
             fired = res.verdict is Status.ISSUES_FOUND
             if "stop" in spec.actions and fired and name not in self.stopped:
@@ -145,6 +149,8 @@ class Runner:
         """The complete evaluation of the whole job: the final statuses."""
         results = evaluate_rules(self.job, self.rules, self.clock())
         write_results(self.job.store, results)
+        for spec, res in zip(self.specs, results, strict=True):  # what no scan saw
+            self.notifier.fire(spec.notify, res)
         return results
 
     def job_over(self, parent: ExitWatch | None) -> bool:
@@ -196,7 +202,9 @@ class Runner:
         self.progress.beat()  # the final evaluation begins
         # a folder that took no verdict: the final one would be lost too (its reads cost
         # the CPU of a whole evaluation, and the launcher's return waits for it)
-        return [] if self.lost is not None else self.final()
+        results = [] if self.lost is not None else self.final()
+        self.notifier.close()  # what is queued goes out before the runner exits
+        return results
 
 
 def _line(exc: BaseException) -> str:

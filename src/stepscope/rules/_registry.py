@@ -11,13 +11,15 @@ An empty list means ProfilerReport with its defaults.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from stepscope.errors import RuleConfigError
+from stepscope.config import RuleAction, parse_action
+from stepscope.errors import ConfigError, RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
 from stepscope.rules._data_loading import DataLoading
@@ -62,16 +64,18 @@ PROFILER_RULES = tuple(sorted(BUILTIN))  # what ProfilerReport runs
 BUILTIN.update(DEBUGGING_RULES)  # the debugging rules (tensors) run only when configured
 PROFILER_REPORT = "ProfilerReport"
 MAX_RULES = 20
-ACTIONS = ("stop",)
+ACTIONS = ("stop", "webhook", "command")  # "stop", or a table (config/_actions.py)
 ENTRY_KEYS = ("name", "parameters", "rule_parameters", "actions", "source", "rule_to_invoke")
 
 
 @dataclass(frozen=True)
 class RuleSpec:
-    """A configured rule and the actions taken when it fires."""
+    """A configured rule and the actions taken when it fires: ``actions`` names them
+    (``"stop"``), ``notify`` holds the webhooks and commands to send its findings to."""
 
     rule: Rule
     actions: tuple[str, ...] = ()
+    notify: tuple[RuleAction, ...] = ()
 
 
 def split_override(key: str) -> tuple[str, str]:
@@ -148,29 +152,35 @@ def _entry_rules(entry: Mapping[str, object], base_dir: str) -> list[Rule]:
     return [BUILTIN[name](**params)]
 
 
-def _actions(entry: Mapping[str, object], rule: Rule) -> tuple[str, ...]:
+def _actions(
+    entry: Mapping[str, object], rule: Rule
+) -> tuple[tuple[str, ...], tuple[RuleAction, ...]]:
+    """The names of the actions (``stop``) and the notifications of a rules entry."""
     given = entry.get("actions") or ()
     actions: tuple[object, ...]
-    if isinstance(given, str):
+    if isinstance(given, str | Mapping):
         actions = (given,)
     elif isinstance(given, Iterable):
         actions = tuple(given)
     else:
         raise RuleConfigError(
-            f"The actions of rule {entry.get('name')} must be a list of {', '.join(ACTIONS)}, "
-            f"not {given!r}."
+            f'The actions of rule {entry.get("name")} must be a list of "stop" and '
+            f"webhook or command tables, not {given!r}."
         )
     if rule.parameters.get("stop_training_on_fire"):  # the seeds' StalledTrainingRule form
         actions = (*actions, "stop") if "stop" not in actions else actions
-    checked: list[str] = []
+    names: list[str] = []
+    notify: list[RuleAction] = []
     for action in actions:
-        if not isinstance(action, str) or action not in ACTIONS:
-            raise RuleConfigError(
-                f"Unknown action {action!r} for rule {entry.get('name')}. "
-                f"Valid actions: {', '.join(ACTIONS)}."
-            )
-        checked.append(action)
-    return tuple(checked)
+        try:
+            parsed = parse_action(action, str(entry.get("name")))
+        except ConfigError as exc:
+            raise RuleConfigError(str(exc)) from None
+        if isinstance(parsed, str):
+            names.append(parsed)
+        else:
+            notify.append(parsed)
+    return tuple(dict.fromkeys(names)), tuple(notify)
 
 
 def build_rules(
@@ -199,7 +209,7 @@ def build_rules(
             if explicit and name in explicit_names:
                 raise RuleConfigError(f"Rule {name} is configured twice: keep one entry.")
             if explicit or name not in explicit_names:
-                specs[name] = RuleSpec(rule, _actions(entry, rule))
+                specs[name] = RuleSpec(rule, *_actions(entry, rule))
             if explicit:
                 explicit_names.add(name)
     unknown = sorted(set(overrides or {}) - set(specs))
@@ -216,4 +226,4 @@ def _override(spec: RuleSpec, overrides: Mapping[str, Mapping[str, object]]) -> 
         return spec
     rule = spec.rule
     params = {**rule.parameters, **given}
-    return RuleSpec(type(rule)(name=rule.rule_name, **params), spec.actions)
+    return dataclasses.replace(spec, rule=type(rule)(name=rule.rule_name, **params))

@@ -1,4 +1,5 @@
-"""``rule_configs``: the built-in rules by the SageMaker SDK's names, and rule actions.
+"""``rule_configs``: the built-in rules by the SageMaker SDK's names, and rule actions
+(``StopTraining``; ``Email`` and ``SMS`` through a webhook or a command).
 
 Profiler rules are named as classes (``rule_configs.CPUBottleneck(threshold=60)``),
 debugging rules as functions (``rule_configs.vanishing_gradient()``), as in the
@@ -14,11 +15,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from stepscope.errors import ConfigError
+from stepscope.sagemaker._rule_actions import (
+    SMS,
+    ActionList,
+    Command,
+    Email,
+    Notify,
+    StopTraining,
+    Webhook,
+)
 
 RuleKind = Literal["profiler", "debugging"]
 # Set by the platform to the job being judged; a rule here always judges its own job.
 PLATFORM_PARAMETERS = ("base_trial",)
+# The actions (StopTraining; Email, SMS, Webhook, Command) live in _rule_actions.
 
 
 @dataclass(frozen=True)
@@ -110,53 +120,6 @@ DEBUGGING_RULES = {
 }
 
 
-# --- actions: what happens when a rule fires ----------------------------------------
-
-
-@dataclass(frozen=True)
-class StopTraining:
-    """Stop the job when the rule fires (stepscope's ``stop`` action: the job ends
-    ``Stopped``). ``training_job_prefix`` is accepted: here a rule stops its own job."""
-
-    training_job_prefix: str | None = None
-    action: str = field(default="stop", init=False)
-
-
-def _no_notifications(kind: str) -> ConfigError:
-    return ConfigError(
-        f"rule_configs.{kind} is not available locally: stepscope sends no notifications. "
-        "A firing rule shows in `stepscope rules JOB`, the dashboard and the report; "
-        "rule_configs.StopTraining() is the action stepscope takes. Fix: remove the "
-        f"{kind} action."
-    )
-
-
-def Email(emails: object = None) -> StopTraining:
-    """Refused: stepscope sends no e-mail (the error says what to use instead)."""
-    raise _no_notifications("Email")
-
-
-def SMS(phone_numbers: object = None) -> StopTraining:
-    """Refused: stepscope sends no text message (the error says what to use instead)."""
-    raise _no_notifications("SMS")
-
-
-class ActionList:
-    """The actions of a rule: ``ActionList(StopTraining())``."""
-
-    def __init__(self, *actions: StopTraining) -> None:
-        for action in actions:
-            if not isinstance(action, StopTraining):
-                raise ConfigError(
-                    f"Unknown rule action {action!r}. Valid actions: rule_configs.StopTraining()."
-                )
-        self.actions = tuple(actions)
-
-    def names(self) -> list[str]:
-        """The actions as stepscope names them in a rules entry (``["stop"]``)."""
-        return list(dict.fromkeys(a.action for a in self.actions))
-
-
 __all__ = [
     "DEBUGGING_RULES",
     "PROFILER_RULES",
@@ -166,6 +129,7 @@ __all__ = [
     "BuiltInRule",
     "CPUBottleneck",
     "CPUBoundThreads",
+    "Command",
     "DataLoaderWorkers",
     "DataLoading",
     "Email",
@@ -177,6 +141,7 @@ __all__ = [
     "LowGPUUtilization",
     "MaxInitializationTime",
     "MemoryPressure",
+    "Notify",
     "OverallFrameworkMetrics",
     "OverallSystemUsage",
     "ProfilerReport",
@@ -184,6 +149,7 @@ __all__ = [
     "StepOutlier",
     "StopTraining",
     "Straggler",
+    "Webhook",
     "all_zero",
     "class_imbalance",
     "dead_relu",

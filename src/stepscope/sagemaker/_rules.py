@@ -117,7 +117,7 @@ class ProfilerRule(RuleBase):
         return cls(name, entry)
 
 
-def _actions(actions: object) -> list[str]:
+def _actions(actions: object) -> list[object]:
     if actions is None:
         return []
     if not isinstance(actions, ActionList):
