@@ -20,7 +20,7 @@ from stepscope.read import Job
 from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
-from stepscope.rules._live import readers, worst
+from stepscope.rules._live import StreamReader, readers, worst
 from stepscope.rules._live_metrics import COMPONENT as METRICS_COMPONENT
 from stepscope.rules._live_metrics import feed_verdicts
 from stepscope.rules._registry import RuleSpec
@@ -153,17 +153,23 @@ class Runner:
 
     def final(self) -> list[RuleResult]:
         """The complete evaluation of the whole job: the final statuses."""
+        if self.metrics is not None:  # the last rows, for the endpoint's last scrapes
+            for kind, reader in self.readers.items():
+                self._feed(kind, reader)
         results = evaluate_rules(self.job, self.rules, self.clock())
         write_results(self.job.store, results)
         self._feed("rules", results)
         return results
 
-    def _feed(self, kind: str, data: pd.DataFrame | list[RuleResult] | None) -> None:
-        """Rows or verdicts to the metrics endpoint; its failure is its own fault."""
+    def _feed(self, kind: str, data: pd.DataFrame | list[RuleResult] | StreamReader | None) -> None:
+        """Rows (or a reader's new rows) or verdicts to the metrics endpoint; its
+        failure is its own fault."""
         if self.metrics is None:
             return
         try:
-            if isinstance(data, list):
+            if isinstance(data, StreamReader):
+                self.metrics.add_rows(kind, data.read_new())
+            elif isinstance(data, list):
                 feed_verdicts(self.metrics, data)
             else:
                 self.metrics.add_rows(kind, data)
