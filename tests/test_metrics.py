@@ -219,3 +219,26 @@ def test_run_refuses_bad_metrics_flags_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"stepscope: error: {said}") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_the_live_runner_feeds_each_row_once_and_its_verdicts(tmp_path: Path) -> None:
+    import stepscope
+    from stepscope.rules import build_rules
+    from stepscope.rules.runner import Runner
+
+    write_synthetic_job(str(tmp_path / "j"), SyntheticJob(name="j", gpus=1))
+    job = stepscope.open(str(tmp_path / "j"))
+    end = float(job.meta.get("end_time") or 0.0)
+    runner = Runner(job, build_rules([{"name": "StepOutlier"}]), clock=lambda: end)
+    runner.metrics = JobMetrics("j")
+    runner.scan()
+    runner.scan()  # nothing new: nothing counted twice
+    runner.final()
+    found = samples(render([runner.metrics]))
+    steps = job.steps()
+    for phase, rows in steps.groupby("phase"):
+        got = [v for (n, ls), v in found.items()
+               if n == "stepscope_step_seconds_count" and ("phase", phase) in ls]  # fmt: skip
+        assert sum(got) == len(rows) > 0
+    assert value(found, "stepscope_rule_status", job="j", rule="StepOutlier") in (0, 1)
+    assert any(n == "stepscope_gpu_utilization_percent" for n, _ in found)
