@@ -158,6 +158,21 @@ def test_the_server_answers_metrics_on_loopback_and_stops_cleanly() -> None:
     assert not [t for t in threading.enumerate() if t.name == "stepscope-metrics"]
 
 
+def test_a_failing_render_answers_500_and_is_heard_by_the_owner() -> None:
+    heard: list[Exception] = []
+
+    def broken() -> str:
+        raise RuntimeError("planted")
+
+    server = MetricsServer(broken, 0, on_error=heard.append).start()
+    try:
+        assert _get(server.url)[0] == 500
+        assert _get(server.url)[0] == 500  # and the server still answers
+    finally:
+        server.stop()
+    assert [str(e) for e in heard] == ["planted", "planted"]
+
+
 def test_a_port_in_use_is_a_recorded_fault_and_the_runner_goes_on(tmp_path: Path) -> None:
     store = write_synthetic_job(str(tmp_path / "job"))
     with socket.socket() as taken:

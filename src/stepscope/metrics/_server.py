@@ -19,6 +19,7 @@ DEFAULT_HOST = "127.0.0.1"
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a slow scraper never holds the runner's exit
     text: Callable[[], str]
+    on_error: Callable[[Exception], None] | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -28,7 +29,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?", 1)[0] != "/metrics":
             self.send_error(404, "stepscope serves /metrics only")
             return
-        body = self.server.text().encode()
+        try:
+            body = self.server.text().encode()
+        except Exception as exc:  # the scraper sees a 500; the owner records it
+            self.send_error(500, "stepscope could not render its metrics")
+            if self.server.on_error is not None:
+                self.server.on_error(exc)
+            return
         self.send_response(200)
         self.send_header("Content-Type", CONTENT_TYPE)
         self.send_header("Content-Length", str(len(body)))
@@ -43,12 +50,19 @@ class MetricsServer:
     """``/metrics`` on ``host:port`` (0: a free port) served from a daemon thread.
 
     Binding happens in the constructor: a port in use raises ``OSError`` there,
-    for the caller to record as a fault.
+    for the caller to record as a fault. ``on_error`` hears a failure of ``text``
+    (the scrape gets a 500).
     """
 
-    def __init__(self, text: Callable[[], str], port: int, host: str = DEFAULT_HOST) -> None:
+    def __init__(
+        self,
+        text: Callable[[], str],
+        port: int,
+        host: str = DEFAULT_HOST,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
         self._server = _Server((host, port), _Handler)
-        self._server.text = text
+        self._server.text, self._server.on_error = text, on_error
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="stepscope-metrics", daemon=True
         )

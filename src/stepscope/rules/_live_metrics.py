@@ -33,11 +33,16 @@ def job_label(store: Store) -> str:
 def start_metrics(store: Store, port: int, host: str) -> tuple[JobMetrics, MetricsServer | None]:
     """The job's metrics, and their server bound and started (None if it could not be)."""
     metrics = JobMetrics(job_label(store))
+    faults = FaultLog(store, socket.gethostname(), os.getpid(), {"rank": None})
+
+    def failed(exc: Exception) -> None:  # a scrape's render: counted in one record
+        faults.record(COMPONENT, f"rendering /metrics: {type(exc).__name__}: {exc}"[:500])
+
     try:
-        server = MetricsServer(lambda: render([metrics]), port, host).start()
+        server = MetricsServer(lambda: render([metrics]), port, host, on_error=failed).start()
     except (OSError, ValueError) as exc:  # a port in use, an address not of this machine
         error = f"cannot serve /metrics on {host}:{port}: {type(exc).__name__}: {exc}"
-        FaultLog(store, socket.gethostname(), os.getpid(), {"rank": None}).record(COMPONENT, error)
+        faults.record(COMPONENT, error)
         print(f"stepscope: {error} (the job runs on without it)", file=sys.stderr, flush=True)
         return metrics, None
     print(f"stepscope: Prometheus metrics at {server.url}", file=sys.stderr, flush=True)
