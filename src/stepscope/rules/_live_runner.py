@@ -154,8 +154,8 @@ class Runner:
     def final(self) -> list[RuleResult]:
         """The complete evaluation of the whole job: the final statuses."""
         if self.metrics is not None:  # the last rows, for the endpoint's last scrapes
-            for kind, reader in self.readers.items():
-                self._feed(kind, reader)
+            for kind in ("steps", "system"):
+                self._feed(kind, self.readers[kind])
         results = evaluate_rules(self.job, self.rules, self.clock())
         write_results(self.job.store, results)
         self._feed("rules", results)
