@@ -17,6 +17,8 @@ from stepscope.config import DEFAULT_OUTPUT, StepscopeConfig
 from stepscope.errors import ConfigError, UsageError, quote
 from stepscope.launch import add_options as add_torchrun_options
 
+METRICS_HOST = "127.0.0.1"  # as stepscope.metrics.DEFAULT_HOST (not imported: run starts fast)
+
 
 def job_name(command: list[str]) -> str:
     """``<script>-<timestamp>`` from ``python train.py`` or ``python -m pkg.train``."""
@@ -63,6 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = _resolve(args)
     if cfg.rules and not args.no_rules:
         check_rules(list(cfg.rules))
+    metrics = _metrics_address(args)
     if cfg.profiler.disable_profiler:
         print("stepscope: disable_profiler is set: running the command unwatched", file=sys.stderr)
         import subprocess
@@ -80,8 +83,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         config=cfg.to_dict(),
         interval_ms=cfg.profiler.system_monitor_interval_millis,
         rules=not args.no_rules,
+        metrics=metrics,
     )
     return run(spec if plan is None else attach(spec, plan))
+
+
+def _metrics_address(args: argparse.Namespace) -> tuple[str, int] | None:
+    """``(host, port)`` of the Prometheus endpoint, checked; None without --metrics-port."""
+    if args.metrics_port is None:
+        if args.metrics_host is not None:
+            raise UsageError("--metrics-host needs --metrics-port PORT (the port to serve on)")
+        return None
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError(
+            f"--metrics-port {args.metrics_port}: a port is 0 to 65535 (0: any free one)"
+        )
+    if args.no_rules:  # the live rule runner serves /metrics
+        raise UsageError("--metrics-port needs the live rules: leave out --no-rules")
+    return args.metrics_host or METRICS_HOST, args.metrics_port
 
 
 def _refuse_existing(output: str, name: str) -> None:
@@ -127,6 +146,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument(
         "--no-rules", action="store_true", help="do not run the rules live (default: they run)"
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus /metrics on PORT while the job runs, 0: any free port "
+        "(default: not served; docs/integrations.md)",
+    )
+    p.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        help=f"address /metrics binds (default {METRICS_HOST}; beyond it, anyone who "
+        "reaches the port reads the metrics)",
     )
     add_torchrun_options(p)
     p.add_argument(

@@ -31,7 +31,9 @@ TOKEN_ENV = "STEPSCOPE_UI_TOKEN"
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``ui`` on the ``stepscope`` parser."""
-    p = sub.add_parser("ui", help="serve the live dashboard of the jobs under a folder")
+    p = sub.add_parser(
+        "ui", help="serve the live dashboard (and Prometheus /metrics) of the jobs under a folder"
+    )
     p.add_argument(
         "root",
         nargs="?",

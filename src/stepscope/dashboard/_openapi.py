@@ -61,6 +61,10 @@ _WINDOW: list[JsonObject] = [
     {"name": "buckets", "in": "query", "schema": {"type": "integer", "minimum": 10,
      "maximum": 4000, "default": 1000}, "description": "time buckets (2 points each)"},
 ]  # fmt: skip
+_METRICS_JOB: JsonObject = {
+    "name": "job", "in": "query", "schema": {"type": "string"},
+    "description": "a job to show, any status (repeatable); none: the running jobs",
+}  # fmt: skip
 _ERR: JsonObject = {
     "description": "error",
     "content": {
@@ -134,6 +138,11 @@ def document() -> JsonObject:
             "/": _get("the dashboard page (HTML)", ok={"description": "HTML page"}),
             "/openapi.json": _get("this document"),
             "/favicon.ico": _get("no icon (204)", ok={"description": "empty"}),
+            "/metrics": _get(
+                "Prometheus text format of the running jobs, or of those named by ?job=",
+                [_METRICS_JOB],
+                ok={"description": "text/plain; version=0.0.4 (docs/integrations.md)"},
+            ),
             "/api/jobs": _get("every job: name, status, start, duration, steps, rule issues"),
             jobs: _get("one job: metadata, nodes, ranks, profiling artifacts, faults", [_JOB]),
             f"{jobs}/system": _get("chart specs of one node's system samples, and its GPUs' "

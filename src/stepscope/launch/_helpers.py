@@ -66,10 +66,12 @@ def _sampler_cmd(spec: RunSpec, store: Store, child_pid: int, me: str) -> list[s
     )
 
 
-def _rules_cmd(store: Store, me: str) -> list[str]:
+def _rules_cmd(store: Store, me: str, metrics: tuple[str, int] | None = None) -> list[str]:
+    served = ["--metrics-host", metrics[0], "--metrics-port", str(metrics[1])] if metrics else []
     return _python_module(
         "stepscope.rules.runner",
         *("--job-url", store.url, "--parent-pid", me, "--nice", str(HELPER_NICE)),
+        *served,
     )
 
 

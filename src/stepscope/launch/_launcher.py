@@ -69,6 +69,8 @@ class RunSpec:
         default_factory=lambda: os.environ.get("STEPSCOPE_NODE") or socket.gethostname()
     )
     rules: bool = True
+    # (host, port) of the live rule runner's Prometheus /metrics, None: not served
+    metrics: tuple[str, int] | None = None
     # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
     dist: NodeLauncher | None = None
     # the job clock's monotonic offset (JobClock.offset_s), set by run(): the agent's

@@ -64,7 +64,7 @@ class Helpers:
         # (no check that stepscope.rules is there: finding a submodule imports its package,
         # pandas and DuckDB, in the launcher: 0.6 s of CPU beside the training's start)
         if spec.rules:
-            rules = _rules_cmd(store, me)
+            rules = _rules_cmd(store, me, spec.metrics)
             self.helpers.append(
                 Helper(RULES, lambda extra: [*rules, *extra], clock=clock, listens=True)
             )

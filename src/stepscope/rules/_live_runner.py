@@ -11,19 +11,26 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, paths, read_meta
+from stepscope.metrics import JobMetrics
 from stepscope.process import ExitWatch, ProgressWriter, Word
 from stepscope.read import Job
 from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
-from stepscope.rules._live import readers, worst
+from stepscope.rules._live import StreamReader, readers, worst
+from stepscope.rules._live_metrics import COMPONENT as METRICS_COMPONENT
+from stepscope.rules._live_metrics import feed_verdicts
 from stepscope.rules._notify import Notifier
 from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
 from stepscope.rules._types import RuleResult, Status
 from stepscope.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
@@ -76,6 +83,7 @@ class Runner:
         self.progress = ProgressWriter(None)
         # webhooks and commands: sent from a thread of their own, never from a scan
         self.notifier = Notifier(job.name, job.path, self.faults)
+        self.metrics: JobMetrics | None = None  # fed what each scan reads and judges
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -96,6 +104,7 @@ class Runner:
             # rows added and not yet judged (also when a later read or the rules fail)
             self._unjudged = self._unjudged or frame is not None
             self.state.add(kind, frame)
+            self._feed(kind, frame)
             self.progress.beat()
         now = self.clock()
         if self._unjudged or self._results is None or self.state.trim_due(now):
@@ -104,6 +113,7 @@ class Runner:
         else:
             results, written = self._rejudge(self._results, now)
         self._results = results
+        self._feed("rules", results)
         write_results(self.job.store, self._changed(written))
         self._act(results)
         self.scans += 1
@@ -147,11 +157,30 @@ class Runner:
 
     def final(self) -> list[RuleResult]:
         """The complete evaluation of the whole job: the final statuses."""
+        if self.metrics is not None:  # the last rows, for the endpoint's last scrapes
+            for kind in ("steps", "system"):
+                self._feed(kind, self.readers[kind])
         results = evaluate_rules(self.job, self.rules, self.clock())
         write_results(self.job.store, results)
         for spec, res in zip(self.specs, results, strict=True):  # what no scan saw
             self.notifier.fire(spec.notify, res)
+        self._feed("rules", results)
         return results
+
+    def _feed(self, kind: str, data: pd.DataFrame | list[RuleResult] | StreamReader | None) -> None:
+        """Rows (or a reader's new rows) or verdicts to the metrics endpoint; its
+        failure is its own fault."""
+        if self.metrics is None:
+            return
+        try:
+            if isinstance(data, StreamReader):
+                self.metrics.add_rows(kind, data.read_new())
+            elif isinstance(data, list):
+                feed_verdicts(self.metrics, data)
+            else:
+                self.metrics.add_rows(kind, data)
+        except Exception as exc:  # the rules go on without the metrics
+            self.faults.record(METRICS_COMPONENT, _line(exc), traceback=traceback.format_exc())
 
     def job_over(self, parent: ExitWatch | None) -> bool:
         if self.word is not None:  # the launcher tells: job.json is not read

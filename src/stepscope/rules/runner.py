@@ -110,12 +110,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the launcher's progress file (process._progress): is this runner hung?
     p.add_argument("--progress-fd", type=int, help=argparse.SUPPRESS)
     p.add_argument("--stop-fd", type=int, help="the launcher's word that the job ended (a pipe)")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port")
+    p.add_argument("--metrics-host", default="127.0.0.1", help="the address /metrics binds")
     add_nice_option(p)
     args = p.parse_args(argv)
     lower_priority(args.nice)  # before DuckDB starts its threads: they inherit it
     store = open_store(args.job_url).keep_root()
     word = Word(args.stop_fd) if args.stop_fd is not None else None
     progress = ProgressWriter(args.progress_fd)
+    metrics, server = None, None
+    if args.metrics_port is not None:  # served from the start: the rules come later
+        from stepscope.rules._live_metrics import start_metrics
+
+        metrics, server = start_metrics(store, args.metrics_port, args.metrics_host)
     try:
         if word is not None:  # under `stepscope run`: nothing to import before data comes
             wait_for_data(store, word, progress)
@@ -131,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner = Runner(job, job_rules(job), clock=now)
         runner.progress = progress
         runner.word = word
+        runner.metrics = metrics
         if args.once:
             runner.final()
         else:
@@ -141,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         write_fault(store, exc)
         return 1
+    finally:
+        if server is not None:
+            server.stop()
     return 0
 
 
