@@ -25,7 +25,7 @@ from stepscope.read._kernels import (
     breakdown,
 )
 from stepscope.read._peaks import UNKNOWN_CARD, Peaks, peaks_of
-from stepscope.read._trace import Trace, load_trace
+from stepscope.read._trace import DeviceEvent, Trace, load_trace
 
 if TYPE_CHECKING:
     from stepscope.read._tensors import RawTensor, Tensor, Tensors, TensorValue, np_reduce
@@ -38,6 +38,7 @@ __all__ = [
     "NO_SHAPES",
     "UNKNOWN_CARD",
     "DeviceBusy",
+    "DeviceEvent",
     "Efficiency",
     "Job",
     "JobNotFoundError",

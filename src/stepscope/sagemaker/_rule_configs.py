@@ -65,6 +65,10 @@ HostContention = _maker("HostContention", "profiler")
 MemoryPressure = _maker("MemoryPressure", "profiler")
 PythonOverhead = _maker("PythonOverhead", "profiler")
 Straggler = _maker("Straggler", "profiler")
+GPUIdleInSteps = _maker("GPUIdleInSteps", "profiler")
+CopiesNotOverlapped = _maker("CopiesNotOverlapped", "profiler")
+CommunicationNotOverlapped = _maker("CommunicationNotOverlapped", "profiler")
+FP32MatMul = _maker("FP32MatMul", "profiler")
 
 # The debugging rules (../shared/debugging-rules.md), by the SDK's function names.
 all_zero = _maker("AllZero", "debugging")
@@ -89,7 +93,8 @@ PROFILER_RULES = {
         LoadBalancing, LowGPUUtilization, OverallSystemUsage, MaxInitializationTime,
         OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, DataLoaderWorkers,
         DataLoading, GPUIdleBetweenSteps, HostContention, MemoryPressure, PythonOverhead,
-        Straggler,
+        Straggler, GPUIdleInSteps, CopiesNotOverlapped, CommunicationNotOverlapped,
+        FP32MatMul,
     )
 }  # fmt: skip
 DEBUGGING_RULES = {
@@ -166,10 +171,14 @@ __all__ = [
     "BuiltInRule",
     "CPUBottleneck",
     "CPUBoundThreads",
+    "CommunicationNotOverlapped",
+    "CopiesNotOverlapped",
     "DataLoaderWorkers",
     "DataLoading",
     "Email",
+    "FP32MatMul",
     "GPUIdleBetweenSteps",
+    "GPUIdleInSteps",
     "GPUMemoryIncrease",
     "HostContention",
     "IOBottleneck",
