@@ -207,3 +207,11 @@ def test_the_job_evaluation_reads_the_windows_trace(tmp_path: Path):
     assert fp32.cost_seconds == pytest.approx(24.857e-3 * (1 - 67 / 494.5) / 3 * 620, rel=1e-3)
     assert results["GPUIdleInSteps"].status is Status.NO_ISSUES_FOUND
     assert all(name in BUILTIN for name in results)  # ProfilerReport runs them
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_docs_list_every_parameter_with_its_default(rule):
+    doc = (Path(__file__).parents[1] / "docs" / "rules.md").read_text()
+    (row,) = [line for line in doc.splitlines() if line.startswith(f"| **{rule.name}** |")]
+    for param in rule.params:
+        assert f"`{param.name}` ({param.default:g}" in row, param.name
