@@ -121,7 +121,7 @@ def test_the_profilers_flops_argument_is_used_as_is(tmp_path):
     job = h200_with(tmp_path, {"flops": MM_FLOPS})
     rows = job.efficiency()
     mm = rows[rows["operator"] == "aten::mm"].iloc[0]
-    assert mm["flops"] == 45 * MM_FLOPS
+    assert mm["flops"] == 45 * MM_FLOPS and mm["kind"] == "matmul"
     assert mm["bound"] == "unknown (bytes not known)"  # no shapes: no intensity, no guess
 
 

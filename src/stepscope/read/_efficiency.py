@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from stepscope.read._flops import Work, is_known, work_of
+from stepscope.read._flops import Work, has_flops, is_known, kind_of_op, work_of
 from stepscope.read._kernels import US, innermost
-from stepscope.read._op_tree import owners
 from stepscope.read._peaks import UNKNOWN_CARD, Peaks, peaks_of
 from stepscope.read._trace import HostEvent, ShapedOp, Trace
 
@@ -97,9 +96,10 @@ def _work(op: ShapedOp) -> Work | None:
     work = work_of(op)
     if op.flops is None:
         return work
-    # the profiler's own count wins; the kind from the name where known
-    kind = work.kind if work else "matmul"
-    return Work(kind, work.precision if work else "unknown", op.flops, work.bytes if work else None)
+    # the profiler's own count wins; the kind and bytes from the shapes where known
+    if work is None:
+        return Work(kind_of_op(op.name), "unknown", op.flops, None)
+    return Work(work.kind, work.precision, op.flops, work.bytes)
 
 
 def _shapes(op: ShapedOp) -> str:
@@ -173,3 +173,54 @@ def _bound(kind: str, intensity: float | None, ridge: float | None, peaks: Peaks
 
 def _total(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+
+# -- which operator owns the work (and the kernels) of a nested one ----------------
+# A matrix multiply's own copies and fills are part of it, and no work is counted
+# twice (aten::div inside aten::div; a math attention's bmm inside
+# scaled_dot_product_attention).
+
+
+def parents(ops: list[ShapedOp]) -> list[int | None]:
+    """Index of the innermost op around each op on its thread (None: top level)."""
+    out: list[int | None] = [None] * len(ops)
+    for tid in {op.tid for op in ops}:
+        stack: list[tuple[float, int]] = []  # (end, index) of the ops still open
+        mine = sorted((op.start, -op.end, i) for i, op in enumerate(ops) if op.tid == tid)
+        for start, neg_end, i in mine:
+            while stack and stack[-1][0] < start:
+                stack.pop()
+            out[i] = stack[-1][1] if stack else None
+            stack.append((-neg_end, i))
+    return out
+
+
+def owners(ops: list[ShapedOp]) -> list[int | None]:
+    """Per op, the op its time is counted under (None: not counted).
+
+    An op with FLOPs counts its own time unless another op with FLOPs is inside it
+    (then the inner one counts); any other op counts under the nearest op with FLOPs
+    around it, else its own unless a known op is inside it (the inner one counts).
+    """
+    up = parents(ops)
+    flop = [has_flops(op) for op in ops]
+    flop_inside, known_inside = [False] * len(ops), [False] * len(ops)
+    for i in range(len(ops)):
+        p = up[i]
+        while p is not None and not (known_inside[p] and (flop_inside[p] or not flop[i])):
+            known_inside[p] = True
+            flop_inside[p] = flop_inside[p] or flop[i]
+            p = up[p]
+    out: list[int | None] = []
+    for i in range(len(ops)):
+        if flop[i]:
+            out.append(None if flop_inside[i] else i)
+            continue
+        a = up[i]
+        while a is not None and not flop[a]:
+            a = up[a]
+        if a is not None and not flop_inside[a]:
+            out.append(a)
+        else:
+            out.append(None if known_inside[i] else i)
+    return out

@@ -190,3 +190,15 @@ def work_of(op: ShapedOp) -> Work | None:
 def has_flops(op: ShapedOp) -> bool:
     """Whether ``op`` does arithmetic worth counting (a FLOP count or a formula)."""
     return op.flops is not None or op.name in _FLOP_OPS or _is_attention(op.name)
+
+
+def kind_of_op(name: str) -> str:
+    """The kind of work the operator ``name`` does, from its name alone ("other": not
+    one :func:`work_of` knows)."""
+    if _is_attention(name):
+        return "attention"
+    if "convolution" in name and name in _FLOP_OPS:
+        return "convolution"
+    if name in _FLOP_OPS:
+        return "matmul"
+    return "elementwise" if name in ELEMENTWISE or name in REDUCTIONS else "other"

@@ -5,9 +5,17 @@ fp32 matrix multiplies on CUDA cores of a card with tensor cores (docs/rules.md,
 from __future__ import annotations
 
 from stepscope.read import kind_of, peaks_of
-from stepscope.rules._intervals import US, by_device, exposed, span
 from stepscope.rules._params import Param
-from stepscope.rules._trace_rule import Judged, TraceRule, ms, window_steps
+from stepscope.rules._trace_rule import (
+    US,
+    Judged,
+    TraceRule,
+    by_device,
+    exposed,
+    ms,
+    span,
+    window_steps,
+)
 from stepscope.rules._trace_source import TraceWindow
 from stepscope.rules._types import Finding
 
