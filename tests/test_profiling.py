@@ -341,3 +341,21 @@ def test_show_lists_the_windows(default_windows):
     ]
     text = render_show(summary)
     assert "profiling/rank-0/detailed-5-5.pt.trace.json.gz" in text
+
+
+@pytest.mark.process
+def test_a_default_detailed_window_gives_the_operators_efficiency(default_windows):
+    """Detailed windows record shapes by default (docs/profiling.md): the real CPU
+    window of the MLP (Linear(32, 64), Linear(64, 2), batch 16) has its FLOPs."""
+    from stepscope.analysis.summary import profiling_summary
+
+    (record,) = _by_kind(default_windows)["detailed"]
+    assert record["window"]["record_shapes"] is True
+    rows = default_windows.efficiency(top=None)
+    addmm = rows[rows["operator"] == "aten::addmm"]
+    # each step: one forward product per layer, 2*16*32*64 and 2*16*64*2 FLOPs
+    assert sorted(set(addmm["flops"] / addmm["count"])) == [2 * 16 * 64 * 2, 2 * 16 * 32 * 64]
+    assert (addmm["timed_on"] == "host").all() and (addmm["tflops"] > 0).all()
+    assert set(rows["bound"]) == {"unknown card"}  # a CPU: no peak, never a guess
+    (window,) = [w for w in profiling_summary(default_windows) if w["kind"] == "detailed"]
+    assert window["efficiency"]["operators"]
