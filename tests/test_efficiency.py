@@ -148,3 +148,18 @@ def test_bad_top_says_the_choices(tmp_path):
     job = stepscope.open(h200_job(tmp_path, "stall"))
     with pytest.raises(stepscope.errors.ConfigError, match="positive integer"):
         job.efficiency(top=0)
+
+
+def _block(html: str) -> str:
+    block = html[html.index('id="profiles-efficiency"') :]
+    return block[: block.index("</section>")] if "</section>" in block else block
+
+
+def test_the_report_block(tmp_path):
+    from stepscope.report import render_report
+
+    block = _block(render_report(h200_with(tmp_path / "a", SHAPES)))
+    assert "against the peaks of the NVIDIA H200 SXM" in block
+    assert "<td>aten::mm</td>" in block and "<td>compute</td>" in block
+    plain = _block(render_report(stepscope.open(h200_job(tmp_path / "b", "stall"))))
+    assert "Efficiency against the hardware: unknown (shapes not recorded)." in plain
