@@ -215,3 +215,22 @@ def test_docs_list_every_parameter_with_its_default(rule):
     (row,) = [line for line in doc.splitlines() if line.startswith(f"| **{rule.name}** |")]
     for param in rule.params:
         assert f"`{param.name}` ({param.default:g}" in row, param.name
+
+
+def test_the_job_traces_are_parsed_once_and_listed_again_later(tmp_path: Path):
+    import shutil
+
+    from stepscope.rules._trace_source import RELIST_S, JobTraces
+
+    job = stepscope.open(shutil.copytree(H200 / "stall", tmp_path / "stall"))
+    now = [0.0]
+    traces = JobTraces(job, clock=lambda: now[0])
+    (first,) = traces()
+    record = Path(job.path, "profiling/rank-0/detailed-100-102.window.json")
+    copy = json.loads(record.read_text()) | {"start_step": 200, "end_step": 202}
+    Path(job.path, "profiling/rank-0/detailed-200-202.window.json").write_text(json.dumps(copy))
+    assert len(traces()) == 1  # within RELIST_S: the listing is kept
+    now[0] = RELIST_S
+    windows = traces()
+    assert [w.start_step for w in windows] == [100, 200]
+    assert windows[0].trace is first.trace and windows[1].trace is first.trace  # parsed once

@@ -3,6 +3,7 @@ once per window (:class:`JobTraces`), as :class:`TraceWindow` objects."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
@@ -45,15 +46,28 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+#: Seconds between two listings of the job's windows (each kernel rule asks at every
+#: live scan; an object store bills each listing).
+RELIST_S = 10.0
+
+
 class JobTraces:
     """The traces of ``job``'s windows, each parsed once: the live runner calls this at
-    every scan, and a new window joins when its record appears."""
+    every scan, and a new window joins when its record appears (the windows are listed
+    again at most every :data:`RELIST_S` seconds of ``clock``)."""
 
-    def __init__(self, job: Job) -> None:
-        self.job = job
+    def __init__(self, job: Job, clock: Callable[[], float] = time.monotonic) -> None:
+        self.job, self.clock = job, clock
         self._parsed: dict[str, Trace | None] = {}  # path -> trace (None: unreadable)
+        self._listed: tuple[float, list[TraceWindow]] | None = None
 
     def __call__(self) -> list[TraceWindow]:
+        now = self.clock()
+        if self._listed is None or now - self._listed[0] >= RELIST_S:
+            self._listed = (now, self._windows())
+        return list(self._listed[1])
+
+    def _windows(self) -> list[TraceWindow]:
         out = []
         for record in self.job.profiling_artifacts():
             path = str(record.get("path"))
