@@ -359,3 +359,16 @@ def test_a_default_detailed_window_gives_the_operators_efficiency(default_window
     assert set(rows["bound"]) == {"unknown card"}  # a CPU: no peak, never a guess
     (window,) = [w for w in profiling_summary(default_windows) if w["kind"] == "detailed"]
     assert window["efficiency"]["operators"]
+
+
+def test_detailed_windows_record_shapes_and_deep_chunks_do_not():
+    """The default of docs/profiling.md ("Efficiency against the hardware")."""
+    from stepscope.agent.profilers._profiling import plan_from_config
+    from stepscope.config import StepscopeConfig
+
+    config = StepscopeConfig.from_dict(
+        {"profiler": {"framework_profile_params": {}, "profile_params": {}}}
+    )
+    plan, _ = plan_from_config(config.to_dict())
+    shapes = {p.label or p.window.kind: p.window.record_shapes for p in plan}
+    assert shapes["detailed"] is True and shapes["deep"] is False
