@@ -113,7 +113,8 @@ def test_profile_says_up_front_that_the_job_must_be_running() -> None:
         text = subs[name].format_help()
         usage_end = text.index("\n\n") + 2  # the line after the usage
         assert text[usage_end:].split("\n\n")[0].count("The job must be running") == 1
-    said = {a.option_strings[-1]: a.help for a in subs["profile"]._actions if a.option_strings}
+    actions = subs["profile"]._actions
+    said = {s: a.help for a in actions for s in a.option_strings}  # --record-shapes/--no-...
     for flag in ("--record-shapes", "--profile-memory", "--with-stack"):
         assert str(said[flag]).startswith("with --detailed: record"), flag
 

@@ -96,7 +96,7 @@ def test_option_defaults() -> None:
         assert option.profile_default_steps is False
     detailed = DetailedProfilingConfig()
     flags = (detailed.record_shapes, detailed.profile_memory, detailed.with_stack)
-    assert flags == (False, False, False)
+    assert flags == (True, False, False)  # shapes: for the efficiency
     assert detailed.include_prestep is False
 
 

@@ -341,3 +341,34 @@ def test_show_lists_the_windows(default_windows):
     ]
     text = render_show(summary)
     assert "profiling/rank-0/detailed-5-5.pt.trace.json.gz" in text
+
+
+@pytest.mark.process
+def test_a_default_detailed_window_gives_the_operators_efficiency(default_windows):
+    """Detailed windows record shapes by default (docs/profiling.md): the real CPU
+    window of the MLP (Linear(32, 64), Linear(64, 2), batch 16) has its FLOPs."""
+    from stepscope.analysis.summary import profiling_summary
+
+    (record,) = _by_kind(default_windows)["detailed"]
+    assert record["window"]["record_shapes"] is True
+    rows = default_windows.efficiency(top=None)
+    addmm = rows[rows["operator"] == "aten::addmm"]
+    # each step: one forward product per layer, 2*16*32*64 and 2*16*64*2 FLOPs
+    assert sorted(set(addmm["flops"] / addmm["count"])) == [2 * 16 * 64 * 2, 2 * 16 * 32 * 64]
+    assert (addmm["timed_on"] == "host").all() and (addmm["tflops"] > 0).all()
+    assert set(rows["bound"]) == {"unknown card"}  # a CPU: no peak, never a guess
+    (window,) = [w for w in profiling_summary(default_windows) if w["kind"] == "detailed"]
+    assert window["efficiency"]["operators"]
+
+
+def test_detailed_windows_record_shapes_and_deep_chunks_do_not():
+    """The default of docs/profiling.md ("Efficiency against the hardware")."""
+    from stepscope.agent.profilers._profiling import plan_from_config
+    from stepscope.config import StepscopeConfig
+
+    config = StepscopeConfig.from_dict(
+        {"profiler": {"framework_profile_params": {}, "profile_params": {}}}
+    )
+    plan, _ = plan_from_config(config.to_dict())
+    shapes = {p.label or p.window.kind: p.window.record_shapes for p in plan}
+    assert shapes["detailed"] is True and shapes["deep"] is False

@@ -28,6 +28,7 @@ from stepscope.rules._evaluate import (
 )
 from stepscope.rules._input import RuleInput
 from stepscope.rules._system_base import SystemRule
+from stepscope.rules._trace_source import JobTraces
 from stepscope.rules._windows import SHARED_ENTRIES, shared
 from stepscope.store import open_store
 
@@ -41,7 +42,7 @@ def _in_memory(job: stepscope.Job, now: float) -> list[dict[str, object]]:
     data = RuleInput(
         steps=job.steps(), system=job.system(), events=events, others=job.others(),
         nodes=_node_infos(job), now=now, origin=job.meta.get("start_time"),
-        meta=job.meta, tensors=job.tensors,
+        meta=job.meta, tensors=job.tensors, traces=JobTraces(job),
     )  # fmt: skip
     return [r.to_dict() for r in evaluate_input([s.rule for s in job_rules(job)], data)]
 

@@ -125,16 +125,18 @@ def _lifecycle(job: Job, meta: JobJson, steps: Columns) -> tuple[float | None, f
 def profiling_summary(job: Job) -> list[JsonObject]:
     """The job's profiling windows: kind, rank, steps and main artifact (docs/profiling.md),
     and ``kernels``: the kernel breakdown of a window with a PyTorch trace (its 10 top
-    kernels; ``{"not_applicable": why}`` without device activity), None for others."""
+    kernels; ``{"not_applicable": why}`` without device activity), None for others, and
+    ``efficiency``: its operators against the card's peaks (``Job.window_efficiency``)."""
     keys = ("kind", "rank", "start_step", "end_step", "path", "request")
     out: list[JsonObject] = []
     for r in job.profiling_artifacts():
-        kernels = job.window_kernels(r)
+        kernels, eff = job.window_kernels(r), job.window_efficiency(r)
         out.append(
             {
                 **{k: r.get(k) for k in keys},
                 "truncated": bool(r.get("truncated")),
                 "kernels": None if kernels is None else kernels.to_json(),
+                "efficiency": None if eff is None else eff.to_json(),
             }
         )
     return out

@@ -44,8 +44,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     w.add_argument(
         "--record-shapes",
-        action="store_true",
-        help="with --detailed: record the operators' input shapes (default: off)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --detailed: record the operators' input shapes, for their efficiency "
+        "against the card's peak (default: on; --no-record-shapes: off)",
     )
     w.add_argument(
         "--profile-memory",

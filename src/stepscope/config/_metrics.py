@@ -105,12 +105,13 @@ class MetricsConfigBase:
 class DetailedProfilingConfig(MetricsConfigBase):
     """Detailed profiling with the PyTorch profiler; by default step 5, for one step.
 
-    ``record_shapes``, ``profile_memory`` and ``with_stack`` are passed to
-    ``torch.profiler.profile``; ``include_prestep`` also traces the step before the
-    window (normally run only to warm the profiler up).
+    ``record_shapes`` (on by default: the operators' efficiency needs the shapes),
+    ``profile_memory`` and ``with_stack`` are passed to ``torch.profiler.profile``;
+    ``include_prestep`` also traces the step before the window (normally run only to
+    warm the profiler up).
     """
 
-    record_shapes: bool = False
+    record_shapes: bool = True  # for the efficiency (docs/profiling.md)
     profile_memory: bool = False
     with_stack: bool = False
     include_prestep: bool = False

@@ -56,7 +56,9 @@ class ProfilingWindow:
     python_profiler: PythonProfiler | None = None
     cprofile_timer: cProfileTimer | None = None
     metrics_regex: str | None = None
-    record_shapes: bool = False
+    # on: the efficiency of a window's operators needs their shapes; the cost stays
+    # inside the window's steps (docs/profiling.md, "Efficiency against the hardware")
+    record_shapes: bool = True
     profile_memory: bool = False
     with_stack: bool = False
     include_prestep: bool = False

@@ -32,6 +32,7 @@ from stepscope.jobfolder import (
     record_problem,
     without_bad_keys,
 )
+from stepscope.read._efficiency_frame import EfficiencyViews
 from stepscope.read._kernel_frame import KernelViews
 from stepscope.read._streams import RowStreams
 from stepscope.store import Store, open_store
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from stepscope.store import SegmentCheck
 
 
-class Job(RowStreams, KernelViews):
+class Job(RowStreams, KernelViews, EfficiencyViews):
     """One job folder. Cheap to create; every accessor reads the folder anew."""
 
     def __init__(self, store: Store, now: Callable[[], float] = time.time) -> None:

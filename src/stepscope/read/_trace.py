@@ -24,6 +24,7 @@ _OP_CATS = ("cpu_op", "user_annotation")
 # ...and the CUDA API calls (a sync, a launch) that run inside them
 _API_CATS = ("cuda_runtime", "cuda_driver")
 _SPACE, _BETWEEN = " \t\r\n", " \t\r\n,"
+_DEVICE = re.compile(r'"id"\s*:\s*(\d+)\s*,\s*"name"\s*:\s*"([^"]*)"')
 _SKIPS = {chars: re.compile(f"[{re.escape(chars)}]*") for chars in (_SPACE, _BETWEEN)}
 
 
@@ -39,6 +40,20 @@ class DeviceEvent(NamedTuple):
     correlation: int | None
     bytes: int | None
     memory: str | None  # "pageable" or "pinned" for a copy that says so, else None
+
+
+class ShapedOp(NamedTuple):
+    """A host operator recorded with its inputs' shapes (``record_shapes``) or its
+    FLOP count (``with_flops``, where the export keeps it): what efficiency reads."""
+
+    name: str
+    tid: str
+    start: float
+    end: float
+    dims: list[object]  # "Input Dims": one list per input ([] for a scalar)
+    types: list[object]  # "Input type": "float", "c10::BFloat16", "Scalar", ...
+    concrete: list[object]  # "Concrete Inputs": scalar arguments as text ("[1, 1]")
+    flops: float | None
 
 
 class HostEvent(NamedTuple):
@@ -58,6 +73,9 @@ class Trace:
     device: list[DeviceEvent] = field(default_factory=list)
     host: list[HostEvent] = field(default_factory=list)
     launches: dict[int, tuple[str, float]] = field(default_factory=dict)  # corr -> tid, ts
+    shaped: list[ShapedOp] = field(default_factory=list)
+    # "deviceProperties" of the document's head: device index -> name ("NVIDIA H200")
+    device_names: dict[int, str] = field(default_factory=dict)
 
 
 def load_trace(data: bytes) -> Trace:
@@ -72,7 +90,7 @@ def load_trace(data: bytes) -> Trace:
             text = f.read()
     else:
         text = data.decode()
-    trace = Trace()
+    trace = Trace(device_names=_device_names(text))
     _collect(trace, _events(text))
     return trace
 
@@ -96,6 +114,14 @@ def _events(text: str) -> Iterator[object]:
             return
         item, at = decoder.raw_decode(text, at)
         yield item
+
+
+def _device_names(text: str) -> dict[int, str]:
+    """The devices Kineto lists before the events (its head is a few kB)."""
+    key = text.find('"traceEvents"')
+    head = text[: key if key >= 0 else 0]
+    found = _DEVICE.findall(head[head.find('"deviceProperties"') :])
+    return {int(i): name for i, name in found}
 
 
 def _list_start(text: str) -> int | None:
@@ -130,6 +156,8 @@ def _collect(trace: Trace, events: Iterable[object]) -> None:
             trace.device.append(_device_event(str(cat), name, start, dur, args))
         elif cat in _OP_CATS or cat in _API_CATS:
             tid = f"{e.get('pid')}/{e.get('tid')}"
+            if cat == "cpu_op" and ("Input Dims" in args or "flops" in args):
+                trace.shaped.append(_shaped(name, tid, start, dur, args))
             trace.host.append(HostEvent(name, tid, start, start + dur, cat in _API_CATS))
             corr = _int(args.get("correlation"))
             if cat in _API_CATS and corr is not None:
@@ -149,6 +177,24 @@ def _device_event(
         _int(args.get("correlation")),
         _int(args.get("bytes")) if cat == "gpu_memcpy" else None,
         _memory_kind(name, args) if cat == "gpu_memcpy" else None,
+    )
+
+
+def _shaped(name: str, tid: str, start: float, dur: float, args: dict[str, object]) -> ShapedOp:
+    def listed(key: str) -> list[object]:
+        value = args.get(key)
+        return value if isinstance(value, list) else []
+
+    flops = _num(args.get("flops"))
+    return ShapedOp(
+        name,
+        tid,
+        start,
+        start + dur,
+        listed("Input Dims"),
+        listed("Input type"),
+        listed("Concrete Inputs"),
+        flops,
     )
 
 

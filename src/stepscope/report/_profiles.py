@@ -18,6 +18,7 @@ from stepscope.read import Job
 from stepscope.report import _profile_data as data
 from stepscope.report._context import Context
 from stepscope.report._html import esc, fmt_duration, fmt_time, note, section, table
+from stepscope.report._profile_efficiency import efficiency_table
 from stepscope.report._profile_kernels import kernels_table
 from stepscope.report._profile_loader import dataloader_table
 
@@ -195,6 +196,12 @@ def _detail_blocks(
 DETAILS = (
     ("profiles-operators", "Top operators by self time", ("detailed", "deep"), operators_table),
     ("profiles-kernels", "Device time by kernel kind", ("detailed", "deep"), kernels_table),
+    (
+        "profiles-efficiency",
+        "Operators against the card's peak",
+        ("detailed", "deep"),
+        efficiency_table,
+    ),
     ("profiles-functions", "Top Python functions", ("python",), functions_table),
     ("profiles-dataloader", "Data loader", ("dataloader",), dataloader_table),
 )

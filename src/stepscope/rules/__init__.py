@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from stepscope.rules._host_rules import HostContention, MemoryPressure
     from stepscope.rules._init_rule import MaxInitializationTime
     from stepscope.rules._input import RuleInput
+    from stepscope.rules._kernel_rules import CopiesNotOverlapped, GPUIdleInSteps
+    from stepscope.rules._kernel_rules2 import CommunicationNotOverlapped, FP32MatMul
     from stepscope.rules._loader_rules import DataLoaderWorkers
     from stepscope.rules._node_rule import NodeRule, Part
     from stepscope.rules._overhead_rules import PythonOverhead
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
         LowGPUUtilization,
     )
     from stepscope.rules._thread_rules import CPUBoundThreads
+    from stepscope.rules._trace_source import TraceSource, TraceWindow
     from stepscope.rules._types import Finding, RuleResult, Status
     from stepscope.rules.debugging import DEBUGGING_RULES
     from stepscope.rules.diagnosis import Diagnosis, DiagnosisEntry, JobFacts, diagnose
@@ -48,13 +51,17 @@ _LAZY = {
     "BatchSize": "stepscope.rules._system_rules",
     "CPUBottleneck": "stepscope.rules._system_rules",
     "CPUBoundThreads": "stepscope.rules._thread_rules",
+    "CommunicationNotOverlapped": "stepscope.rules._kernel_rules2",
+    "CopiesNotOverlapped": "stepscope.rules._kernel_rules",
     "DEBUGGING_RULES": "stepscope.rules.debugging",
     "DataLoaderWorkers": "stepscope.rules._loader_rules",
     "DataLoading": "stepscope.rules._data_loading",
     "Diagnosis": "stepscope.rules.diagnosis",
     "DiagnosisEntry": "stepscope.rules.diagnosis",
+    "FP32MatMul": "stepscope.rules._kernel_rules2",
     "Finding": "stepscope.rules._types",
     "GPUIdleBetweenSteps": "stepscope.rules._gpu_idle",
+    "GPUIdleInSteps": "stepscope.rules._kernel_rules",
     "GPUMemoryIncrease": "stepscope.rules._gpu_rules",
     "HostContention": "stepscope.rules._host_rules",
     "IOBottleneck": "stepscope.rules._system_rules",
@@ -79,6 +86,8 @@ _LAZY = {
     "RuleSpec": "stepscope.rules._registry",
     "Status": "stepscope.rules._types",
     "StepOutlier": "stepscope.rules._step_rules",
+    "TraceSource": "stepscope.rules._trace_source",
+    "TraceWindow": "stepscope.rules._trace_source",
     "build_rules": "stepscope.rules._registry",
     "diagnose": "stepscope.rules.diagnosis",
     "evaluate_input": "stepscope.rules._evaluate",
@@ -95,12 +104,16 @@ __all__ = [
     "BatchSize",
     "CPUBottleneck",
     "CPUBoundThreads",
+    "CommunicationNotOverlapped",
+    "CopiesNotOverlapped",
     "DataLoaderWorkers",
     "DataLoading",
     "Diagnosis",
     "DiagnosisEntry",
+    "FP32MatMul",
     "Finding",
     "GPUIdleBetweenSteps",
+    "GPUIdleInSteps",
     "GPUMemoryIncrease",
     "HostContention",
     "IOBottleneck",
@@ -123,6 +136,8 @@ __all__ = [
     "RuleSpec",
     "Status",
     "StepOutlier",
+    "TraceSource",
+    "TraceWindow",
     "build_rules",
     "diagnose",
     "evaluate_input",

@@ -33,6 +33,7 @@ from stepscope.rules._input import (
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._registry import RuleSpec, build_rules
 from stepscope.rules._system_base import SystemRule
+from stepscope.rules._trace_source import JobTraces
 from stepscope.rules._types import RuleResult, Status
 
 T = TypeVar("T")
@@ -168,6 +169,7 @@ def job_input(job: Job, now: float) -> RuleInput:
         origin=meta.get("start_time"),
         meta=meta,
         tensors=job.tensors,
+        traces=JobTraces(job),
     )
 
 

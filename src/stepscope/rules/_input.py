@@ -21,6 +21,7 @@ from stepscope.jobfolder import (
 
 if TYPE_CHECKING:
     from stepscope.read import Tensors
+    from stepscope.rules._trace_source import TraceSource
 
 DEFAULT_INTERVAL_S = 0.5
 
@@ -72,6 +73,8 @@ class RuleInput:
     meta: JobJson = field(default_factory=lambda: JobJson())
     # The job's output tensors for the debugging rules.
     tensors: Tensors | None = None
+    # The parsed PyTorch traces of the detailed windows, for the kernel rules.
+    traces: TraceSource | None = field(default=None, compare=False, repr=False)
     # Rank -> start of its first step, when ``steps`` holds only recent steps (live).
     first_steps: dict[int, float] = field(default_factory=dict)
     # Rule name -> its compact summary of this node's data that left the live buffer

@@ -27,6 +27,8 @@ from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
 from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._init_rule import MaxInitializationTime
+from stepscope.rules._kernel_rules import CopiesNotOverlapped, GPUIdleInSteps
+from stepscope.rules._kernel_rules2 import CommunicationNotOverlapped, FP32MatMul
 from stepscope.rules._loader_rules import DataLoaderWorkers
 from stepscope.rules._overhead_rules import PythonOverhead
 from stepscope.rules._params import did_you_mean
@@ -41,11 +43,15 @@ BUILTIN: dict[str, type[Rule]] = {
     c.name: c
     for c in (
         BatchSize,
+        CommunicationNotOverlapped,
+        CopiesNotOverlapped,
         CPUBottleneck,
         CPUBoundThreads,
         DataLoaderWorkers,
         DataLoading,
+        FP32MatMul,
         GPUIdleBetweenSteps,
+        GPUIdleInSteps,
         GPUMemoryIncrease,
         HostContention,
         IOBottleneck,

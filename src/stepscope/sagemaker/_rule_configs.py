@@ -75,6 +75,10 @@ HostContention = _maker("HostContention", "profiler")
 MemoryPressure = _maker("MemoryPressure", "profiler")
 PythonOverhead = _maker("PythonOverhead", "profiler")
 Straggler = _maker("Straggler", "profiler")
+GPUIdleInSteps = _maker("GPUIdleInSteps", "profiler")
+CopiesNotOverlapped = _maker("CopiesNotOverlapped", "profiler")
+CommunicationNotOverlapped = _maker("CommunicationNotOverlapped", "profiler")
+FP32MatMul = _maker("FP32MatMul", "profiler")
 
 # The debugging rules (../shared/debugging-rules.md), by the SDK's function names.
 all_zero = _maker("AllZero", "debugging")
@@ -99,7 +103,8 @@ PROFILER_RULES = {
         LoadBalancing, LowGPUUtilization, OverallSystemUsage, MaxInitializationTime,
         OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, DataLoaderWorkers,
         DataLoading, GPUIdleBetweenSteps, HostContention, MemoryPressure, PythonOverhead,
-        Straggler,
+        Straggler, GPUIdleInSteps, CopiesNotOverlapped, CommunicationNotOverlapped,
+        FP32MatMul,
     )
 }  # fmt: skip
 DEBUGGING_RULES = {
@@ -130,10 +135,14 @@ __all__ = [
     "CPUBottleneck",
     "CPUBoundThreads",
     "Command",
+    "CommunicationNotOverlapped",
+    "CopiesNotOverlapped",
     "DataLoaderWorkers",
     "DataLoading",
     "Email",
+    "FP32MatMul",
     "GPUIdleBetweenSteps",
+    "GPUIdleInSteps",
     "GPUMemoryIncrease",
     "HostContention",
     "IOBottleneck",
