@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from stepscope.errors import RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
+from stepscope.rules._cuda_memory import CUDAMemory
 from stepscope.rules._data_loading import DataLoading
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
 from stepscope.rules._gpu_rules import GPUMemoryIncrease
@@ -41,6 +42,7 @@ BUILTIN: dict[str, type[Rule]] = {
         BatchSize,
         CPUBottleneck,
         CPUBoundThreads,
+        CUDAMemory,
         DataLoaderWorkers,
         DataLoading,
         GPUIdleBetweenSteps,

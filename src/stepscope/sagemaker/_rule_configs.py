@@ -58,6 +58,7 @@ MaxInitializationTime = _maker("MaxInitializationTime", "profiler")
 OverallFrameworkMetrics = _maker("OverallFrameworkMetrics", "profiler")
 StepOutlier = _maker("StepOutlier", "profiler")
 CPUBoundThreads = _maker("CPUBoundThreads", "profiler")
+CUDAMemory = _maker("CUDAMemory", "profiler")
 DataLoaderWorkers = _maker("DataLoaderWorkers", "profiler")
 DataLoading = _maker("DataLoading", "profiler")
 GPUIdleBetweenSteps = _maker("GPUIdleBetweenSteps", "profiler")
@@ -87,7 +88,7 @@ PROFILER_RULES = {
     for f in (
         ProfilerReport, BatchSize, CPUBottleneck, GPUMemoryIncrease, IOBottleneck,
         LoadBalancing, LowGPUUtilization, OverallSystemUsage, MaxInitializationTime,
-        OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, DataLoaderWorkers,
+        OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, CUDAMemory, DataLoaderWorkers,
         DataLoading, GPUIdleBetweenSteps, HostContention, MemoryPressure, PythonOverhead,
         Straggler,
     )
@@ -166,6 +167,7 @@ __all__ = [
     "BuiltInRule",
     "CPUBottleneck",
     "CPUBoundThreads",
+    "CUDAMemory",
     "DataLoaderWorkers",
     "DataLoading",
     "Email",
