@@ -46,7 +46,8 @@ def test_the_allocator_columns_match_the_real_counters_and_judge_a_leak(run_job,
     assert (read["cuda_peak"] >= read["cuda_allocated"]).all()
     grown = read["cuda_allocated"].iloc[-1] - read["cuda_allocated"].iloc[0]
     assert grown >= 150 * 16 * 2**20  # the kept tensors
-    (res,) = evaluate_job(job, [{"name": "CUDAMemory", "parameters": {}}])
+    rule = [{"name": "CUDAMemory", "parameters": {}}]
+    (res,) = evaluate_job(job, rule)
     assert res.status is Status.ISSUES_FOUND and "a leak" in res.findings[0].message
-    (twin,) = evaluate_job(_job(run_job, tmp_path, leak=False), [{"name": "CUDAMemory", "parameters": {}}])
+    (twin,) = evaluate_job(_job(run_job, tmp_path, leak=False), rule)
     assert twin.status is Status.NO_ISSUES_FOUND and twin.datapoints > 0
