@@ -101,9 +101,7 @@ class CUDAMemory(NodeRule):
         found: list[Finding] = []
         if allocated is not None:
             found.append(self._finding(node, rank, rows, "cuda_allocated", allocated))
-        elif reserved is not None and reserved[0] - max(
-            self._rise(rows, "cuda_allocated"), 0.0
-        ) >= (self.p_float("min_growth_mb") * 1e6):
+        elif reserved is not None and self._beyond_allocated(rows, reserved[0]):
             found.append(self._finding(node, rank, rows, "cuda_reserved", reserved))
         total = card_memory(data, node, rows)
         peak = self._peak(node, rank, rows, total) if total is not None else None
