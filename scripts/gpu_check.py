@@ -1,5 +1,6 @@
 """Everything GPU in one call: the *_gpu.py tests, the GPU overhead benchmark, and
-three planted GPU jobs (plus a healthy twin) with their expected verdicts.
+three planted GPU jobs (plus a healthy twin) with their expected verdicts, and the
+kernel breakdown of a detailed window of a GPU-bound job.
 
     scripts/gpu-check OUT            # on a machine with an NVIDIA GPU (docs/gpu.md)
     scripts/gpu-check --dry-run OUT  # anywhere: the same steps on the CPU, no benchmark
@@ -31,6 +32,7 @@ start_step = 100
 num_steps = 3
 """
 PLAIN = "[profiler]\nsystem_monitor_interval_millis = 100\n"
+KERNELS = DETAILED.replace("start_step = 100", "start_step = 40")  # inside a dry run too
 
 
 def fired(v: Verdicts, rule: str) -> bool:
@@ -45,6 +47,19 @@ def stall_steps(v: Verdicts) -> set[int]:
         if lo is not None:
             out.update(range(lo, hi + 1))
     return out
+
+
+def detailed_kernels(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kernel breakdowns (``show --json``'s ``profiling[].kernels``) of the detailed
+    windows (on the CPU: ``{"not_applicable": why}``)."""
+    return [p["kernels"] for p in s["profiling"] if p["kind"] == "detailed"]
+
+
+def kernel_facts(s: dict[str, Any]) -> tuple[str | None, float]:
+    """The largest kind of the first detailed window and its first GPU's busy share."""
+    k = (detailed_kernels(s) or [{}])[0] or {}
+    devices = k.get("devices") or [{}]
+    return (k["kinds"][0]["kind"] if k.get("kinds") else None), devices[0].get("busy_share") or 0
 
 
 # (job, train.py arguments, config, {check name: (check, required on a dry run)})
@@ -79,7 +94,27 @@ JOBS: list[tuple[str, list[str], str, dict[str, Check]]] = [
         "leak",
         ["leak", "450"],
         PLAIN,
-        {"GPUMemoryIncrease fired": (lambda v, s: fired(v, "GPUMemoryIncrease"), False)},
+        {
+            "GPUMemoryIncrease fired": (lambda v, s: fired(v, "GPUMemoryIncrease"), False),
+            "CUDAMemory found the leak": (
+                lambda v, s: any("a leak" in f["message"] for f in v["CUDAMemory"]["findings"]),
+                False,
+            ),
+        },
+    ),
+    (
+        "kernels",
+        ["big", "200"],
+        KERNELS,
+        {
+            # on the CPU the trace has no device activity: said, never zeros
+            "one detailed window with a kernels entry": (
+                lambda v, s: [k is not None for k in detailed_kernels(s)] == [True],
+                True,
+            ),
+            "matmul the largest kind": (lambda v, s: kernel_facts(s)[0] == "matmul", False),
+            "the GPU busy over 80% of the window": (lambda v, s: kernel_facts(s)[1] > 0.8, False),
+        },
     ),
     (
         "healthy",

@@ -25,13 +25,19 @@ def test_the_dry_run_runs_every_job_and_writes_its_summary(tmp_path):
     steps = {s["step"]: s for s in json.loads((tmp_path / "summary.json").read_text())}
     assert set(steps) == {
         "environment", "gpu tests", "job stall", "job loader", "job leak", "job healthy",
-        "gpu overhead benchmark",
+        "job kernels", "gpu overhead benchmark",
     }  # fmt: skip
     assert steps["environment"]["result"]["differs_from_src"] == []
     # the loader's starvation is planted on the CPU too: its verdicts are required
     assert steps["job loader"]["checks"] == {
         "DataLoading fired": True,
         "DataLoaderWorkers fired": True,
+    }
+    # a detailed window's kernel breakdown: on the CPU, said to be not applicable
+    assert steps["job kernels"]["checks"] == {
+        "one detailed window with a kernels entry": True,
+        "matmul the largest kind": "False (not required on a dry run)",
+        "the GPU busy over 80% of the window": "False (not required on a dry run)",
     }
     for name in ("stall", "leak", "healthy"):  # GPU verdicts: reported, not required
         assert all("not required" in str(v) for v in steps[f"job {name}"]["checks"].values())

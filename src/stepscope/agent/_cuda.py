@@ -12,13 +12,18 @@ sends every hook through Python and records six events; on a launch-bound step o
 run the hooks' C path and have null device columns (docs/format.md); the device
 split is a median over the timed steps, which a few hundred give as well as all.
 Resolved events go back to a pool (creating a CUDA event is a driver call).
+A timed step also takes a reading of the caching allocator's counters when it ends
+(agent/_cuda_memory.py), handed to the writer with the step's marks.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, Self
+
+from stepscope.agent._cuda_memory import MemoryReading
 
 if TYPE_CHECKING:
     from stepscope.agent._recorder import StepRecorder
@@ -39,6 +44,7 @@ class EventSource(Protocol):
 
 
 Mark = tuple[str, DeviceEvent, DeviceEvent]  # (part, start event, end event)
+Timed = Mark | MemoryReading  # what a timed step hands the writer: its marks, a reading
 PARTS = ("forward", "backward", "optimizer")
 SAMPLE_PERIOD_S = 0.05  # at most one timed step per 50 ms of training (docs/gpu.md)
 NO_EVAL = 1 << 62  # the sampler never asks for evaluation boundaries
@@ -55,10 +61,13 @@ def _pool(kind: type) -> deque[DeviceEvent]:
 class DeviceTimer:
     """Pairs of CUDA events per step part, collected per step."""
 
-    def __init__(self, cuda: EventSource) -> None:
+    def __init__(
+        self, cuda: EventSource, memory: Callable[[], MemoryReading | None] | None = None
+    ) -> None:
         self.cuda = cuda
+        self.memory = memory  # the allocator's counters at the step's end (None: not read)
         self._open: dict[str, DeviceEvent] = {}
-        self._marks: list[Mark] = []
+        self._marks: list[Timed] = []
         self._pool: deque[DeviceEvent] | None = None  # known once an event was made
 
     def _event(self) -> DeviceEvent:
@@ -84,17 +93,29 @@ class DeviceTimer:
         if start is not None:
             self._marks.append((part, start, self._event()))
 
-    def take(self) -> list[Mark]:
-        """The marks of the step that just ended (handed to the writer)."""
+    def take(self) -> list[Timed]:
+        """The marks of the step that just ended and the allocator's counters now
+        (handed to the writer)."""
         marks, self._marks = self._marks, []
+        reading = self.memory() if self.memory is not None else None
+        if reading is not None:
+            marks.append(reading)
         return marks
 
 
-def resolve(marks: list[Mark] | None) -> dict[str, float | None]:
+def memory_of(marks: list[Timed] | None) -> MemoryReading | None:
+    """The allocator reading among a step's marks (None: not read at that step)."""
+    return next((m for m in marks or () if isinstance(m, MemoryReading)), None)
+
+
+def resolve(marks: list[Timed] | None) -> dict[str, float | None]:
     """Seconds of device time per part (None for parts without marks); the events
     go back to the pool."""
     totals: dict[str, float | None] = dict.fromkeys(PARTS)
-    for part, start, end in marks or ():
+    for mark in marks or ():
+        if isinstance(mark, MemoryReading):
+            continue
+        part, start, end = mark
         end.synchronize()  # writer thread only; a no-op once the event completed
         totals[part] = (totals[part] or 0.0) + start.elapsed_time(end) / 1000.0
         _pool(type(start)).extend((start, end))

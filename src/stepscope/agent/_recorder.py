@@ -13,7 +13,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
-from stepscope.agent._cuda import DeviceTimer, Mark
+from stepscope.agent._cuda import DeviceTimer, Timed
 
 if TYPE_CHECKING:
     from stepscope.agent.profilers._workers import WorkerFetchTimer
@@ -28,7 +28,7 @@ NEVER = (1 << 62, 1 << 62)  # until poked
 # (phase, step, start, end, data_wait, forward, backward, optimizer, collective,
 #  collective outside the four parts, profiled, device marks)
 StepRow = tuple[
-    str, int, float, float, float, float, float, float, float, float, bool, list[Mark] | None
+    str, int, float, float, float, float, float, float, float, float, bool, list[Timed] | None
 ]
 
 

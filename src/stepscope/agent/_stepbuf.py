@@ -15,7 +15,7 @@ import operator
 from collections import deque
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
-from stepscope.agent._cuda import Mark
+from stepscope.agent._cuda import Timed
 from stepscope.agent._recorder import StepRow
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class StepColumns(TypedDict):
     phase_offsets: bytes
     phase_data: bytes
     profiled: bytes
-    marks: list[list[Mark] | None] | None
+    marks: list[list[Timed] | None] | None
 
 
 class StepSink(Protocol):

@@ -23,7 +23,8 @@ from typing import Literal, TypeVar, get_args
 import pyarrow as pa
 
 from stepscope.agent._clock import Clock
-from stepscope.agent._cuda import Mark, resolve
+from stepscope.agent._cuda import Timed, memory_of, resolve
+from stepscope.agent._cuda_memory import COUNTERS, memory_columns
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._stepbuf import StepColumns, StepSink
 from stepscope.jobfolder import AGENT_STEPS_SCHEMA, EVENTS_SCHEMA, Heartbeat, paths, write_heartbeat
@@ -172,6 +173,7 @@ class AgentWriter:
             schema = AGENT_STEPS_SCHEMA
             self._constant = {k: column(v, schema.field(k).type, size) for k, v in built.items()}
             self._constant.update({k: pa.nulls(size, pa.float32()) for k in _DEVICE})
+            self._constant.update({k: pa.nulls(size, pa.int64()) for k in COUNTERS})
             self._constant_rows = size
         return {k: a.slice(0, n) for k, a in self._constant.items()}
 
@@ -201,13 +203,14 @@ class AgentWriter:
         return record_batch({**constants, **arrays}, AGENT_STEPS_SCHEMA)
 
     def _device_cols(
-        self, marks: list[list[Mark] | None] | None, n: int
-    ) -> dict[str, pa.Array | list[float | None]]:
-        if marks is None:  # no CUDA: no device timing
+        self, marks: list[list[Timed] | None] | None, n: int
+    ) -> dict[str, pa.Array | list[float | None] | list[int | None]]:
+        if marks is None:  # no CUDA: no device timing, no allocator
             constants = self._constants(n)
-            return {k: constants[k] for k in _DEVICE}
+            return {k: constants[k] for k in (*_DEVICE, *COUNTERS)}
         device = [resolve(m) for m in marks]
-        return {k: [d[k[4:]] for d in device] for k in _DEVICE}
+        memory = memory_columns([memory_of(m) for m in marks])
+        return {**{k: [d[k[4:]] for d in device] for k in _DEVICE}, **memory}
 
     def _events_batch(self, rows: list[EventRow]) -> pa.RecordBatch:
         times, kinds, details = (list(c) for c in zip(*rows, strict=True))

@@ -23,6 +23,7 @@ LABELS = {
     "BatchSize": "batch too small",
     "GPUIdleBetweenSteps": "GPU idle between steps",
     "GPUMemoryIncrease": "GPU memory growing",
+    "CUDAMemory": "CUDA memory leaking, fragmenting or near full",
     "LoadBalancing": "unbalanced load",
 }
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")

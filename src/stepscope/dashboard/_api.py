@@ -110,6 +110,12 @@ def job_detail(request: Request) -> Response:
 
 
 @handle
+def job_kernels(request: Request) -> Response:
+    """Each window with a PyTorch trace: its operators and its kernel breakdown."""
+    return json_bytes(source(request).kernels(request.path_params["job"]))
+
+
+@handle
 def job_rules(request: Request) -> Response:
     """The verdicts, most severe first, and the diagnosis that ranks their problems."""
     src, name = source(request), request.path_params["job"]

@@ -85,6 +85,7 @@ def routes() -> list[Route | Mount]:
         Route(f"{jobs}/system", _api.job_system),
         Route(f"{jobs}/steps", _api.job_steps),
         Route(f"{jobs}/rules", _api.job_rules),
+        Route(f"{jobs}/kernels", _api.job_kernels),
         Route(f"{jobs}/report.html", _api.job_report),
         Route(f"{jobs}/artifacts/{{path:path}}", _api.job_artifact),
         Route(f"{jobs}/control/{{name}}", _api.control_status),

@@ -28,7 +28,7 @@ from stepscope.analysis.profiled import Spans, profiling_spans
 from stepscope.analysis.report_data import rank_rules, read_rules
 from stepscope.dashboard._answers import node_answer, steps_answer
 from stepscope.dashboard._cache import Answers, Sized
-from stepscope.dashboard._job_pages import ISSUE, job_detail, job_row
+from stepscope.dashboard._job_pages import ISSUE, job_detail, job_row, kernel_windows
 from stepscope.dashboard._json import clean, encode
 from stepscope.dashboard._openapi import JobDetail, JobRow
 from stepscope.dashboard._paths import JOB_NAME, Boundary
@@ -170,6 +170,16 @@ class Source:
         """The job page's header: metadata, nodes, ranks, profiling artifacts."""
         job = self.job(name)
         return job_detail(name, job, self._now(), self._train_steps(job))
+
+    def kernels(self, name: str) -> bytes:
+        """The kernel panel's windows, as JSON; cached by the window records' signature
+        (a trace's breakdown is itself kept beside it: read/_kernel_cache.py)."""
+        job = self.job(name)
+        local = job.store.is_local
+        sig = signature(job.store, "profiling", ".window.json") if local else int(self._now())
+        return self.answers.get(
+            ("kernels", name, sig), lambda: encode({"windows": kernel_windows(job)})
+        )
 
     def rules(self, name: str) -> list[RuleVerdict]:
         """Rule statuses, most severe first (``rules/*.json``), cached by file signature."""

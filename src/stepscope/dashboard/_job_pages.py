@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from stepscope.dashboard._openapi import JobDetail, JobRow
 from stepscope.errors import StepscopeError
-from stepscope.jobfolder import JobJson, NodeInfo, RuleVerdict
+from stepscope.jobfolder import JobJson, JsonObject, NodeInfo, RuleVerdict
 from stepscope.read import Job
 
 ISSUE = "IssuesFound"
+TOP_KERNELS = 10
+_WINDOW_KEYS = ("kind", "rank", "start_step", "end_step", "path")
 
 
 def job_row(name: str, meta: JobJson, rules: list[RuleVerdict], now: float, steps: int) -> JobRow:
@@ -60,3 +62,21 @@ def job_detail(name: str, job: Job, now: float, steps: int) -> JobDetail:
         "faults": job.faults(),
         "warnings": job.warnings,
     }
+
+
+def kernel_windows(job: Job) -> list[JsonObject]:
+    """The kernel panel: each window with a PyTorch trace, its host operators (the
+    record's ``top``) beside its kernel breakdown (``Job.window_kernels``: by kind, the
+    top kernels, each device's busy share and gaps; ``{"not_applicable": why}``
+    without device activity)."""
+    out: list[JsonObject] = []
+    for record in job.profiling_artifacts():
+        result = job.window_kernels(record, TOP_KERNELS)
+        if result is None:  # a python, dataloader or TensorFlow window
+            continue
+        top = record.get("top")
+        window: JsonObject = {k: record.get(k) for k in _WINDOW_KEYS}
+        window["operators"] = top if isinstance(top, list) else []
+        window["kernels"] = result.to_json()
+        out.append(window)
+    return out

@@ -157,6 +157,10 @@ def document() -> JsonObject:
             f"{jobs}/rules": _get(
                 "rule statuses and findings, most severe first, and the diagnosis", [_JOB]
             ),
+            f"{jobs}/kernels": _get(
+                "each window with a PyTorch trace: its host operators and kernel breakdown "
+                "(by kind, top kernels, busy share and idle gaps per device)", [_JOB]
+            ),
             f"{jobs}/report.html": _get("the HTML report, rendered now (download)", [_JOB],
                                         {"description": "text/html attachment"}),
             f"{jobs}/artifacts/{{path}}": _get("a profiling artifact (download)", [

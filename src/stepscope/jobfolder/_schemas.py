@@ -55,7 +55,14 @@ STEPS_SCHEMA = pa.schema(
 
 # Optional step columns: written by the agent, absent in older jobs and in steps written
 # by other tools, so no reader may require them (docs/format.md).
-AGENT_STEPS_SCHEMA = pa.schema([*STEPS_SCHEMA, pa.field("collective", pa.float32())])
+# ``cuda_*``: the CUDA caching allocator's bytes when the step ended (timed steps only).
+AGENT_STEPS_SCHEMA = pa.schema(
+    [
+        *STEPS_SCHEMA,
+        pa.field("collective", pa.float32()),
+        *[pa.field(f"cuda_{c}", pa.int64()) for c in ("allocated", "reserved", "peak")],
+    ]
+)
 
 # Optional step columns of imported jobs (docs/sagemaker.md): the step as the source tool
 # recorded it, where its definition differs from ours (docs/format.md).

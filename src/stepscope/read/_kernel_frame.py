@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from stepscope.errors import ConfigError
 from stepscope.jobfolder import JsonObject
+from stepscope.read._kernel_cache import cache_key, load_cached, save_cached
 from stepscope.read._kernels import KernelBreakdown, NoKernels, breakdown
 from stepscope.read._trace import load_trace
 from stepscope.store import Store
@@ -43,13 +45,27 @@ class KernelViews:
         path = record.get("path")
         if not isinstance(path, str) or not path.endswith(_TRACE_ENDINGS):
             return None
+        result = self._all_kernels(path)
+        if isinstance(result, KernelBreakdown) and len(result.top) > top:
+            return replace(result, top=result.top[:top])
+        return result
+
+    def _all_kernels(self, path: str) -> KernelBreakdown | NoKernels:
+        """The breakdown of one trace with every kernel: from the file beside it
+        (read/_kernel_cache.py) where it is current, else parsed and kept there."""
+        keyed = cache_key(self.store, path)
+        if keyed is not None and (cached := load_cached(self.store, *keyed)) is not None:
+            return cached
         try:
             trace = load_trace(self.store.read_bytes(path))
         except (OSError, EOFError, ValueError, zlib.error, gzip.BadGzipFile) as exc:
             why = f"trace unreadable: {type(exc).__name__}: {exc}"
             self.note_skipped(path, why)
-            return NoKernels(why)
-        return breakdown(trace, top)
+            return NoKernels(why)  # not kept: a trace still being written may heal
+        result = breakdown(trace, top=None)
+        if keyed is not None:
+            save_cached(self.store, *keyed, result)
+        return result
 
     def kernels(
         self, by: str = "kind", top: int | None = 10, rank: int | None = None

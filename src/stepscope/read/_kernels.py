@@ -85,8 +85,9 @@ class NoKernels:
         return {"not_applicable": self.reason}
 
 
-def breakdown(trace: Trace, top: int = 10) -> KernelBreakdown | NoKernels:
-    """The kernel breakdown of ``trace``, with its ``top`` kernels by total time."""
+def breakdown(trace: Trace, top: int | None = 10) -> KernelBreakdown | NoKernels:
+    """The kernel breakdown of ``trace``, with its ``top`` kernels by total time
+    (None: all of them)."""
     if not trace.device:
         return NoKernels(NO_KERNELS)
     launchers = _launchers(trace)
@@ -122,7 +123,7 @@ def _kind_time(kind: str, events: list[DeviceEvent]) -> KindTime:
 
 
 def _top(
-    events: list[DeviceEvent], kinds: list[str], launchers: dict[int, str], n: int
+    events: list[DeviceEvent], kinds: list[str], launchers: dict[int, str], n: int | None
 ) -> list[TopKernel]:
     totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
     ops: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))

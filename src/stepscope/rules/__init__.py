@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from stepscope.errors import RuleConfigError
     from stepscope.rules._balance import LoadBalancing
     from stepscope.rules._base import Rule
+    from stepscope.rules._cuda_memory import CUDAMemory
     from stepscope.rules._data_loading import DataLoading
     from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
     from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
@@ -53,6 +54,7 @@ _LAZY = {
     "CPUBoundThreads": "stepscope.rules._thread_rules",
     "CommunicationNotOverlapped": "stepscope.rules._kernel_rules2",
     "CopiesNotOverlapped": "stepscope.rules._kernel_rules",
+    "CUDAMemory": "stepscope.rules._cuda_memory",
     "DEBUGGING_RULES": "stepscope.rules.debugging",
     "DataLoaderWorkers": "stepscope.rules._loader_rules",
     "DataLoading": "stepscope.rules._data_loading",
@@ -106,6 +108,7 @@ __all__ = [
     "CPUBoundThreads",
     "CommunicationNotOverlapped",
     "CopiesNotOverlapped",
+    "CUDAMemory",
     "DataLoaderWorkers",
     "DataLoading",
     "Diagnosis",

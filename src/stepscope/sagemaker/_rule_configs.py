@@ -68,6 +68,7 @@ MaxInitializationTime = _maker("MaxInitializationTime", "profiler")
 OverallFrameworkMetrics = _maker("OverallFrameworkMetrics", "profiler")
 StepOutlier = _maker("StepOutlier", "profiler")
 CPUBoundThreads = _maker("CPUBoundThreads", "profiler")
+CUDAMemory = _maker("CUDAMemory", "profiler")
 DataLoaderWorkers = _maker("DataLoaderWorkers", "profiler")
 DataLoading = _maker("DataLoading", "profiler")
 GPUIdleBetweenSteps = _maker("GPUIdleBetweenSteps", "profiler")
@@ -101,7 +102,7 @@ PROFILER_RULES = {
     for f in (
         ProfilerReport, BatchSize, CPUBottleneck, GPUMemoryIncrease, IOBottleneck,
         LoadBalancing, LowGPUUtilization, OverallSystemUsage, MaxInitializationTime,
-        OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, DataLoaderWorkers,
+        OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, CUDAMemory, DataLoaderWorkers,
         DataLoading, GPUIdleBetweenSteps, HostContention, MemoryPressure, PythonOverhead,
         Straggler, GPUIdleInSteps, CopiesNotOverlapped, CommunicationNotOverlapped,
         FP32MatMul,
@@ -137,6 +138,7 @@ __all__ = [
     "Command",
     "CommunicationNotOverlapped",
     "CopiesNotOverlapped",
+    "CUDAMemory",
     "DataLoaderWorkers",
     "DataLoading",
     "Email",

@@ -26,6 +26,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING
 
 from stepscope.agent._cuda import DeviceSampler, DeviceTimer
+from stepscope.agent._cuda_memory import MemoryReader
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._native_hooks import Wrapped, call_hook, optimizer_hooks
 from stepscope.agent._recorder import StepRecorder
@@ -256,5 +257,6 @@ class TorchHooks:
         if self.device is None and self._cuda_initialized():
             import torch
 
-            self.device = DeviceSampler(self.rec, DeviceTimer(torch.cuda))
+            memory = MemoryReader(torch.cuda, self.faults.record)
+            self.device = DeviceSampler(self.rec, DeviceTimer(torch.cuda, memory))
             self.device.attach()

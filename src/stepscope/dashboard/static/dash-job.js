@@ -190,6 +190,7 @@
     }
     $("artifacts").replaceChildren(...items);
     $("artifacts-empty").hidden = items.length > 0;
+    DashKernels.load(base(), items.length); // beside each window's operators: its kernels
   }
 
   /* The job's header; when the job has just ended, its rules and charts at once. */
@@ -235,6 +236,7 @@
     }
     $("job-status").textContent = ""; $("job-status").className = "status";
     for (const id of ["diagnosis", "artifacts", "node", "rank"]) $(id).replaceChildren();
+    DashKernels.reset();
     $("rules").tBodies[0].replaceChildren();
     $("rules-empty").hidden = true; $("range-reset").hidden = true; $("live").checked = true;
     for (const id of ["job-gpus", "device", "ran-ahead", "gpu-memory"]) $(id).hidden = true;
