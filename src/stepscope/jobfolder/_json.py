@@ -149,10 +149,12 @@ class FaultJson(TypedDict, total=False):
     ``sampler-store`` record sums the seconds its store calls ``blocked_seconds``.
     An ``abrupt-exit`` record names the rank (``rank_pid``) and the ``lost_seconds``
     of steps it may have lost; a ``clock-step`` record the wall clock's newest
-    ``step_seconds``.
+    ``step_seconds``; a ``rule-action`` record the ``rule`` whose webhook or command
+    failed.
     """
 
     component: str
+    rule: str
     node: str
     rank: int | None
     local_rank: int
