@@ -6,6 +6,8 @@ job (the watched process and all its descendants) that used at least ``min_cpu``
 of one core) since the last scan. Reading every process costs: on Linux one small
 procfs file each (~1.3 ms for 90 processes, BENCHMARKS.md), hence the spacing, which
 ``system/`` rows at every sample do not need. Elsewhere psutil reads them (slower).
+Each scan also splits all the others' CPU by the job's autogroup (``_autogroup``):
+``others_cpu_group`` and ``others_groups`` of the ``system/`` row of that sample.
 A process counts from the first scan that finds it (its count starts there): one
 that lives less than a scan interval is not named, as in ``proc_cpu``'s tree.
 
