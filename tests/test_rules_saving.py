@@ -60,6 +60,32 @@ def test_a_wait_off_the_cpu_is_saved_on_a_busy_node(tmp_path: Path) -> None:
     assert dec.cost_seconds == slept.cost_seconds == pytest.approx(W, rel=1e-3)
 
 
+def sleeping_job(path: Path, pool_wait: float | None) -> Path:
+    """No core idle, the job at 0.2 core (a loader that sleeps), its workers waiting
+    ``pool_wait`` % of a core for one (None: not recorded, an older job)."""
+    store = rd.new_job(path, end=rd.T0 + 5 + N * 0.2)
+    rd.node_info(store, gpus=0)
+    system = rd.system_frame(int((N * 0.2 + 10) / 0.5), cpu=100.0)
+    system["proc_cpu"] = np.float32(20.0)
+    if pool_wait is not None:
+        system["proc_pool_run_wait"] = np.float32(pool_wait)
+    rd.write_system(store, system)
+    rd.write_steps(store, rd.steps_frame(N, **WAITING))
+    events(store, FACTS)
+    return path
+
+
+def test_a_worker_waiting_for_a_core_is_no_wait_off_the_cpu(tmp_path: Path) -> None:
+    """The sleeping loader's job, its workers queued 0.1 core: of the wait, T * 0.3 s
+    needed a core (0.2 running, 0.1 waiting for one), not T * 0.2."""
+    queued = judge(sleeping_job(tmp_path / "queued", 10.0), "DataLoaderWorkers")
+    fires(queued)
+    assert queued.saving_seconds == pytest.approx(W - T * 0.3, rel=1e-3)
+    older = judge(sleeping_job(tmp_path / "older", None), "DataLoaderWorkers")
+    fires(older)
+    assert older.saving_seconds == pytest.approx(W - T * 0.2, rel=1e-3)
+
+
 def contended_job(
     path: Path,
     run_queue: float | None,

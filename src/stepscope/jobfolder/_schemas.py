@@ -108,6 +108,7 @@ SYSTEM_PRESSURE_SCHEMA = pa.schema(
         pa.field("own_cpu", pa.float32()),
         pa.field("others_cpu_group", pa.float32()),
         pa.field("others_groups", pa.int32()),
+        pa.field("proc_pool_run_wait", pa.float32()),
     ]
 )
 SYSTEM_SCHEMA = pa.schema([*SYSTEM_BASE_SCHEMA, *SYSTEM_PRESSURE_SCHEMA])

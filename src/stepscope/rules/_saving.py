@@ -5,7 +5,8 @@ not remove it. While the steps wait, the job uses ``job`` cores of the node and
 ``idle`` cores stay idle. Workers (one per usable core, ``w``) take the idle cores,
 and on a contended node their fair share of the busy ones: the scheduler shares the
 cores among the runnable tasks (``run_queue``), of which the job's are ``job +
-queued`` (running, and waiting for a core: ``proc_run_wait``), so with the workers
+queued`` (running, and waiting for a core: ``proc_run_wait`` of the training
+threads plus ``proc_pool_run_wait`` of the workers), so with the workers
 the job gets about ``cores * (n + w) / (run_queue + w)`` cores. The job may use at
 most ``room = min(usable, max(job + idle, that share))`` cores. The same work
 over ``T`` seconds of steps then takes at least ``T * job / room`` seconds, so the
@@ -15,8 +16,9 @@ as the job's; without the node's CPU there is no bound (the whole wait).
 
 Only the wait spent on a CPU needs the cores: of a wait ``W``, at least
 ``W - T * (job + queued)`` was spent off the CPU (a sleep, slow storage: the job's
-CPU seconds hold all its waits' CPU, ``queued`` is its training threads' run-queue
-wait, ``proc_run_wait``), and workers overlap that part without cores. The bound is
+CPU seconds hold all its waits' CPU, ``queued`` its training threads' and workers'
+run-queue wait: a worker waiting for a core is no wait off the CPU), and workers
+overlap that part without cores. The bound is
 ``min(W, max(W - T * (job + queued), 0) + T * (1 - job / room))``: a sleeping loader
 saves its wait on a busy node, a decoding one only what the idle cores absorb.
 
@@ -120,7 +122,9 @@ def idle_core_bound(
     idle = max(cores - busy, 0.0)
     proc = sample_mean(system, "proc_cpu", *span)  # % of one core, summed
     job = proc / 100.0 if proc is not None else busy
-    queued = (sample_mean(system, "proc_run_wait", *span) or 0.0) / 100.0
+    # the job's tasks waiting for a core: the main threads and the workers'
+    waits = (sample_mean(system, c, *span) for c in ("proc_run_wait", "proc_pool_run_wait"))
+    queued = sum(w or 0.0 for w in waits) / 100.0
     own = (sample_mean(system, "own_cpu", *span) or 0.0) / 100.0
     others = _others(system, span, max(busy - job - own, 0.0), autogroup)
     share = _fair_share(system, span, job + queued, cores, usable, others)
