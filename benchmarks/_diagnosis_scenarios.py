@@ -102,9 +102,9 @@ DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 1.5"  # two w
 # machine stretches their CPU part.
 IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 128 --compute 0 --threads 1"
 FEW_WORKERS = "--seconds 10 --workers 1 --decode-ms 1"  # one worker decoding, the loop waits
-# Issue 30's cases: small steps of one torch thread (two spin against a loaded host's
-# other work), so a problem of a few seconds is a large share of the job.
-SMALL = "--threads 1 --compute 40"  # ~11 ms steps idle
+# Issue 30's cases: small steps, so a problem of a few seconds is a large share of the
+# job. Two torch threads (one leaves a core idle, which CPUBoundThreads rightly names).
+SMALL = "--threads 2 --compute 40"
 FOUR_STALLS = f"--steps 210 {SMALL} --stall-every 50"  # 0.5 s after steps 50, 100, 150, 200
 PY_SHARE = "--steps 1500 --seconds 12 --threads 1 --compute 9"  # ~2.8 ms steps idle
 # Beside a hog of one busy process per core: lighter steps (~3.5 ms idle), still short.
@@ -120,7 +120,12 @@ STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorke
 SCENARIOS: tuple[Scenario, ...] = (
     s("healthy-tiny", "--steps 300 --seconds 10"),
     s("healthy-eval", "--steps 300 --seconds 10 --compute 6 --eval-every 50"),
-    s("healthy-workers", "--steps 400 --seconds 10 --workers 2 --decode-ms 0.05 --compute 3"),
+    # One worker kept between epochs (two, restarted every 128 steps, beside torch's two
+    # threads on 2 cores made the loop wait 31-34% of its steps: not healthy here).
+    s(
+        "healthy-workers",
+        "--steps 400 --seconds 10 --workers 1 --persistent --decode-ms 0.05 --compute 3",
+    ),
     s("healthy-gpu", "--steps 300 --seconds 8 --compute 3", gpu="busy"),
     s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier", fixed="--steps 330"),
     s(

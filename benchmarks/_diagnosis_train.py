@@ -12,6 +12,8 @@ however slow the steps. Knobs, all off by default:
 --read-ms MS         sleep MS ms per sample in ``__getitem__`` (slow storage)
 --decode-ms MS       CPU work of MS ms (idle) per sample in ``__getitem__`` (decoding)
 --workers W          DataLoader workers
+--persistent         keep the workers between epochs (``persistent_workers``), with
+                     4 batches prefetched each: no restart of the workers every epoch
 --stall-every N --stall-s S    a pause of S s after every N-th training step
 --save-every N --save-mb MB    a checkpoint after every N-th step: ``torch.save`` of the
                      model and MB MB of optimizer-like state, then fsync (a periodic
@@ -131,6 +133,7 @@ def parse() -> argparse.Namespace:
     for name in ("--start-s", "--read-ms", "--decode-ms", "--stall-s", "--write-mb", "--save-mb",
                  "--python-ms", "--straggle-ms", "--hold-gb", "--device-ms"):  # fmt: skip
         p.add_argument(name, type=float, default=0.0)
+    p.add_argument("--persistent", action="store_true")
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--model", default="mlp", choices=("mlp", "sigmoid"))
     p.add_argument("--task", default="classify", choices=("classify", "regress"))
@@ -201,7 +204,10 @@ def main() -> None:
     model = build(a)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
     loss_fn = nn.MSELoss() if a.task == "regress" else nn.CrossEntropyLoss()
-    loader = DataLoader(Points(4096, a, 0), batch_size=a.batch, shuffle=True, num_workers=a.workers)
+    kept = {"persistent_workers": True, "prefetch_factor": 4} if a.persistent else {}
+    loader = DataLoader(
+        Points(4096, a, 0), batch_size=a.batch, shuffle=True, num_workers=a.workers, **kept
+    )
     val = DataLoader(Points(256, a, 1), batch_size=64)
     step, end = 0, time.monotonic() + (a.seconds or float("inf"))
     with tempfile.TemporaryDirectory(prefix="diagnosis-") as folder:

@@ -56,6 +56,7 @@ def cpu_job(
     proc_cpu: float | None = 150.0,
     proc_cpu_main: float | None = 100.0,
     n: int = N,
+    own_cpu: float | None = None,
 ) -> Path:
     """A one-node CPU job (4 cores) with the given facts, steps and samples."""
     store = rd.new_job(path, end=rd.T0 + 5 + n * 0.2)
@@ -64,6 +65,8 @@ def cpu_job(
     system["proc_cpu"] = np.float32(proc_cpu) if proc_cpu is not None else np.nan
     if proc_cpu_main is not None:
         system["proc_cpu_main"] = np.float32(proc_cpu_main)
+    if own_cpu is not None:
+        system["own_cpu"] = np.float32(own_cpu)
     rd.write_system(store, system)
     rd.write_steps(store, rd.steps_frame(n, **(steps or {})))
     rd.write_process_start(store)
@@ -160,6 +163,22 @@ def test_cpu_bound_threads_fires_when_threads_leave_cores_idle(tmp_path: Path) -
     assert "CPU-bound at 1 torch thread(s)" in res.findings[0].message
     assert "2.8 of 4 usable core(s) stay idle" in res.findings[0].message
     silent(judge(full, "CPUBoundThreads"))
+
+
+def test_cpu_bound_threads_counts_a_core_nearly_idle_and_stepscope_s_own_cpu(
+    tmp_path: Path,
+) -> None:
+    """Three busy threads on 4 cores: 0.85 core idle beside the sampler's 8% of a core
+    is 0.93 core for a fourth thread (at least the busy threshold's 0.9); the twin,
+    without the sampler's CPU recorded, is 0.85 (silent)."""
+    facts, cpu = [threads(3)], 100.0 - 85.0 / 4
+    busy = {"proc_cpu": 300.0, "proc_cpu_main": 300.0}
+    near = cpu_job(tmp_path / "near", facts, cpu=cpu, own_cpu=8.0, **busy)
+    res = judge(near, "CPUBoundThreads")
+    fires(res)
+    assert "about 0.9 of 4 usable core(s) stay idle" in res.findings[0].message
+    far = cpu_job(tmp_path / "far", facts, cpu=cpu, **busy)
+    silent(judge(far, "CPUBoundThreads"))
 
 
 def test_cpu_bound_threads_ignores_steps_that_are_not_compute(tmp_path: Path) -> None:

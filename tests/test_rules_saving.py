@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import rules_data as rd
@@ -59,16 +60,54 @@ def test_a_wait_off_the_cpu_is_saved_on_a_busy_node(tmp_path: Path) -> None:
     assert dec.cost_seconds == slept.cost_seconds == pytest.approx(W, rel=1e-3)
 
 
-def contended_job(path: Path, run_queue: float | None, autogroup: bool | None = False) -> Path:
+def sleeping_job(path: Path, pool_wait: float | None) -> Path:
+    """No core idle, the job at 0.2 core (a loader that sleeps), its workers waiting
+    ``pool_wait`` % of a core for one (None: not recorded, an older job)."""
+    store = rd.new_job(path, end=rd.T0 + 5 + N * 0.2)
+    rd.node_info(store, gpus=0)
+    system = rd.system_frame(int((N * 0.2 + 10) / 0.5), cpu=100.0)
+    system["proc_cpu"] = np.float32(20.0)
+    if pool_wait is not None:
+        system["proc_pool_run_wait"] = np.float32(pool_wait)
+    rd.write_system(store, system)
+    rd.write_steps(store, rd.steps_frame(N, **WAITING))
+    events(store, FACTS)
+    return path
+
+
+def test_a_worker_waiting_for_a_core_is_no_wait_off_the_cpu(tmp_path: Path) -> None:
+    """The sleeping loader's job, its workers queued 0.1 core: of the wait, T * 0.3 s
+    needed a core (0.2 running, 0.1 waiting for one), not T * 0.2."""
+    queued = judge(sleeping_job(tmp_path / "queued", 10.0), "DataLoaderWorkers")
+    fires(queued)
+    assert queued.saving_seconds == pytest.approx(W - T * 0.3, rel=1e-3)
+    older = judge(sleeping_job(tmp_path / "older", None), "DataLoaderWorkers")
+    fires(older)
+    assert older.saving_seconds == pytest.approx(W - T * 0.2, rel=1e-3)
+
+
+def contended_job(
+    path: Path,
+    run_queue: float | None,
+    autogroup: bool | None = False,
+    group: tuple[float, int] | None = None,
+) -> Path:
     """No core idle, the job at 1.5 cores, its training thread waiting half the time
     for a core; ``run_queue`` runnable tasks on the node (None: not recorded), shared
-    by task (``autogroup`` off) or first by session."""
+    by task (``autogroup`` off) or first by session; ``group``: the others' CPU in the
+    job's autogroup (% of a core) and the other busy autogroups, at every 6th sample
+    (a scan of the other processes every 3 s)."""
     store = rd.new_job(path, end=rd.T0 + 5 + N * 0.2)
     rd.node_info(store, gpus=0, autogroup=autogroup)
     system = rd.system_frame(int((N * 0.2 + 10) / 0.5), cpu=100.0)
     system["proc_run_wait"] = np.float32(50.0)
     if run_queue is not None:
         system["run_queue"] = np.int32(run_queue)
+    if group is not None:
+        scans = np.arange(len(system)) % 6 == 5
+        system["others_cpu_group"] = np.where(scans, group[0], np.nan).astype(np.float32)
+        system["others_groups"] = pd.array(np.where(scans, group[1], 0), "Int32")
+        system.loc[~scans, "others_groups"] = pd.NA
     rd.write_system(store, system)
     rd.write_steps(store, rd.steps_frame(N, **WAITING))
     events(store, FACTS)
@@ -101,6 +140,41 @@ def test_where_sessions_share_the_cores_first_workers_get_no_larger_share(
     fires(res)
     assert res.saving_seconds == pytest.approx(0.0, abs=1e-6)
     assert "fair share" not in str(res.details["saving_bound"])
+
+
+def test_with_autogroup_on_only_the_jobs_session_shares_by_task(tmp_path: Path) -> None:
+    """The same queue, the kernel sharing by session first: where the others (2.5
+    cores) are all in the job's autogroup, the workers get their fair share by task as
+    with autogroup off; where they are in one other busy autogroup, the job's group
+    takes back an equal half of the node (2 cores) and its tasks have it to
+    themselves: the same 2 cores; where three other groups are busy, a quarter is less
+    than the 1.5 cores the job has, and nothing is saved."""
+    fair = T * (1 - 1.5 / 2.0)
+    same = judge(contended_job(tmp_path / "same", 8, True, (250.0, 0)), "DataLoaderWorkers")
+    fires(same)
+    assert same.saving_seconds == pytest.approx(fair, rel=1e-3)
+    why = str(same.details["saving_bound"])
+    assert "about 2.00 cores in all (its fair share in its session's autogroup)" in why
+    one = judge(contended_job(tmp_path / "one", 8, True, (0.0, 1)), "DataLoaderWorkers")
+    fires(one)
+    assert one.saving_seconds == pytest.approx(fair, rel=1e-3)
+    three = judge(contended_job(tmp_path / "three", 8, True, (0.0, 3)), "DataLoaderWorkers")
+    fires(three)
+    assert three.saving_seconds == pytest.approx(0.0, abs=1e-6)
+    assert "(its fair share" not in str(three.details["saving_bound"])
+
+
+def test_competitors_split_between_sessions_share_in_proportion(tmp_path: Path) -> None:
+    """Half the others (1.25 cores) in the job's autogroup, half in one other: the
+    job's group keeps 2.75 cores; of the 6 runnable tasks not the job's, half (3) are
+    taken as its group's: with 4 workers the job's 6 of 9 tasks get 1.83 cores. The
+    twin without the split (an older job): the others keep what they use, none idle."""
+    res = judge(contended_job(tmp_path / "half", 8, True, (125.0, 1)), "DataLoaderWorkers")
+    fires(res)
+    assert res.saving_seconds == pytest.approx(T * (1 - 1.5 / (2.75 * 6 / 9)), rel=1e-3)
+    older = judge(contended_job(tmp_path / "older", 8, True), "DataLoaderWorkers")
+    fires(older)
+    assert older.saving_seconds == pytest.approx(0.0, abs=1e-6)
 
 
 def test_without_the_jobs_cpu_the_nodes_busy_cpu_is_taken_as_the_jobs(tmp_path: Path) -> None:

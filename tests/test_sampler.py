@@ -55,6 +55,8 @@ BASE_TYPES = {
     "run_queue": pa.int32(),
     "swap_used": pa.float64(), "swap_in_bps": pa.float64(), "swap_out_bps": pa.float64(),
     "proc_thread_run_wait": pa.float32(), "own_cpu": pa.float32(),
+    "others_cpu_group": pa.float32(), "others_groups": pa.int32(),
+    "proc_pool_run_wait": pa.float32(),
 }  # fmt: skip
 OTHERS_TYPES = {
     "time": pa.float64(), "node": pa.string(), "pid": pa.int32(), "name": pa.string(),

@@ -83,7 +83,7 @@ def watch(args: list[str]) -> tuple[list[dict[str, float | None]], str]:
         if cpu is not None:
             dt = now - last
             rows.append({"dt": dt, "cpu": cpu, "main": tree.main_cpu, "io_wait": tree.io_wait,
-                         "write_bps": tree.io_bps[1]})  # fmt: skip
+                         "write_bps": tree.io_bps[1], "pool_wait": tree.pool_run_wait})  # fmt: skip
         last = now
     out, _ = job.communicate(timeout=60)
     return rows, out
@@ -97,6 +97,48 @@ def test_short_lived_dataloader_workers_are_counted() -> None:
     # Before: a worker counted from the (1 s) listing that found it, most never.
     assert pool_seconds / 100.0 >= 0.8 * children
     assert pool_seconds / 100.0 <= 1.2 * children + 0.1  # never counted twice
+
+
+# Two persistent workers on one core (the job pinned to it): both burn CPU, so each
+# waits for the core while the other runs; or both sleep, and wait for no core.
+PINNED_WORKERS = textwrap.dedent(
+    """
+    import os, sys, time, torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Items(Dataset):
+        def __len__(self):
+            return 64
+        def __getitem__(self, i):
+            if sys.argv[1] == "sleep":
+                time.sleep(0.05)
+            else:
+                end = time.thread_time() + 0.05
+                while time.thread_time() < end:
+                    pass
+            return torch.zeros(4)
+
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    torch.set_num_threads(1)
+    loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True)
+    end = time.monotonic() + 4
+    while time.monotonic() < end:
+        for batch in loader:
+            pass
+    """
+)
+
+
+def test_workers_waiting_for_a_core_are_recorded() -> None:
+    """``pool_run_wait``: the workers' main threads' wait for a core, summed."""
+    busy, _ = watch(["-c", PINNED_WORKERS, "busy"])
+    asleep, _ = watch(["-c", PINNED_WORKERS, "sleep"])
+    busy_waits = [r["pool_wait"] for r in busy if r["pool_wait"] is not None]
+    sleep_waits = [r["pool_wait"] for r in asleep if r["pool_wait"] is not None]
+    assert busy_waits and sleep_waits  # known once a worker was read twice
+    # two busy workers on one core: together they wait about one interval in each
+    assert statistics.median(busy_waits) >= 40.0, busy_waits
+    assert statistics.median(sleep_waits) < 20.0 <= statistics.median(busy_waits), sleep_waits
 
 
 def test_threads_in_disk_sleep_and_written_bytes(tmp_path: Path) -> None:

@@ -179,7 +179,8 @@ def diagnose_verdicts(verdicts: Iterable[RuleVerdict], facts: JobFacts) -> Diagn
     """The diagnosis of a job from its rule verdicts (``rules/*.json`` dicts) and facts.
 
     Problems are ranked by ``cost_seconds`` (most first; ties by severity, then
-    rule name), those without a cost after, by severity. Costs are counted once
+    rule name), those without a cost after, by severity: by the measured cost, not
+    the modelled saving (docs/rules.md, "Diagnosis", says why). Costs are counted once
     (:mod:`.diagnosis_overlap`): they never add up to more than the job; a rule that
     prices next to nothing beyond its cause is folded into the cause's entry. Each
     entry says what its fix would save when that is less than its cost

@@ -113,6 +113,9 @@ SYSTEM_PRESSURE_SCHEMA = pa.schema(
         pa.field("swap_out_bps", pa.float64()),
         pa.field("proc_thread_run_wait", pa.float32()),
         pa.field("own_cpu", pa.float32()),
+        pa.field("others_cpu_group", pa.float32()),
+        pa.field("others_groups", pa.int32()),
+        pa.field("proc_pool_run_wait", pa.float32()),
     ]
 )
 SYSTEM_SCHEMA = pa.schema([*SYSTEM_BASE_SCHEMA, *SYSTEM_PRESSURE_SCHEMA])

@@ -19,7 +19,7 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
-from stepscope.rules._saving import bounded, idle_core_bound, shared_by_task
+from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
 from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding
@@ -95,8 +95,8 @@ class DataLoading(NodeRule):
         facts = rank_facts(data.events)
         usable = min((f.affinity for f in facts.values() if f.affinity), default=None)
         times = float(rows["total"].sum()), float(rows["wait"].sum())
-        cores, fair = node_cores(data, facts), shared_by_task(data)
-        bound = idle_core_bound(data.system, span, times, cores, usable, fair)
+        cores, grouped = node_cores(data, facts), autogroup_of(data)
+        bound = idle_core_bound(data.system, span, times, cores, usable, grouped)
         return bounded(cost, bound)
 
     def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:

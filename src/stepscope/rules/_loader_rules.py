@@ -34,7 +34,7 @@ from stepscope.rules._device import DATA_WAIT_INPUT, with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_s
-from stepscope.rules._saving import bounded, idle_core_bound, shared_by_task
+from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import share_finding
 
@@ -108,8 +108,8 @@ class DataLoaderWorkers(NodeRule):
         span = float(rows["start"].min()), float(rows["end"].max())
         cores = node_cores(data, {int(rows["rank"].iloc[0]): facts})
         times = float(rows["duration"].sum()), wait
-        fair = shared_by_task(data)
-        bound = idle_core_bound(data.system, span, times, cores, facts.affinity, fair)
+        grouped = autogroup_of(data)
+        bound = idle_core_bound(data.system, span, times, cores, facts.affinity, grouped)
         return Priced(wait, *bounded(wait, bound))
 
     def _judge(

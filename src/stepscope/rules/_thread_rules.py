@@ -9,7 +9,10 @@ node, over the typical training steps (stalls left out):
   on the cores, and torch's spinning threads lose the time they wait;
 * **underused**: the main processes use their threads fully (median CPU at least
   ``busy_threshold`` % of the threads), at least ``min_idle_cores`` cores are idle
-  (node CPU, median), and the threads plus the workers leave such cores unused.
+  (node CPU, median, stepscope's own ``own_cpu`` counted as idle; a core is idle at
+  ``busy_threshold`` % of it, as a thread is busy), and the threads plus the workers
+  leave such cores unused. Without the tolerance one busy thread on 2 cores never
+  fired: the sampler and the OS keep the other core's idle just under 1.
 
 Both only when the steps are mostly compute (median share of forward, backward and
 optimizer at least ``compute_share``): otherwise the threads are not what a step
@@ -108,7 +111,13 @@ class CPUBoundThreads(NodeRule):
         idle = self._idle(data, cores, start, end)
         busy = float(self.p_float("busy_threshold")) / 100.0
         spare = min(usable - demand, idle) if idle is not None else 0.0
-        if main is None or main < busy * threads * 100.0 or spare < self.p_float("min_idle_cores"):
+        # A core counts as idle at busy_threshold of it, as a thread counts as busy: the
+        # OS and other light processes take a little of every core.
+        if (
+            main is None
+            or main < busy * threads * 100.0
+            or spare < busy * self.p_float("min_idle_cores")
+        ):
             return None
         return self._finding(
             steps,
@@ -120,8 +129,13 @@ class CPUBoundThreads(NodeRule):
 
     @staticmethod
     def _idle(data: RuleInput, cores: int | None, start: float, end: float) -> float | None:
+        """Idle cores (median), stepscope's own CPU (``own_cpu``: the sampler, the live
+        rule runner) counted as idle: the measurement is not the node's work."""
         cpu = sample_median(data.system, "cpu", start, end)
-        return cores * (1.0 - cpu / 100.0) if cores and cpu is not None else None
+        if not cores or cpu is None:
+            return None
+        own = sample_median(data.system, "own_cpu", start, end) or 0.0
+        return min(cores * (1.0 - cpu / 100.0) + own / 100.0, float(cores))
 
     def _finding(self, steps: pd.DataFrame, what: str, value: float, limit: float) -> Finding:
         first, last = int(steps["step"].min()), int(steps["step"].max())

@@ -6,6 +6,8 @@ job (the watched process and all its descendants) that used at least ``min_cpu``
 of one core) since the last scan. Reading every process costs: on Linux one small
 procfs file each (~1.3 ms for 90 processes, BENCHMARKS.md), hence the spacing, which
 ``system/`` rows at every sample do not need. Elsewhere psutil reads them (slower).
+Each scan also splits all the others' CPU by the job's autogroup (``_autogroup``):
+``others_cpu_group`` and ``others_groups`` of the ``system/`` row of that sample.
 A process counts from the first scan that finds it (its count starts there): one
 that lives less than a scan interval is not named, as in ``proc_cpu``'s tree.
 
@@ -25,6 +27,7 @@ import psutil
 import pyarrow as pa
 
 from stepscope.jobfolder import paths
+from stepscope.sampler._autogroup import GroupSplit, split_by_group
 from stepscope.sampler._encoding import others_batch
 from stepscope.sampler._nvml import Row
 from stepscope.store import SegmentWriter, Store
@@ -65,6 +68,7 @@ class OtherProcesses:
         self._own_cpu: tuple[float, dict[int, float]] | None = None  # mono, CPU s by pid
         self._last: dict[tuple[int, float], float] = {}  # CPU seconds at the last scan
         self._scanned: float | None = None  # monotonic time of the last scan
+        self.split: GroupSplit | None = None  # the last scan's, by the job's autogroup
 
     def due(self, mono: float) -> bool:
         return self._scanned is None or mono - self._scanned >= self.every_s
@@ -86,6 +90,7 @@ class OtherProcesses:
             for p in procs
             if p.pid not in mine and p.pid not in self.own and p.key in before
         ]
+        self.split = split_by_group(self.root, ((c, p.pid) for c, p in used), self.min_cpu)
         busiest = sorted((u for u in used if u[0] >= self.min_cpu), key=lambda u: -u[0])
         return [
             {"pid": p.pid, "name": p.name, "command": _command(p.pid), "cpu": cpu}
@@ -115,14 +120,20 @@ class OthersStream:
         self._writer = SegmentWriter(store, paths.others_stream(node))
         self._scanned: deque[pa.RecordBatch] = deque()  # thread-safe append and popleft
 
-    def sample(self, mono: float, time: float, interval_s: float) -> None:
-        """Scan if one is due (every ``EVERY_S`` s, or ``interval_s`` if longer)."""
+    def sample(self, mono: float, time: float, interval_s: float) -> Row:
+        """Scan if one is due (every ``EVERY_S`` s, or ``interval_s`` if longer); the
+        system columns of the split by the job's autogroup (null without a scan)."""
         self.scanner.every_s = max(EVERY_S, interval_s)
+        self.scanner.split = None
         if self.scanner.due(mono):
             rows = self.scanner.scan(mono)
             head: Row = {"time": time, "node": self.node}
             if rows:
                 self._scanned.append(others_batch([head | r for r in rows]))
+        split = self.scanner.split
+        if split is None:
+            return {"others_cpu_group": None, "others_groups": None}
+        return {"others_cpu_group": split.same_cpu, "others_groups": split.groups}
 
     def flush(self, final: bool = False) -> None:
         while self._scanned:

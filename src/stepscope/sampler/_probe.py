@@ -89,6 +89,7 @@ class SystemProbe:
         row["proc_cpu_main"] = self.processes.main_cpu
         row["proc_run_wait"] = self.processes.run_wait
         row["proc_thread_run_wait"] = self.processes.thread_run_wait
+        row["proc_pool_run_wait"] = self.processes.pool_run_wait
         row["proc_io_wait"] = self.processes.io_wait
         row["proc_read_bps"], row["proc_write_bps"] = self.processes.io_bps
         # memory (mem_*), steal, run queue and swap: docs/format.md

@@ -195,10 +195,10 @@ class Sampler:
         row["interval_ms"] = self.interval_ms
         row.update(self.probe.read(mono))
         row["own_cpu"] = self.others.scanner.own_cpu(mono)
+        row |= self.others.sample(mono, wall, self.interval_ms / 1e3)  # a scan, if due
         self._pending.add(row)
         self.samples += 1
         self.gaps.sampled(wall, self.interval_ms / 1e3)
-        self.others.sample(mono, wall, self.interval_ms / 1e3)
 
     def _write_node(self) -> None:
         self.store.write_json(paths.node_key(self.node), node_facts(self))

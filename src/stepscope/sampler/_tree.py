@@ -78,6 +78,8 @@ class ProcessTree:
         self.io_wait: float | None = None  # % of the job's active threads in disk sleep
         self.io_bps: tuple[float | None, float | None] = (None, None)  # read, write
         self._delays: dict[psutil.Process, float] = {}  # run_delay at the last reading
+        self._pool_delays: dict[psutil.Process, float] = {}  # the pool children's
+        self.pool_run_wait: float | None = None  # their main threads' run-queue wait, %
         self._thread_delays: dict[psutil.Process, dict[int, float]] = {}  # by thread id
 
     def read(self, dt: float | None) -> tuple[float | None, float | None]:
@@ -133,26 +135,16 @@ class ProcessTree:
         self.io_bps = (job[1] / dt, job[2] / dt) if dt and seen else (None, None)
         # per thread: one read of each main process's threads gives both columns
         threads = {p: thread_delays(p.pid) for p in seen if self.roles.is_main(p)}
-        self.run_wait = self._run_wait(threads, dt)
+        self.run_wait, self._delays = _waited(threads, self._delays, dt)
         self.thread_run_wait = self._thread_run_wait(threads, dt)
+        # the pool children's (data-loader workers') main threads: one file each
+        pool: dict[psutil.Process, dict[int, float]] = {
+            p: {} for p in seen if not self.roles.is_main(p)
+        }
+        self.pool_run_wait, self._pool_delays = _waited(pool, self._pool_delays, dt)
         scan = self._scan
         active = scan.running + scan.disk if scan else 0
         self.io_wait = (100.0 * scan.disk / active if active else 0.0) if scan and seen else None
-
-    def _run_wait(
-        self, threads: dict[psutil.Process, dict[int, float]], dt: float | None
-    ) -> float | None:
-        """% of ``dt`` the main processes' main threads waited runnable for a core,
-        summed: the training loop delayed by other work on its cores."""
-        delays = {
-            p: d
-            for p, mine in threads.items()
-            if (d := mine[p.pid] if p.pid in mine else run_delay(p.pid)) is not None
-        }
-        waited = sum(max(d - self._delays[p], 0.0) for p, d in delays.items() if p in self._delays)
-        known = any(p in self._delays for p in delays)
-        self._delays = delays
-        return 100.0 * waited / dt if dt and known else None
 
     def _thread_run_wait(
         self, threads: dict[psutil.Process, dict[int, float]], dt: float | None
@@ -205,3 +197,21 @@ class ProcessTree:
         known = {p.pid: p for p in self._members}
         found = [known.get(pid) or process(pid) for pid in pids]
         return [p for p in found if p is not None]
+
+
+def _waited(
+    threads: dict[psutil.Process, dict[int, float]],
+    before: dict[psutil.Process, float],
+    dt: float | None,
+) -> tuple[float | None, dict[psutil.Process, float]]:
+    """% of ``dt`` the processes' main threads waited runnable for a core, summed (the
+    training loop, or a worker, delayed by other work on its cores; None where no
+    process was read before), and the run delays now, for the next reading."""
+    delays = {
+        p: d
+        for p, mine in threads.items()
+        if (d := mine[p.pid] if p.pid in mine else run_delay(p.pid)) is not None
+    }
+    waited = sum(max(d - before[p], 0.0) for p, d in delays.items() if p in before)
+    known = any(p in before for p in delays)
+    return (100.0 * waited / dt if dt and known else None), delays
