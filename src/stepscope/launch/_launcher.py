@@ -69,6 +69,9 @@ class RunSpec:
         default_factory=lambda: os.environ.get("STEPSCOPE_NODE") or socket.gethostname()
     )
     rules: bool = True
+    # experiment trackers the live rule runner logs to ("mlflow", "wandb"):
+    # docs/integrations.md; the runner then starts as stepscope.export.live
+    trackers: tuple[str, ...] = ()
     # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
     dist: NodeLauncher | None = None
     # the job clock's monotonic offset (JobClock.offset_s), set by run(): the agent's

@@ -11,6 +11,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, paths, read_meta
 from stepscope.process import ExitWatch, ProgressWriter, Word
@@ -24,6 +25,9 @@ from stepscope.rules._schedule import next_delay
 from stepscope.rules._types import RuleResult, Status
 from stepscope.store import Store
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
 SCAN_COMPONENT = "rules-scan"
@@ -35,6 +39,15 @@ def write_results(store: Store, results: Sequence[RuleResult]) -> None:
     """``rules/<Rule>.json`` for each result, written whole (atomically)."""
     for res in results:
         store.write_json(paths.rule_key(res.rule), res.to_dict())
+
+
+class Observer(Protocol):
+    """Who else sees the rows each scan read and the final verdicts (the trackers'
+    live logger, ``stepscope.export.live``). Its calls must return at once and never
+    raise: the runner's loop is what the launcher watches for a hang."""
+
+    def seen(self, frames: dict[str, pd.DataFrame]) -> None: ...
+    def ended(self, results: list[RuleResult]) -> None: ...
 
 
 class Runner:
@@ -73,6 +86,7 @@ class Runner:
         self.faults = FaultLog(job.store, where, pid, {"rank": None}, wall=clock)
         # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
         self.progress = ProgressWriter(None)
+        self.observer: Observer | None = None
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -88,12 +102,17 @@ class Runner:
         input is the same), unless a chunk is due to leave the buffer: a scan of idle
         streams costs their listings, not the rules.
         """
+        seen: dict[str, pd.DataFrame] = {}
         for kind, reader in self.readers.items():
             frame = reader.read_new()
             # rows added and not yet judged (also when a later read or the rules fail)
             self._unjudged = self._unjudged or frame is not None
             self.state.add(kind, frame)
+            if frame is not None:
+                seen[kind] = frame
             self.progress.beat()
+        if self.observer is not None and seen:
+            self.observer.seen(seen)
         now = self.clock()
         if self._unjudged or self._results is None or self.state.trim_due(now):
             results = written = self.state.evaluate(now)
@@ -196,7 +215,10 @@ class Runner:
         self.progress.beat()  # the final evaluation begins
         # a folder that took no verdict: the final one would be lost too (its reads cost
         # the CPU of a whole evaluation, and the launcher's return waits for it)
-        return [] if self.lost is not None else self.final()
+        results = [] if self.lost is not None else self.final()
+        if self.observer is not None:
+            self.observer.ended(results)
+        return results
 
 
 def _line(exc: BaseException) -> str:
