@@ -3,6 +3,7 @@ MLflow tracking store (the file backend in a temp folder), read back with Mlflow
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +114,31 @@ def test_points_are_medians_of_buckets_and_leave_missing_gpu_out() -> None:
     assert first["gpu_utilization_pct"] == 50.0 and second["gpu_utilization_pct"] == 90.0
     alone = step_points(steps, None)
     assert len(alone) == n and all("gpu_utilization_pct" not in p.values for p in alone)
+
+
+@pytest.mark.parametrize(
+    ("argv", "module", "extra"),
+    [
+        (["export", "mlflow", "JOB"], "mlflow", "mlflow"),
+        (["export", "wandb", "JOB"], "wandb", "wandb"),
+        (["run", "-o", "OUT", "--mlflow", "--", "python", "x.py"], "mlflow", "mlflow"),
+        (["run", "-o", "OUT", "--wandb", "--", "python", "x.py"], "wandb", "wandb"),
+    ],
+)
+def test_a_missing_extra_prints_its_pip_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    module: str,
+    extra: str,
+) -> None:
+    write_synthetic_job(str(tmp_path / "j"), SyntheticJob(name="j"))
+    for name in [m for m in list(sys.modules) if m.split(".")[0] == module]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    paths = {"JOB": str(tmp_path / "j"), "OUT": str(tmp_path / "out")}
+    assert main([paths.get(a, a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"pip install 'stepscope[{extra}]'" in err, err
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

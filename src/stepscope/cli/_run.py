@@ -54,17 +54,24 @@ def _resolve(args: argparse.Namespace) -> StepscopeConfig:
 TRACKERS = {"mlflow": ("MLFLOW_RUN_ID", "mlflow"), "wandb": ("WANDB_RUN_ID", "wandb")}
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules: blocked, as if missing
+        return False
+
+
 def trackers(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, ...]:
     """The trackers the live rule runner logs to: asked for (``--mlflow``), or a run
     of theirs given in the environment; an asked one must be installed."""
-    import importlib.util
-
     chosen = []
     for name, (run_env, module) in TRACKERS.items():
         asked = bool(getattr(args, name))
         if asked and args.no_rules:
             raise UsageError(f"--{name} logs from the live rule runner: drop --no-rules")
-        if asked and importlib.util.find_spec(module) is None:
+        if asked and not _installed(module):
             raise UsageError(
                 f"--{name}: {module} is not installed: pip install 'stepscope[{name}]'"
             )
