@@ -10,8 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import rules_data as rd
+import stepscope
 from stepscope.cli import main
 from stepscope.export._points import MAX_POINTS, step_points
+from stepscope.rules import build_rules
+from stepscope.rules.runner import Runner
+from stepscope.store import Store
 from stepscope.testing import SyntheticJob, write_synthetic_job
 
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
@@ -142,3 +147,62 @@ def test_a_missing_extra_prints_its_pip_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"pip install 'stepscope[{extra}]'" in err, err
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def _live_job(tmp_path: Path) -> tuple[object, object]:
+    import rules_data as rd
+    from stepscope.rules.runner import Runner
+
+    store = rd.new_job(tmp_path / "j", status="Running")
+    rd.node_info(store, gpus=0)
+    rd.write_process_start(store)
+    return store, Runner(stepscope.open(str(tmp_path / "j")), build_rules([]))
+
+
+def _scan(runner: Runner, store: Store, first: int, n: int) -> None:
+    frame = rd.steps_frame(n, start=rd.T0 + 5 + first * 0.2)
+    frame["step"] += first
+    rd.write_steps(store, frame)
+    runner.scan()
+
+
+def test_the_live_logger_logs_each_scan_and_the_final_verdicts(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stepscope.export.live import LiveLogger
+
+    client = _client(store)
+    run_id = client.create_run(client.create_experiment("live")).info.run_id
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setenv("MLFLOW_RUN_ID", run_id)
+    folder, runner = _live_job(tmp_path)
+    logger = LiveLogger(runner.job, ["mlflow"], every_s=0.0)
+    runner.observer = logger
+    _scan(runner, folder, 0, 30)
+    _scan(runner, folder, 30, 20)
+    logger.ended(runner.final())
+    assert not logger.thread.is_alive()
+    history = client.get_metric_history(run_id, "stepscope.step_time_s")
+    assert [m.step for m in history] == [29, 49]
+    assert all(m.value == pytest.approx(0.2) for m in history)
+    tags = client.get_run(run_id).data.tags
+    assert tags["stepscope.rule.StepOutlier"] in ("NoIssuesFound", "IssuesFound")
+    assert not list((tmp_path / "j").glob("faults/export-*"))
+
+
+def test_a_bad_run_id_live_is_a_fault_and_the_runner_goes_on(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stepscope.export.live import LiveLogger
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setenv("MLFLOW_RUN_ID", "nope")
+    folder, runner = _live_job(tmp_path)
+    logger = LiveLogger(runner.job, ["mlflow"], every_s=0.0)
+    runner.observer = logger
+    _scan(runner, folder, 0, 30)
+    results = runner.final()
+    logger.ended(results)
+    assert results and not logger.thread.is_alive()
+    (fault,) = (tmp_path / "j").glob("faults/export-mlflow-*.json")
+    assert "opening the run" in fault.read_text() and "nope" in fault.read_text()
