@@ -27,7 +27,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from stepscope.export._points import diagnosis_text, step_points, verdict_costs, verdict_tags
 from stepscope.jobfolder import FaultLog
 
 if TYPE_CHECKING:
@@ -127,6 +126,8 @@ class LiveLogger:
         """One point of the steps seen since the last."""
         import pandas as pd
 
+        from stepscope.export._points import step_points
+
         self.last = time.monotonic()
         if not self.steps:
             return
@@ -156,6 +157,7 @@ class LiveLogger:
 
     def _end(self, body: object) -> None:
         from stepscope.analysis.summary import summarize
+        from stepscope.export._points import diagnosis_text, verdict_costs, verdict_tags
 
         results = body if isinstance(body, list) else []
         verdicts = [r.to_dict() for r in results]
@@ -174,7 +176,8 @@ class LiveLogger:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The live rule runner with trackers: ``--tracker NAME`` (repeatable), then the
-    runner's own arguments."""
+    runner's own arguments. Nothing heavy is imported here: the runner waits for the
+    job's first data before it imports the rules (and this module's loggers, numpy)."""
     from stepscope.rules.runner import main as runner_main
 
     p = argparse.ArgumentParser(prog="python -m stepscope.export.live", add_help=False)
