@@ -30,6 +30,7 @@ QUIET_ENV = {
     "WANDB_CONSOLE": "off",
     "WANDB_DISABLE_CODE": "true",
     "WANDB_INIT_TIMEOUT": "30",  # a server that does not answer: 90 s by default
+    "WANDB_ERROR_REPORTING": "false",  # wandb's own crash reports (Sentry) stay home
 }
 
 
