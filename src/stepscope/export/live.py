@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 TRACKERS = ("mlflow", "wandb")
 EVERY_S = 10.0
 QUEUE = 64
-END_WAIT_S = 20.0  # for the last points, the verdicts and the run's close
+# for the last points, the verdicts and the runs' close: within the launcher's
+# TRACKERS_STOP_S (15 s) for its helpers, after the final evaluation
+END_WAIT_S = 10.0
 
 
 def open_tracker(kind: str, job: Job) -> Tracker:
@@ -79,8 +81,8 @@ class LiveLogger:
 
     def ended(self, results: list[RuleResult]) -> None:
         try:
-            self.inbox.put(("end", results), timeout=END_WAIT_S)
-        except queue.Full:
+            self.inbox.put(("end", results), timeout=1.0)
+        except queue.Full:  # the thread is stuck in a tracker: the verdicts are on disk
             return
         self.thread.join(END_WAIT_S)
 
@@ -117,6 +119,8 @@ class LiveLogger:
                 self._flush()
 
     def _add(self, frames: dict[str, pd.DataFrame]) -> None:
+        if not self.trackers:  # every tracker failed: nothing to keep
+            return
         if "steps" in frames:
             self.steps.append(frames["steps"])
         if "system" in frames:
@@ -181,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from stepscope.rules.runner import main as runner_main
 
     p = argparse.ArgumentParser(prog="python -m stepscope.export.live", add_help=False)
-    p.add_argument("--tracker", action="append", choices=TRACKERS, default=[])
+    p.add_argument(
+        "--tracker", action="append", choices=TRACKERS, default=[], help="log to it (repeatable)"
+    )
     args, rest = p.parse_known_args(argv)
     return runner_main(rest, observe=lambda job: LiveLogger(job, args.tracker))
 
