@@ -81,7 +81,7 @@ def test_every_subcommand_and_kind_is_walked() -> None:
     subs = _subcommands(parser())
     assert {"run", "ls", "show", "rules", "report", "demo", "export", "profile"} <= set(subs)
     assert {"config", "ui", "import"} <= set(subs)
-    assert set(_subcommands(subs["export"])) == {"tensorboard"}
+    assert {"tensorboard", "mlflow", "wandb"} <= set(_subcommands(subs["export"]))
     assert set(_subcommands(subs["import"])) == {"sagemaker"}
 
 

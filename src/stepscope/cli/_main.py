@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from stepscope.cli._compare import add_parser as add_compare_parser
+from stepscope.cli._export_trackers import add_parsers as add_tracker_parsers
 from stepscope.cli._help import top_parser
 from stepscope.cli._import import add_parser as add_import_parser
 from stepscope.cli._jobs import OUTPUT_ENV, add_job_argument, job_arg, output_folder
@@ -87,7 +88,9 @@ JSON_HELP = "print JSON instead of text (default: text)"
 
 
 def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("export", help="export a job's data to another tool (tensorboard)")
+    p = sub.add_parser(
+        "export", help="export a job's data to another tool (tensorboard, mlflow, wandb)"
+    )
     kinds = p.add_subparsers(dest="kind", required=True, title="kinds", metavar="KIND")
     tb = kinds.add_parser("tensorboard", help="the job's saved tensors as TensorBoard event files")
     add_job_argument(tb)
@@ -95,6 +98,7 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "dir", metavar="DIR", help="folder for the event files (tensorboard --logdir DIR)"
     )
     tb.set_defaults(fn=cmd_export)
+    add_tracker_parsers(kinds)
 
 
 def _add_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -224,6 +228,8 @@ def _missing_extra(exc: ModuleNotFoundError) -> int:
         "uvicorn": "dashboard",
         "s3fs": "s3",
         "tensorboardX": "tensorboard",
+        "mlflow": "mlflow",
+        "wandb": "wandb",
     }
     extra = extras.get((exc.name or "").split(".")[0])
     if extra is None:

@@ -52,6 +52,36 @@ def _resolve(args: argparse.Namespace) -> StepscopeConfig:
         raise
 
 
+# tracker -> (its run's environment variable, the package its extra installs)
+TRACKERS = {"mlflow": ("MLFLOW_RUN_ID", "mlflow"), "wandb": ("WANDB_RUN_ID", "wandb")}
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules: blocked, as if missing
+        return False
+
+
+def trackers(args: argparse.Namespace, env: dict[str, str]) -> tuple[str, ...]:
+    """The trackers the live rule runner logs to: asked for (``--mlflow``), or a run
+    of theirs given in the environment; an asked one must be installed."""
+    chosen = []
+    for name, (run_env, module) in TRACKERS.items():
+        asked = bool(getattr(args, name))
+        if asked and args.no_rules:
+            raise UsageError(f"--{name} logs from the live rule runner: drop --no-rules")
+        if asked and not _installed(module):
+            raise UsageError(
+                f"--{name}: {module} is not installed: pip install 'stepscope[{name}]'"
+            )
+        if (asked or env.get(run_env)) and not args.no_rules:
+            chosen.append(name)
+    return tuple(chosen)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from stepscope.launch import RunSpec, attach, prepare, run
 
@@ -84,6 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         interval_ms=cfg.profiler.system_monitor_interval_millis,
         rules=not args.no_rules,
         metrics=metrics,
+        trackers=trackers(args, dict(os.environ)),
     )
     return run(spec if plan is None else attach(spec, plan))
 
@@ -159,6 +190,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="HOST",
         help=f"address /metrics binds (default {METRICS_HOST}; beyond it, anyone who "
         "reaches the port reads the metrics)",
+    )
+    p.add_argument(
+        "--mlflow",
+        action="store_true",
+        help="log the job's metrics and verdicts to MLflow while it trains: the run "
+        "$MLFLOW_RUN_ID (also without this flag), else a new one (default: off)",
+    )
+    p.add_argument(
+        "--wandb",
+        action="store_true",
+        help="the same to Weights & Biases: the run $WANDB_RUN_ID (also without this "
+        "flag), else a new one (default: off)",
     )
     add_torchrun_options(p)
     p.add_argument(

@@ -39,6 +39,9 @@ if TYPE_CHECKING:  # the launcher imports this module: no import cycle at run ti
 # within about 5 s of the training's exit. The final evaluation of a 13 s job takes
 # 0.7 s from the training's exit here (BENCHMARKS.md, "Hung helpers").
 STOP_S = 3.5
+# With experiment trackers, the rule runner also logs the verdicts and closes their runs
+# (a W&B run's finish syncs its files): at least this long.
+TRACKERS_STOP_S = 15.0
 # A live helper whose progress file has not moved for this long is hung: recorded,
 # killed and restarted. Each beats at least once a second (the rule runner between
 # the stages of a scan); a niced helper on a busy node can wait seconds for a core.
@@ -66,10 +69,16 @@ def _sampler_cmd(spec: RunSpec, store: Store, child_pid: int, me: str) -> list[s
     )
 
 
-def _rules_cmd(store: Store, me: str, metrics: tuple[str, int] | None = None) -> list[str]:
+def _rules_cmd(
+    store: Store, me: str, metrics: tuple[str, int] | None = None, trackers: tuple[str, ...] = ()
+) -> list[str]:
     served = ["--metrics-host", metrics[0], "--metrics-port", str(metrics[1])] if metrics else []
+    # with trackers, the runner wrapped by their live logger (by module name: the
+    # launcher imports neither)
+    module = "stepscope.export.live" if trackers else "stepscope.rules.runner"
     return _python_module(
-        "stepscope.rules.runner",
+        module,
+        *[a for t in trackers for a in ("--tracker", t)],
         *("--job-url", store.url, "--parent-pid", me, "--nice", str(HELPER_NICE)),
         *served,
     )

@@ -71,6 +71,9 @@ class RunSpec:
     rules: bool = True
     # (host, port) of the live rule runner's Prometheus /metrics, None: not served
     metrics: tuple[str, int] | None = None
+    # experiment trackers the live rule runner logs to ("mlflow", "wandb"):
+    # docs/integrations.md; the runner then starts as stepscope.export.live
+    trackers: tuple[str, ...] = ()
     # set for torchrun jobs (_dist_job.NodeLauncher): shared job.json, clock offset
     dist: NodeLauncher | None = None
     # the job clock's monotonic offset (JobClock.offset_s), set by run(): the agent's

@@ -22,6 +22,7 @@ from stepscope.launch._helpers import (
     STABLE_S,
     STOP_ENV,
     STOP_S,
+    TRACKERS_STOP_S,
     Helper,
     _rules_cmd,
     _sampler_cmd,
@@ -58,13 +59,15 @@ class Helpers:
         self.faults, self.store, self.clock = faults, store, clock
         self.interval_s = spec.interval_ms / 1e3
         self.stop_s = seconds_from_env(os.environ, STOP_ENV, STOP_S)
+        if spec.trackers and spec.rules:
+            self.stop_s = max(self.stop_s, TRACKERS_STOP_S)
         self.hung_s = seconds_from_env(os.environ, HUNG_ENV, HUNG_S)
         sampler = _sampler_cmd(spec, store, child_pid, me)
         self.helpers = [Helper(SAMPLER, lambda extra: [*sampler, *extra], clock=clock)]
         # (no check that stepscope.rules is there: finding a submodule imports its package,
         # pandas and DuckDB, in the launcher: 0.6 s of CPU beside the training's start)
         if spec.rules:
-            rules = _rules_cmd(store, me, spec.metrics)
+            rules = _rules_cmd(store, me, spec.metrics, spec.trackers)
             self.helpers.append(
                 Helper(RULES, lambda extra: [*rules, *extra], clock=clock, listens=True)
             )

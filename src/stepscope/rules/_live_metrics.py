@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,9 @@ from stepscope.metrics import JobMetrics, MetricsServer, render
 from stepscope.store import Store
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from stepscope.rules._live import StreamReader
     from stepscope.rules._types import RuleResult
 
 COMPONENT = "metrics-server"
@@ -54,3 +58,25 @@ def feed_verdicts(metrics: JobMetrics, results: Sequence[RuleResult]) -> None:
     for res in results:
         status = str(res.verdict or res.status)
         metrics.set_rule(res.rule, status, (repr(f.key()) for f in res.findings))
+
+
+def feed(
+    metrics: JobMetrics,
+    faults: FaultLog,
+    kind: str,
+    data: pd.DataFrame | list[RuleResult] | StreamReader | None,
+) -> None:
+    """Rows (a frame, or a live reader's new rows) or verdicts to the endpoint; its
+    failure is its own fault: the rules go on without the metrics."""
+    from stepscope.rules._live import StreamReader
+
+    try:
+        if isinstance(data, StreamReader):
+            metrics.add_rows(kind, data.read_new())
+        elif isinstance(data, list):
+            feed_verdicts(metrics, data)
+        else:
+            metrics.add_rows(kind, data)
+    except Exception as exc:
+        line = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        faults.record(COMPONENT, line, traceback=traceback.format_exc())

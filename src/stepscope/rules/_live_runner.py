@@ -11,7 +11,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, paths, read_meta
 from stepscope.metrics import JobMetrics
@@ -21,8 +21,7 @@ from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
 from stepscope.rules._live import StreamReader, readers, worst
-from stepscope.rules._live_metrics import COMPONENT as METRICS_COMPONENT
-from stepscope.rules._live_metrics import feed_verdicts
+from stepscope.rules._live_metrics import feed
 from stepscope.rules._notify import Notifier
 from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
@@ -43,6 +42,15 @@ def write_results(store: Store, results: Sequence[RuleResult]) -> None:
     """``rules/<Rule>.json`` for each result, written whole (atomically)."""
     for res in results:
         store.write_json(paths.rule_key(res.rule), res.to_dict())
+
+
+class Observer(Protocol):
+    """Who else sees the rows each scan read and the final verdicts (the trackers'
+    live logger, ``stepscope.export.live``). Its calls must return at once and never
+    raise: the runner's loop is what the launcher watches for a hang."""
+
+    def seen(self, frames: dict[str, pd.DataFrame]) -> None: ...
+    def ended(self, results: list[RuleResult]) -> None: ...
 
 
 class Runner:
@@ -84,6 +92,7 @@ class Runner:
         # webhooks and commands: sent from a thread of their own, never from a scan
         self.notifier = Notifier(job.name, job.path, self.faults)
         self.metrics: JobMetrics | None = None  # fed what each scan reads and judges
+        self.observer: Observer | None = None
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -99,13 +108,18 @@ class Runner:
         input is the same), unless a chunk is due to leave the buffer: a scan of idle
         streams costs their listings, not the rules.
         """
+        seen: dict[str, pd.DataFrame] = {}
         for kind, reader in self.readers.items():
             frame = reader.read_new()
             # rows added and not yet judged (also when a later read or the rules fail)
             self._unjudged = self._unjudged or frame is not None
             self.state.add(kind, frame)
             self._feed(kind, frame)
+            if frame is not None:
+                seen[kind] = frame
             self.progress.beat()
+        if self.observer is not None and seen:
+            self.observer.seen(seen)
         now = self.clock()
         if self._unjudged or self._results is None or self.state.trim_due(now):
             results = written = self.state.evaluate(now)
@@ -168,19 +182,8 @@ class Runner:
         return results
 
     def _feed(self, kind: str, data: pd.DataFrame | list[RuleResult] | StreamReader | None) -> None:
-        """Rows (or a reader's new rows) or verdicts to the metrics endpoint; its
-        failure is its own fault."""
-        if self.metrics is None:
-            return
-        try:
-            if isinstance(data, StreamReader):
-                self.metrics.add_rows(kind, data.read_new())
-            elif isinstance(data, list):
-                feed_verdicts(self.metrics, data)
-            else:
-                self.metrics.add_rows(kind, data)
-        except Exception as exc:  # the rules go on without the metrics
-            self.faults.record(METRICS_COMPONENT, _line(exc), traceback=traceback.format_exc())
+        if self.metrics is not None:
+            feed(self.metrics, self.faults, kind, data)
 
     def job_over(self, parent: ExitWatch | None) -> bool:
         if self.word is not None:  # the launcher tells: job.json is not read
@@ -233,6 +236,8 @@ class Runner:
         # the CPU of a whole evaluation, and the launcher's return waits for it)
         results = [] if self.lost is not None else self.final()
         self.notifier.close()  # what is queued goes out before the runner exits
+        if self.observer is not None:
+            self.observer.ended(results)
         return results
 
 

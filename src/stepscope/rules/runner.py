@@ -35,7 +35,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog, folder_trouble, job_timeline, use_clock
@@ -50,11 +50,13 @@ from stepscope.process import (
 from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
+    from stepscope.read import Job
     from stepscope.rules._live_runner import (
         DEFAULT_S,
         MIN_PERIOD_S,
         POLL_S,
         SCAN_COMPONENT,
+        Observer,
         Runner,
         chunk_seconds,
         write_results,
@@ -67,6 +69,7 @@ __all__ = [
     "MIN_PERIOD_S",
     "POLL_S",
     "SCAN_COMPONENT",
+    "Observer",
     "Runner",
     "chunk_seconds",
     "main",
@@ -76,7 +79,9 @@ __all__ = [
 ]
 
 COMPONENT = "rules-runner"
-_LOOP_NAMES = {"DEFAULT_S", "MIN_PERIOD_S", "POLL_S", "SCAN_COMPONENT", "Runner", "chunk_seconds"}
+_LOOP_NAMES = {
+    "DEFAULT_S", "MIN_PERIOD_S", "POLL_S", "SCAN_COMPONENT", "Runner", "chunk_seconds", "Observer"
+}  # fmt: skip
 WAIT_S = 0.5  # how often a runner with nothing to judge yet looks again
 STREAMS = ("steps", "system", "events", "others")  # a segment in any: something to judge
 
@@ -101,7 +106,11 @@ def write_fault(store: Store, exc: BaseException) -> None:
     print(f"stepscope rules runner: {error}", file=sys.stderr, flush=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, observe: Callable[[Job], Observer] | None = None
+) -> int:
+    """The runner's process; ``observe(job)`` makes who else sees its scans (live
+    trackers: ``python -m stepscope.export.live``, which wraps this)."""
     dump_stack_on_signal()  # the launcher asks a hung runner for its stack
     p = argparse.ArgumentParser(prog="python -m stepscope.rules.runner")
     p.add_argument("--job-url", required=True, help="the job folder (path or URL)")
@@ -139,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner.progress = progress
         runner.word = word
         runner.metrics = metrics
+        if observe is not None and not args.once:
+            runner.observer = observe(job)
         if args.once:
             runner.final()
         else:
