@@ -2,7 +2,10 @@
 
 Prints one JSON line of wall-clock stamps (``time.time()``, comparable across the
 processes of one machine): the script's first line (before ``import torch``), the
-end of its first step, and the end of its ``main``.
+end of its first step, and the end of its ``main``; and the CPU seconds from the first
+step to the end of the loop, of the training thread (``time.thread_time``: the agent's
+per-step hooks are in it) and of the whole process (``time.process_time``: the agent's
+threads too). CPU time holds on a shared machine where wall time swings.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ def main() -> None:
     a = p.parse_args()
     loop = Loop(threads=a.threads)
     loop.run(1)
-    first = time.time()
+    first, thread0, process0 = time.time(), time.thread_time(), time.process_time()
     loop.run(a.steps - 1)
+    thread_s, process_s = time.thread_time() - thread0, time.process_time() - process0
     stamps = {"start": T_START, "first_step": first, "end": time.time()}
+    stamps |= {"steps": a.steps - 1, "thread_cpu": thread_s, "process_cpu": process_s}
     print(json.dumps(stamps), flush=True)
 
 
