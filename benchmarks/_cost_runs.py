@@ -116,6 +116,7 @@ def one_run(side: str, steps: int, src: Path | None, threads: int, out: Path) ->
         per_step = 1e3 / stamps["steps"]
         v |= {"step_thread_ms": stamps["thread_cpu"] * per_step}
         v |= {"step_process_ms": stamps["process_cpu"] * per_step}
+        v |= {"step_wait_ms": stamps.get("run_delay", 0.0) * per_step}
     if watch is not None:
         v |= watch.rates(stamps["first_step"] + 1.0, stamps["end"] - 0.5)
         v |= _job_times(out / "j", t0)
