@@ -112,6 +112,11 @@ def one_run(side: str, steps: int, src: Path | None, threads: int, out: Path) ->
     v |= {"to_first": stamps["first_step"] - t0, "loop": stamps["end"] - stamps["first_step"]}
     v |= {"exit": waited["reaped"] - stamps["end"], "tail": ended - waited["reaped"]}
     v |= {"cpu_tree": usage.ru_utime + usage.ru_stime, "cpu_train": waited["cpu_s"]}
+    if "thread_cpu" in stamps:  # ms of CPU per step, first step to the loop's end
+        per_step = 1e3 / stamps["steps"]
+        v |= {"step_thread_ms": stamps["thread_cpu"] * per_step}
+        v |= {"step_process_ms": stamps["process_cpu"] * per_step}
+        v |= {"step_wait_ms": stamps.get("run_delay", 0.0) * per_step}
     if watch is not None:
         v |= watch.rates(stamps["first_step"] + 1.0, stamps["end"] - 0.5)
         v |= _job_times(out / "j", t0)

@@ -21,6 +21,9 @@ What is counted, per run (wall stamps: ``time.time()`` of one machine):
 * end of the script's ``main`` to its process reaped (the agent's end, the exit);
 * training reaped to `stepscope run` exited (final flush, verdicts, helpers' stop):
   the training runs under ``_cost_wait.py``, which stamps it and ``wait4``\\ s it;
+* CPU per step, first step to the loop's end, of the training thread (the agent's
+  hooks run on it) and of the training process (with the agent's writer thread), and
+  the training thread's wait for a core (run-queue delay: the other processes' share);
 * CPU (user + system) of stepscope's processes: the whole tree (``wait4`` of the
   launcher: itself and every child it reaped) less the training process's own
   (from its wrapper; the agent's threads are in it) less the wrapper's own (the bare
@@ -55,6 +58,9 @@ ROWS: list[tuple[str, str]] = [
     ("cpu_tree", "CPU, all processes"),
     ("cpu_train", "CPU, the training process (agent in it)"),
     ("cpu_own", "CPU, stepscope's processes"),
+    ("step_thread_ms", "CPU of the training thread per step, ms"),
+    ("step_process_ms", "CPU of the training process per step (agent's threads too), ms"),
+    ("step_wait_ms", "the training thread's wait for a core per step, ms"),
     ("steady_pct", "stepscope's processes while training, % of a core"),
     ("steady_launcher", "  of which the launcher"),
     ("steady_sampler", "  of which the sampler"),

@@ -178,7 +178,7 @@ def test_helpers_stopped_until_the_end_hold_the_job_a_few_seconds(
     bare: str,  # noqa: F811
 ) -> None:
     env = env_for_tests(**{HUNG_ENV: "300"})  # not noticed while it runs: the end's case
-    proc = start(str(tmp_path), tmp_path, env=env)
+    proc = start(str(tmp_path), tmp_path, env=env, live=True)
     try:
         wait_for(lambda: list((tmp_path / "j" / "rules").glob("*.json")), "first verdicts")
         _stop_helpers(proc, ["stepscope.sampler.main", "stepscope.rules.runner"])
@@ -218,7 +218,7 @@ def test_a_helper_stopped_mid_run_is_restarted(
     name: str,
     module: str,
 ) -> None:
-    proc = start(str(tmp_path), tmp_path, env=env_for_tests(**{HUNG_ENV: "3"}))
+    proc = start(str(tmp_path), tmp_path, env=env_for_tests(**{HUNG_ENV: "3"}), live=True)
     try:
         wait_for(lambda: list((tmp_path / "j" / "rules").glob("*.json")), "first verdicts")
         (first,) = _stop_helpers(proc, [module])

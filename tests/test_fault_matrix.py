@@ -60,12 +60,29 @@ def wait_for(check: Callable[[], object], what: str, timeout: float = 90) -> Non
         time.sleep(0.2)
 
 
+# The default rules, live from the job's start (a scan_interval_us below the default):
+# by default the first live scan waits 30-50 s, longer than these jobs.
+LIVE = (
+    '[[rules]]\nname = "ProfilerReport"\n'
+    "parameters = { StepOutlier_scan_interval_us = 1_000_000 }\n"
+)
+
+
 def start(
-    out: str, tmp: Path, env: dict[str, str] | None = None, pace: list[str] = PACE
+    out: str,
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    pace: list[str] = PACE,
+    live: bool = False,
 ) -> subprocess.Popen[str]:
     """``stepscope run`` of the script; its output goes to files (a killed launcher's
-    children keep a pipe open), the state it trains to ``tmp/traced.pt``."""
-    cmd = [str(BIN / "stepscope"), "run", "-o", out, "--job", "j", "--"]
+    children keep a pipe open), the state it trains to ``tmp/traced.pt``; ``live``:
+    the rules scanned while it runs."""
+    cmd = [str(BIN / "stepscope"), "run", "-o", out, "--job", "j"]
+    if live:
+        (tmp / "live.toml").write_text(LIVE)
+        cmd += ["--config", str(tmp / "live.toml")]
+    cmd += ["--"]
     cmd += [sys.executable, MLP, *ARGS, *pace, "--save", str(tmp / "traced.pt")]
     with open(tmp / "stdout", "w") as stdout, open(tmp / "stderr", "w") as stderr:
         return subprocess.Popen(cmd, stdout=stdout, stderr=stderr, env=env or env_for_tests())
@@ -118,7 +135,7 @@ def components(job: Any) -> dict[str, dict[str, Any]]:
 def test_a_killed_helper_is_back_and_its_death_recorded(
     tmp_path: Path, bare: str, name: str, module: str
 ) -> None:
-    proc = start(str(tmp_path), tmp_path)
+    proc = start(str(tmp_path), tmp_path, live=True)
     try:
         wait_for(lambda: list((tmp_path / "j" / "rules").glob("*.json")), "first verdicts")
         first = helper(proc, module)

@@ -44,12 +44,20 @@ def test_a_negative_cost_is_no_cost() -> None:
     assert next_delay(2.0, -0.5) == 2.0  # a CPU clock read out of order
 
 
-def cadence(tmp_path: Path, costs: dict[int, float], minutes: float) -> list[float]:
-    """The job ages at which ``Runner.run`` scans, on a fake clock; scan i costs costs[i]."""
-    store = live_job(tmp_path / "j", [{"name": "StepOutlier"}], T0)
+def cadence(
+    tmp_path: Path,
+    costs: dict[int, float],
+    minutes: float,
+    startup_cpu: float = 0.0,
+    rule: dict[str, Any] | None = None,
+) -> list[float]:
+    """The job ages at which ``Runner.run`` scans, on a fake clock; scan i costs costs[i];
+    the runner's process cost ``startup_cpu`` before ``run()``."""
+    rules = [rule or {"name": "StepOutlier"}]
+    store = live_job(tmp_path / "j", rules, T0)
     now, cpu, ages = [T0], [0.0], []
-    runner = Runner(stepscope.open(str(store.root)), build_rules([{"name": "StepOutlier"}]),
-                    clock=lambda: now[0])  # fmt: skip
+    runner = Runner(stepscope.open(str(store.root)), build_rules(rules), clock=lambda: now[0])
+    runner.startup_cpu = startup_cpu
 
     def scan() -> list[object]:
         ages.append(now[0] - T0)
@@ -81,6 +89,30 @@ def test_a_costly_scan_stretches_the_next_delay_only(tmp_path: Path) -> None:
     gaps = [b - a for a, b in itertools.pairwise(ages)]
     assert gaps[10] == pytest.approx(0.2 / CPU_SHARE, abs=0.01)  # 1% of a core: 20 s
     assert gaps[9] == pytest.approx(2.0, abs=0.01) and gaps[11] == pytest.approx(2.0, abs=0.01)
+
+
+def test_the_first_scan_waits_until_the_start_up_is_paid_back(tmp_path: Path) -> None:
+    """The runner's imports (0.4 s of CPU here) count like a costly scan: at 1% of a
+    core the first scan comes 40 s on, then the period resumes."""
+    ages = cadence(tmp_path, {}, minutes=2, startup_cpu=0.4)
+    assert ages[0] == pytest.approx(0.4 / CPU_SHARE, abs=0.01)
+    assert ages[1] - ages[0] == pytest.approx(2.0, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"name": "StepOutlier", "actions": ["stop"]},
+        {"name": "StepOutlier", "parameters": {"scan_interval_us": 1_000_000}},
+    ],
+)
+def test_a_job_that_asked_for_live_verdicts_is_scanned_from_the_start(
+    tmp_path: Path, rule: dict[str, Any]
+) -> None:
+    """An action, or a shorter ``scan_interval_us`` than the default: no wait."""
+    period = 2.0 if "actions" in rule else 1.0
+    ages = cadence(tmp_path, {}, minutes=1, startup_cpu=0.4, rule=rule)
+    assert ages[0] == pytest.approx(period, abs=0.01)
 
 
 def test_a_rewritten_segment_is_read_again_and_an_unchanged_one_not(tmp_path: Path) -> None:
@@ -148,9 +180,12 @@ def test_a_read_racing_a_flush_is_read_again(
 
 # min_cost_share = 100: the count alone decides (a 3 s stall in this short job costs
 # well over 5% of its step time, and would fire on cost: test_rules_cost.py).
+# A scan_interval_us below the default asks for live verdicts from the start (without
+# it, the first scan waits until the runner's start-up is paid back: 30-50 s).
 CONFIG = (
     '[[rules]]\nname = "StepOutlier"\n'
-    "parameters = { n_outliers = 3, min_excess_s = 1.0, min_cost_share = 100 }\n"
+    "parameters = { n_outliers = 3, min_excess_s = 1.0, min_cost_share = 100, "
+    "scan_interval_us = 1_000_000 }\n"
 )
 
 
