@@ -10,24 +10,22 @@ import os
 import socket
 import time
 import traceback
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, paths, read_meta
+from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, read_meta
 from stepscope.metrics import JobMetrics
 from stepscope.process import ExitWatch, ProgressWriter, Word
 from stepscope.read import Job
-from stepscope.rules._base import Rule
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
 from stepscope.rules._live import StreamReader, readers, worst
 from stepscope.rules._live_metrics import feed
+from stepscope.rules._live_parts import Observer, asked_live, chunk_seconds, write_results
 from stepscope.rules._notify import Notifier
-from stepscope.rules._params import SCAN_INTERVAL
 from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
 from stepscope.rules._types import RuleResult, Status
-from stepscope.store import Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,21 +35,6 @@ COMPONENT = "rules-runner"
 SCAN_COMPONENT = "rules-scan"
 DEFAULT_S = 2.0  # the period of a rule set without rules (none to judge)
 MIN_PERIOD_S = 0.1
-
-
-def write_results(store: Store, results: Sequence[RuleResult]) -> None:
-    """``rules/<Rule>.json`` for each result, written whole (atomically)."""
-    for res in results:
-        store.write_json(paths.rule_key(res.rule), res.to_dict())
-
-
-class Observer(Protocol):
-    """Who else sees the rows each scan read and the final verdicts (the trackers'
-    live logger, ``stepscope.export.live``). Its calls must return at once and never
-    raise: the runner's loop is what the launcher watches for a hang."""
-
-    def seen(self, frames: dict[str, pd.DataFrame]) -> None: ...
-    def ended(self, results: list[RuleResult]) -> None: ...
 
 
 class Runner:
@@ -214,15 +197,8 @@ class Runner:
             self.faults.record(SCAN_COMPONENT, _line(exc), traceback=traceback.format_exc())
 
     def live_from_start(self) -> bool:
-        """Whether the job asked for live verdicts from its start: a rule with an
-        action (``stop``, a webhook, a command), a ``scan_interval_us`` shorter than the
-        default, or someone fed by the scans (``/metrics``, a tracker)."""
-        default = SCAN_INTERVAL.default
-        faster = isinstance(default, int) and any(
-            r.p_int(SCAN_INTERVAL.name) < default for r in self.rules
-        )
         fed = self.metrics is not None or self.observer is not None
-        return faster or fed or any(s.actions or s.notify for s in self.specs)
+        return asked_live(self.rules, self.specs, fed)
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely.
@@ -263,10 +239,3 @@ class Runner:
 
 def _line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-
-
-def chunk_seconds(rules: Sequence[Rule], interval_s: float) -> float:
-    """The live buffer's chunk: the longest window of the rules, at least 5 minutes."""
-    given = [r.parameters.get("window", 0) for r in rules]
-    windows = [int(w) if isinstance(w, int | float | str) else 0 for w in given]
-    return max(300.0, max(windows, default=0) * interval_s)

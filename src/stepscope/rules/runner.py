@@ -54,16 +54,8 @@ from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
     from stepscope.read import Job
-    from stepscope.rules._live_runner import (
-        DEFAULT_S,
-        MIN_PERIOD_S,
-        POLL_S,
-        SCAN_COMPONENT,
-        Observer,
-        Runner,
-        chunk_seconds,
-        write_results,
-    )
+    from stepscope.rules._live_parts import Observer, chunk_seconds, write_results
+    from stepscope.rules._live_runner import DEFAULT_S, MIN_PERIOD_S, POLL_S, SCAN_COMPONENT, Runner
 
 # The loop's names (Runner and friends) live in _live_runner; they stay importable here.
 __all__ = [
