@@ -20,7 +20,7 @@ from stepscope.read import Job
 from stepscope.report._charts import Charts
 from stepscope.report._html import chart, esc, fmt_duration, note, section, table
 
-__all__ = ["ANCHOR", "comparison_section", "durations_chart"]
+__all__ = ["ANCHOR", "comparison_section", "durations_chart", "durations_spec"]
 
 ANCHOR = "comparison"
 MISSING = "\u2013"
@@ -67,6 +67,15 @@ def parts_table(c: Comparison, p: PhaseComparison) -> str:
 
 def durations_chart(charts: Charts, base: Job, new: Job, phase: str) -> str:
     """Both runs' step durations by step number (the slowest rank's), one chart."""
+    chart_id = durations_spec(charts, base, new, phase)
+    if chart_id is None:
+        return ""
+    return chart(chart_id, "Each point is a step, by its number; A is the baseline.")
+
+
+def durations_spec(charts: Charts, base: Job, new: Job, phase: str) -> str | None:
+    """The id of the chart spec (added to ``charts``) of both runs' step durations by
+    step number, series "A: name" and "B: name"; None where neither has a step."""
     frames = []
     for label, job in (("A", base), ("B", new)):
         steps = job.steps()
@@ -74,12 +83,11 @@ def durations_chart(charts: Charts, base: Job, new: Job, phase: str) -> str:
         if len(agg):
             frames.append(agg.set_index("step")["duration"].rename(f"{label}: {job.name}"))
     if not frames:
-        return ""
+        return None
     both = pd.concat(frames, axis=1).sort_index()
     cols = {str(c): both[c].to_numpy(np.float64) for c in both.columns}
     x = both.index.to_numpy(np.float64)
-    chart_id = charts.add_timeseries(f"{phase} step duration", x, cols, "s", xAxis="step")
-    return chart(chart_id, "Each point is a step, by its number; A is the baseline.")
+    return charts.add_timeseries(f"{phase} step duration", x, cols, "s", xAxis="step")
 
 
 def _phase(charts: Charts, c: Comparison, p: PhaseComparison, base: Job, new: Job) -> str:
