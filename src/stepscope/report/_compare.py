@@ -91,7 +91,9 @@ def durations_spec(charts: Charts, base: Job, new: Job, phase: str) -> str | Non
 
 
 def _phase(charts: Charts, c: Comparison, p: PhaseComparison, base: Job, new: Job) -> str:
-    head = f'<h3>{esc(p.phase.capitalize())}</h3><p class="cmp-verdict">{esc(p.verdict)}</p>'
+    head = f"<h3>{esc(p.phase.capitalize())}</h3>"
+    if len(c.phases) > 1:  # the first phase's verdict is the section's: said again beside another
+        head += f'<p class="cmp-verdict">{esc(p.verdict)}</p>'
     kept = note(f"Steady steps: A {_kept(p.base_left_out)}; B {_kept(p.new_left_out)}.")
     return head + kept + parts_table(c, p) + durations_chart(charts, base, new, p.phase)
 
