@@ -11,8 +11,7 @@ from stepscope.analysis.compare import compare
 from stepscope.analysis.compare_json import comparison_doc
 from stepscope.dashboard._api import HTTPError, handle, json_bytes, source
 from stepscope.dashboard._data import DEFAULT_BUCKETS, encode
-from stepscope.report._charts import Charts
-from stepscope.report._compare import durations_spec
+from stepscope.report import comparison_charts
 
 USAGE = "/api/compare?base=BASELINE&new=JOB (job names as /api/jobs lists them)"
 
@@ -31,7 +30,5 @@ def compare_jobs(request: Request) -> Response:
     base_name, new_name = _name(request, "base"), _name(request, "new")
     base, new = src.job(base_name), src.job(new_name)
     comparison = compare(base, new)
-    charts = Charts(0.0, DEFAULT_BUCKETS)
-    ids = {p.phase: durations_spec(charts, base, new, p.phase) for p in comparison.phases}
-    specs = {phase: charts.specs[i] for phase, i in ids.items() if i is not None}
+    specs = comparison_charts(comparison, base, new, DEFAULT_BUCKETS)
     return json_bytes(encode({"comparison": comparison_doc(comparison), "charts": specs}))

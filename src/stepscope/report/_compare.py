@@ -17,10 +17,16 @@ import pandas as pd
 from stepscope.analysis.compare import Comparison, LeftOut, PhaseComparison
 from stepscope.analysis.report_data import per_step
 from stepscope.read import Job
-from stepscope.report._charts import Charts
+from stepscope.report._charts import Charts, ChartSpec
 from stepscope.report._html import chart, esc, fmt_duration, note, section, table
 
-__all__ = ["ANCHOR", "comparison_section", "durations_chart", "durations_spec"]
+__all__ = [
+    "ANCHOR",
+    "comparison_charts",
+    "comparison_section",
+    "durations_chart",
+    "durations_spec",
+]
 
 ANCHOR = "comparison"
 MISSING = "\u2013"
@@ -88,6 +94,14 @@ def durations_spec(charts: Charts, base: Job, new: Job, phase: str) -> str | Non
     cols = {str(c): both[c].to_numpy(np.float64) for c in both.columns}
     x = both.index.to_numpy(np.float64)
     return charts.add_timeseries(f"{phase} step duration", x, cols, "s", xAxis="step")
+
+
+def comparison_charts(c: Comparison, base: Job, new: Job, buckets: int) -> dict[str, ChartSpec]:
+    """Per phase of ``c``, the spec of both runs' step durations by step number (at most
+    ``2 * buckets`` points a series): what the dashboard's comparison draws."""
+    charts = Charts(0.0, buckets)
+    ids = {p.phase: durations_spec(charts, base, new, p.phase) for p in c.phases}
+    return {phase: charts.specs[i] for phase, i in ids.items() if i is not None}
 
 
 def _phase(charts: Charts, c: Comparison, p: PhaseComparison, base: Job, new: Job) -> str:
