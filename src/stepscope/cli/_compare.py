@@ -9,7 +9,6 @@ the slowdown is past the limit: a slowdown within the noise of the runs passes.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 from typing import TYPE_CHECKING
@@ -80,29 +79,11 @@ def gate(comparisons: list[Comparison], limit: float | None) -> int:
     return 0
 
 
-def _clean(value: object) -> object:
-    """NaN as None (JSON has no NaN), recursively."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
 def to_json(comparisons: list[Comparison]) -> str:
-    """Every comparison as JSON: the dataclasses' fields, the throughput and the gate's
-    figure (``slower_low_pct``) added per phase."""
-    out = []
-    for c in comparisons:
-        doc = dataclasses.asdict(c)
-        for phase, raw in zip(c.phases, doc["phases"], strict=True):
-            raw["slower_low_pct"] = phase.slower_low_pct
-            raw["steps_per_s"] = list(phase.throughput)
-            raw["samples_per_s"] = list(c.samples_per_s(phase))
-        out.append(doc)
-    return json.dumps(_clean(out), indent=1)
+    """Every comparison as JSON (:func:`~stepscope.analysis.compare_json.comparison_doc`)."""
+    from stepscope.analysis.compare_json import comparison_doc
+
+    return json.dumps([comparison_doc(c) for c in comparisons], indent=1)
 
 
 def _s(x: float) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from stepscope.config import DEFAULT_OUTPUT, ENV_VARS
-from stepscope.errors import JobNotFoundError, UsageError
+from stepscope.errors import JobNotFoundError, StepscopeError, UsageError
 
 if TYPE_CHECKING:
     from stepscope.store import Store
@@ -60,6 +60,15 @@ def jobs_arg(args: argparse.Namespace) -> list[str]:
 def job_arg(args: argparse.Namespace) -> str:
     """The path or URL of the job ``args`` names (see :func:`add_job_argument`)."""
     return resolve_job(args.job, args.jobs_in, flag=args.jobs_in_flag)
+
+
+def against_arg(args: argparse.Namespace) -> str:
+    """The path or URL of the baseline ``--against`` names, looked up as the job is;
+    an error says it is about ``--against``."""
+    try:
+        return resolve_job(args.against, args.jobs_in, flag=args.jobs_in_flag)
+    except StepscopeError as e:
+        raise UsageError(f"--against: {e}") from None
 
 
 def output_folder(given: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str]:

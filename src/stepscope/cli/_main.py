@@ -13,7 +13,7 @@ from stepscope.cli._compare import add_parser as add_compare_parser
 from stepscope.cli._export_trackers import add_parsers as add_tracker_parsers
 from stepscope.cli._help import top_parser
 from stepscope.cli._import import add_parser as add_import_parser
-from stepscope.cli._jobs import OUTPUT_ENV, add_job_argument, job_arg, output_folder
+from stepscope.cli._jobs import OUTPUT_ENV, add_job_argument, against_arg, job_arg, output_folder
 from stepscope.cli._profile_args import add_parsers as add_profiling_parsers
 from stepscope.cli._run import add_parser as add_run_parser
 from stepscope.cli._ui import add_parser as add_ui_parser
@@ -60,7 +60,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from stepscope.cli._report import write_with_progress
 
-    print(write_with_progress(job_arg(args), args.output))
+    against = None if args.against is None else against_arg(args)
+    print(write_with_progress(job_arg(args), args.output, against=against))
     return 0
 
 
@@ -144,6 +145,12 @@ def _add_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_job_argument(p, "--in")
     p.add_argument(
         "-o", "--output", metavar="FILE", help="the file to write (default JOB/report.html)"
+    )
+    p.add_argument(
+        "--against",
+        metavar="BASELINE",
+        help="add a comparison section: this job against the job BASELINE, named as JOB "
+        "is (default: no comparison; see `stepscope compare`)",
     )
     p.set_defaults(fn=cmd_report)
     p = sub.add_parser("demo", help="run a small demo job with three planted problems")

@@ -11,7 +11,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from stepscope.dashboard import _api, _controls, _metrics
+from stepscope.dashboard import _api, _compare, _controls, _metrics
 from stepscope.dashboard._data import Source
 from stepscope.dashboard._hosts import served_names
 from stepscope.dashboard._openapi import document
@@ -81,6 +81,7 @@ def routes() -> list[Route | Mount]:
         Route("/favicon.ico", no_icon),
         Route("/metrics", _metrics.metrics),
         Route("/api/jobs", _api.list_jobs),
+        Route("/api/compare", _compare.compare_jobs),
         Route(jobs, _api.job_detail),
         Route(f"{jobs}/system", _api.job_system),
         Route(f"{jobs}/steps", _api.job_steps),

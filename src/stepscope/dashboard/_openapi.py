@@ -144,6 +144,12 @@ def document() -> JsonObject:
                 ok={"description": "text/plain; version=0.0.4 (docs/integrations.md)"},
             ),
             "/api/jobs": _get("every job: name, status, start, duration, steps, rule issues"),
+            "/api/compare": _get(
+                "job new against the baseline base: the comparison (as `stepscope compare "
+                "--json`) and per phase both runs' step durations by step number (charts)",
+                [{"name": k, "in": "query", "required": True, "schema": {"type": "string"},
+                  "description": d} for k, d in (("base", "the baseline job's name"),
+                                                 ("new", "the job compared with it"))]),
             jobs: _get("one job: metadata, nodes, ranks, profiling artifacts, faults", [_JOB]),
             f"{jobs}/system": _get("chart specs of one node's system samples, and its GPUs' "
                                    "memory at the latest sample (gpus)", [

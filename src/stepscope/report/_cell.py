@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 
-import numpy as np
 import pandas as pd
 
 from stepscope.analysis.compare import Comparison, PhaseComparison
@@ -19,8 +18,9 @@ from stepscope.analysis.outliers import Definition, judge_steps
 from stepscope.analysis.report_data import per_step
 from stepscope.read import Job
 from stepscope.report._charts import Charts
+from stepscope.report._compare import durations_chart
 from stepscope.report._context import Context
-from stepscope.report._html import chart, esc, fmt_duration, note, script_json, table
+from stepscope.report._html import esc, fmt_duration, note, script_json, table
 from stepscope.report._steps import _duration_chart, _split_charts
 from stepscope.webcharts import script_text, style_text
 
@@ -111,23 +111,6 @@ def _phase_table(p: PhaseComparison) -> str:
     return table(["Part", "A", "B", "B - A (95%)"], rows, cls="num split")
 
 
-def _durations_chart(charts: Charts, base: Job, new: Job, phase: str) -> str:
-    """Both runs' step durations by step number (the slowest rank's), one chart."""
-    frames = []
-    for label, job in (("A", base), ("B", new)):
-        steps = job.steps()
-        agg = per_step(steps[steps["phase"] == phase]) if len(steps) else steps
-        if len(agg):
-            frames.append(agg.set_index("step")["duration"].rename(f"{label}: {job.name}"))
-    if not frames:
-        return ""
-    both = pd.concat(frames, axis=1).sort_index()
-    cols = {str(c): both[c].to_numpy(np.float64) for c in both.columns}
-    x = both.index.to_numpy(np.float64)
-    chart_id = charts.add_timeseries(f"{phase} step duration", x, cols, "s", xAxis="step")
-    return chart(chart_id, "Each point is a step, by its number; A is the baseline.")
-
-
 def render_comparison_cell(comparison: Comparison, base: Job, new: Job) -> str:
     """B against the baseline A as a notebook cell: the verdict, the split per phase
     and the setup that differs (HTML)."""
@@ -135,7 +118,7 @@ def render_comparison_cell(comparison: Comparison, base: Job, new: Job) -> str:
     body = ""
     for p in comparison.phases:
         body += f"<h4>{esc(p.phase.capitalize())}</h4><p>{esc(p.verdict)}</p>"
-        body += _phase_table(p) + _durations_chart(charts, base, new, p.phase)
+        body += _phase_table(p) + durations_chart(charts, base, new, p.phase)
     if not comparison.phases:
         body += note("No phase has steps in both jobs: nothing to compare.")
     diffs = [(k, a or "\u2013", b or "\u2013") for k, a, b in comparison.setup.facts]

@@ -10,6 +10,8 @@ from stepscope import __version__
 from stepscope.analysis.diagnosis import rule_anchor
 from stepscope.analysis.report_data import rank_rules
 from stepscope.read import Job
+from stepscope.report._compare import ANCHOR as COMPARE_ANCHOR
+from stepscope.report._compare import comparison_section
 from stepscope.report._context import Context, Progress, no_progress
 from stepscope.report._diagnosis import diagnosis_section
 from stepscope.report._html import esc, fmt_time, script_json
@@ -29,8 +31,12 @@ def _static(name: str) -> str:
     return resources.files("stepscope.report").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) -> str:
-    links = [("diagnosis", "Diagnosis", False), ("steps", "Steps", False)]
+def _toc(
+    ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool, has_cmp: bool
+) -> str:
+    links = [("diagnosis", "Diagnosis", False)]
+    links += [(COMPARE_ANCHOR, "Comparison", False)] if has_cmp else []
+    links.append(("steps", "Steps", False))
     links.append(("system", "System usage", False))
     links += [(node_anchor(n), n, True) for n in ctx.job.nodes()]
     links.append(("rules", "Rules", False))
@@ -51,7 +57,16 @@ def _toc(ctx: Context, has_faults: bool, has_profiles: bool, has_tensors: bool) 
     return f'<nav class="toc">{items}</nav>'
 
 
-def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
+def _comparison(ctx: Context, against: Job | None) -> str:
+    """B (this job) against the baseline ``against``, where one was given."""
+    if against is None:
+        return ""
+    from stepscope.analysis.compare import compare
+
+    return comparison_section(ctx.charts, compare(against, ctx.job), against, ctx.job)
+
+
+def _body(ctx: Context, progress: Progress, out_dir: str | None, against: Job | None) -> str:
     progress("summary", 0.05)
     diagnosis = diagnosis_section(ctx)
     summary = summary_section(ctx) + faults_section(ctx)
@@ -60,6 +75,8 @@ def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
         progress(stage, 0.1 + 0.5 * fraction)
 
     steps = steps_section(ctx)  # first: the first charts of the page are the steps'
+    progress("comparison", 0.08)
+    comparison = _comparison(ctx, against)
     system = system_section(ctx, system_progress)
     progress("steps", 0.6)
     progress("rules", 0.75)
@@ -69,9 +86,9 @@ def _body(ctx: Context, progress: Progress, out_dir: str | None) -> str:
     progress("tensors", 0.85)
     tensors = tensors_section(ctx)
     summary += warnings_section(ctx)  # last: the damage every section's reads ran into
-    toc = _toc(ctx, 'id="faults"' in summary, bool(profiles), bool(tensors))
+    toc = _toc(ctx, 'id="faults"' in summary, bool(profiles), bool(tensors), bool(comparison))
     # the diagnosis, then the charts (steps, then the nodes'), then the rules; the facts after
-    main = diagnosis + steps + system + rules + summary + profiles + tensors
+    main = diagnosis + comparison + steps + system + rules + summary + profiles + tensors
     return f"{toc}<main>{main}</main>"
 
 
@@ -80,18 +97,20 @@ def render_report(
     progress: Progress | None = None,
     now: float | None = None,
     out_dir: str | None = None,
+    against: Job | None = None,
 ) -> str:
     """The job's profiling report: one self-contained HTML page (no network request).
 
     ``progress(stage, fraction)`` is called as the sections are built. ``now``
     (unix seconds) stands in for the clock for a job that still runs. ``out_dir``
     is the local folder the page will be saved in (None: the job folder): links
-    to the job's profiling files are made relative to it.
+    to the job's profiling files are made relative to it. ``against``: a baseline
+    job; the page then has a comparison section, this job against it (docs/compare.md).
     """
     progress = progress or no_progress
     progress("reading", 0.0)
     ctx = Context.load(job, now)
-    body = _body(ctx, progress, out_dir)
+    body = _body(ctx, progress, out_dir, against)
     progress("encoding", 0.9)
     # every time chart shows the job's whole time unzoomed: one time axis for all
     domain = [ctx.charts.t0, max(ctx.end_time, ctx.charts.t0)]
@@ -117,8 +136,14 @@ Charts: uPlot (MIT). Times in UTC. Drag on a chart to zoom, double-click to rese
 """
 
 
-def write_report(job: Job, out_path: str | None = None, progress: Progress | None = None) -> str:
-    """Write the report; returns where it went.
+def write_report(
+    job: Job,
+    out_path: str | None = None,
+    progress: Progress | None = None,
+    against: Job | None = None,
+) -> str:
+    """Write the report (with a comparison against the job ``against``, where given);
+    returns where it went.
 
     Without ``out_path`` it goes to ``report.html`` in the job folder, written
     atomically through the job's store (local folder or object store). With
@@ -127,7 +152,7 @@ def write_report(job: Job, out_path: str | None = None, progress: Progress | Non
     progress = progress or no_progress
     path = None if out_path is None else os.path.abspath(os.path.expanduser(out_path))
     out_dir = None if path is None else os.path.dirname(path)
-    data = render_report(job, progress, out_dir=out_dir).encode("utf-8")
+    data = render_report(job, progress, out_dir=out_dir, against=against).encode("utf-8")
     progress("writing", 0.95)
     if path is None:
         job.store.write_bytes(REPORT_NAME, data)

@@ -130,14 +130,18 @@
     }
   }
 
-  /* Routing: #/ is the jobs list, #/job/<name> a job page; any other hash is the jobs
+  /* Routing: #/ is the jobs list, #/job/<name> a job page, #/compare/<base>/<new> the
+   * comparison of two jobs (names URI-encoded); any other hash is the jobs
    * list, and a job address that does not decode is shown as naming no job. */
   const pages = {};
   function route() {
     const m = global.location.hash.match(/^#\/job\/(.+)$/);
+    const c = global.location.hash.match(/^#\/compare\/([^/]+)\/([^/]+)$/);
     for (const p of Object.values(pages)) p.leave();
-    document.getElementById("jobs-view").hidden = !!m;
+    document.getElementById("jobs-view").hidden = !!m || !!c;
     document.getElementById("job-view").hidden = !m;
+    document.getElementById("compare-view").hidden = !c;
+    if (c) { pages.compare.enter(c[1], c[2]); return; }
     if (!m) { pages.jobs.enter(); return; }
     let name;
     try { name = decodeURIComponent(m[1]); } catch (err) {

@@ -1,9 +1,10 @@
 /* The jobs list: sortable, filterable, refreshed every 2 s while "live" is on. */
-(function () {
+(function (global) {
   "use strict";
   const {api, h, iso, dur, setConn, pages} = window.Dash;
   const POLL_MS = 2000;
   let rows = [], sortKey = "start_time", sortDir = -1, timer = null;
+  const picked = new Set();  // the ticked jobs' names, kept across refreshes
 
   function matches(row, text) {
     if (!text) return true;
@@ -25,6 +26,8 @@
     const text = document.getElementById("filter").value.trim();
     const shown = rows.filter((r) => matches(r, text)).sort(compare);
     body.replaceChildren(...shown.map((r) => h("tr", {dataset: {job: r.name}},
+      h("td", {}, h("input", {type: "checkbox", className: "pick", checked: picked.has(r.name),
+        ariaLabel: "compare " + r.name, onchange: (e) => pick(r.name, e.target.checked)})),
       h("td", {}, h("a", {href: "#/job/" + encodeURIComponent(r.name), textContent: r.name})),
       h("td", {}, h("span", {className: "status " + r.status, textContent: r.status,
         title: r.reason || ""})),
@@ -41,10 +44,35 @@
     }
   }
 
+  function pick(name, on) {
+    if (on) picked.add(name); else picked.delete(name);
+    updateCompare();
+  }
+
+  /* The button opens the comparison of exactly two ticked jobs, the one started first
+   * as the baseline (A); of two started at once, the one ticked first. */
+  function updateCompare() {
+    for (const name of [...picked]) if (!rows.some((r) => r.name === name)) picked.delete(name);
+    const two = picked.size === 2;
+    document.getElementById("compare-open").disabled = !two;
+    document.getElementById("compare-hint").textContent = two
+      ? "the job started first is the baseline (A)"
+      : `tick two jobs to compare them (${picked.size} ticked)`;
+  }
+
+  function openCompare() {
+    // in the order ticked, then by start (a stable sort): a tie keeps the first ticked as A
+    const [a, b] = [...picked].map((n) => rows.find((r) => r.name === n)).filter(Boolean)
+      .sort((x, y) => (x.start_time ?? Infinity) - (y.start_time ?? Infinity));
+    if (!a || !b) return;
+    global.location.hash = "#/compare/" + encodeURIComponent(a.name) + "/" + encodeURIComponent(b.name);
+  }
+
   async function load() {
     try {
       rows = (await api("/api/jobs")).jobs;
       render();
+      updateCompare();
       document.body.dataset.jobsLoaded = String(Date.now());
     } catch (err) {
       setConn(false, err.message);
@@ -70,6 +98,7 @@
   document.getElementById("filter").addEventListener("input", render);
   document.getElementById("jobs-refresh").addEventListener("click", load);
   document.getElementById("jobs-live").addEventListener("change", schedule);
+  document.getElementById("compare-open").addEventListener("click", openCompare);
 
   pages.jobs = {
     enter() {
@@ -79,4 +108,4 @@
     },
     leave() { clearTimeout(timer); timer = null; },
   };
-})();
+})(window);

@@ -1,0 +1,97 @@
+"""The dashboard's comparison (issue 34), in Chromium at 1400x900: tick two jobs in the
+jobs list, open the comparison, read its verdict and its chart of both runs' step
+durations on one axis. The synthetic jobs of tests/test_compare.py: a planted +15% in
+forward, and its silent twin (the same distribution twice). Screenshot:
+test-artifacts/compare-dashboard.png."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BIN, CHROMIUM, env_for_tests
+from test_compare import job
+
+pytestmark = [
+    pytest.mark.process,  # Chromium, and `stepscope ui`
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium"),
+]
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+WAIT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("cmpui")
+    job(tmp / "a", 1)
+    job(tmp / "same", 2)
+    job(tmp / "slow", 3, forward_extra=0.03, workers=2)
+    return tmp
+
+
+@pytest.fixture
+def ui(root: Path) -> Iterator[str]:
+    """The base URL of a real `stepscope ui` over the three jobs."""
+    proc = subprocess.Popen([str(BIN / "stepscope"), "ui", str(root), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for_tests())  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "serving" in line, line
+        yield line.split(" at ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def compare(browser: Any, url: str, base: str, new: str) -> tuple[Any, list[str]]:
+    """Tick ``base`` then ``new`` in the jobs list and open their comparison."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_selector("body[data-jobs-loaded]", timeout=WAIT_MS)
+    assert page.locator("#compare-open").is_disabled()  # nothing ticked yet
+    for name in (base, new):
+        page.check(f'#jobs tr[data-job="{name}"] input.pick')
+    page.click("#compare-open")
+    page.wait_for_selector("body[data-compare-loaded]", timeout=WAIT_MS)
+    return page, errors
+
+
+def series(page: Any, chart: str) -> list[tuple[str, int]]:
+    """The drawn chart's series: label and points."""
+    return [
+        (s["label"], s["n"]) for s in page.evaluate(f"StepscopeCharts.registry[{chart!r}].series")
+    ]
+
+
+def test_ticking_two_jobs_opens_their_comparison(browser: Any, ui: str) -> None:
+    page, errors = compare(browser, ui, "a", "slow")
+    assert "#/compare/a/slow" in page.url
+    verdict = page.text_content("#compare-verdict") or ""
+    assert verdict.startswith("slow is slower by") and "mostly forward" in verdict
+    drawn = page.locator('[data-chart="cmp_train"][data-drawn="1"] canvas')
+    assert drawn.count() >= 1
+    (a, na), (b, nb) = series(page, "cmp_train")
+    assert (a, b) == ("A: a", "B: slow") and na > 300 and nb > 300
+    assert "dataloader0.num_workers" in (page.text_content("#compare-setup") or "")
+    assert "forward" in (page.text_content("#compare-phases table.parts") or "")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "compare-dashboard.png"))  # the 1400x900 viewport
+    assert not errors
+
+
+def test_the_same_distribution_twice_is_no_difference(browser: Any, ui: str) -> None:
+    page, errors = compare(browser, ui, "a", "same")
+    verdict = page.text_content("#compare-verdict") or ""
+    assert verdict.startswith("no difference beyond the noise of these runs")
+    assert [label for label, n in series(page, "cmp_train") if n > 300] == ["A: a", "B: same"]
+    assert not errors
