@@ -25,6 +25,13 @@ from stepscope.analysis.compare_contention import (
     judged_steps,
     with_core_wait,
 )
+from stepscope.analysis.compare_lacks import (
+    MissingPart,
+    MissingPhase,
+    lacking_parts,
+    lacking_phases,
+    recorded,
+)
 from stepscope.analysis.compare_setup import Setup, SetupDiff, diff_setups, read_setup
 from stepscope.analysis.compare_stats import Interval, bootstrap
 from stepscope.analysis.compare_verdict import (
@@ -92,6 +99,7 @@ class PhaseComparison:
     verdict: str
     basis: str = "step time"  # or "uncontended steps", "own time" (compare_contention)
     contention: tuple[Contention, Contention] | None = None
+    missing_parts: list[MissingPart] = field(default_factory=list)  # compare_lacks
 
     @property
     def throughput(self) -> tuple[float, float]:
@@ -114,6 +122,7 @@ class Comparison:
     setup: SetupDiff
     base_setup: Setup = field(repr=False)
     new_setup: Setup = field(repr=False)
+    missing_phases: list[MissingPhase] = field(default_factory=list)  # compare_lacks
 
     def samples_per_s(self, phase: PhaseComparison) -> tuple[float | None, float | None]:
         """Samples per second of A and B: steps per second times the batch size of the
@@ -156,10 +165,6 @@ def _per_step(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _known(frame: pd.DataFrame, part: str) -> bool:
-    return part in frame and bool(frame[part].notna().any())
-
-
 def compare_phase(
     phase: str, base: tuple[pd.DataFrame, LeftOut], new: tuple[pd.DataFrame, LeftOut], name: str
 ) -> PhaseComparison:
@@ -169,11 +174,12 @@ def compare_phase(
         text = (
             f"too few steady {phase} steps to compare ({len(a)} and {len(b)}; {MIN_STEPS} needed)"
         )
-        p = _quantiles(a, b)
-        return PhaseComparison(phase, a_out, b_out, *p, None, [], "unknown", None, text)
+        p, missing = _quantiles(a, b), lacking_parts(a, b, (*HOST_PARTS, *DEVICE_PARTS))
+        return PhaseComparison(phase, a_out, b_out, *p, None, [], "unknown", None, text,
+                               missing_parts=missing)  # fmt: skip
     contention = contention_of(a), contention_of(b)
     a, b, basis = judged_steps(a, b, contention)
-    parts = [p for p in (*HOST_PARTS, *DEVICE_PARTS) if _known(a, p) and _known(b, p)]
+    parts = [p for p in (*HOST_PARTS, *DEVICE_PARTS) if recorded(a, p) and recorded(b, p)]
     cols = ["duration", *parts]
     boot = bootstrap(a[cols].to_numpy(np.float64), b[cols].to_numpy(np.float64))
     ratio = boot.ratio(0)
@@ -187,7 +193,8 @@ def compare_phase(
     mostly = mostly_part(changes, direction)
     text = verdict_text(name, ratio, direction, mostly) + basis_text(basis, contention)
     return PhaseComparison(phase, a_out, b_out, *_quantiles(a, b), ratio, changes, direction,
-                           mostly, text, basis, contention)  # fmt: skip
+                           mostly, text, basis, contention,
+                           lacking_parts(a, b, (*HOST_PARTS, *DEVICE_PARTS)))  # fmt: skip
 
 
 def _quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, float]:
@@ -198,24 +205,22 @@ def _quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, f
     return q(a, 0.5), q(b, 0.5), q(a, 0.9), q(b, 0.9)
 
 
-def _phases(base: Job, new: Job) -> list[str]:
-    """The phases both jobs recorded, training first."""
-
-    def of(job: Job) -> list[str]:
-        return [str(p) for p in job.sql("SELECT DISTINCT phase FROM steps")["phase"].dropna()]
-
-    common = set(of(base)) & set(of(new))
-    return sorted(common, key=lambda p: (p != "train", p))
+def _phases(job: Job) -> list[str]:
+    """The phases ``job`` recorded."""
+    return [str(p) for p in job.sql("SELECT DISTINCT phase FROM steps")["phase"].dropna()]
 
 
 def compare(base: Job, new: Job) -> Comparison:
-    """Job ``new`` (B) against the baseline ``base`` (A)."""
+    """Job ``new`` (B) against the baseline ``base`` (A): the phases both recorded,
+    training first; those only one recorded are named (``missing_phases``)."""
+    of_a, of_b = _phases(base), _phases(new)
+    common = sorted(set(of_a) & set(of_b), key=lambda p: (p != "train", p))
     phases = [
-        compare_phase(p, steady_steps(base, p), steady_steps(new, p), new.name)
-        for p in _phases(base, new)
+        compare_phase(p, steady_steps(base, p), steady_steps(new, p), new.name) for p in common
     ]
     a, b = read_setup(base), read_setup(new)
-    return Comparison(base.name, new.name, phases, diff_setups(a, b), a, b)
+    missing = lacking_phases(of_a, of_b)
+    return Comparison(base.name, new.name, phases, diff_setups(a, b), a, b, missing)
 
 
 def compare_jobs(jobs: list[Job]) -> list[Comparison]:

@@ -130,6 +130,7 @@ def _phase_table(c: Comparison, phase: PhaseComparison) -> list[str]:
             f"{1000 * i.value:+.1f} ms ({1000 * i.low:+.1f} to {1000 * i.high:+.1f}); "
             f"share {100 * p.base_share:.0f}% -> {100 * p.new_share:.0f}%"
         )
+    rows += [f"  {m.part:<14}{m.text()}, not compared" for m in phase.missing_parts]
     return rows
 
 
@@ -148,6 +149,7 @@ def render(c: Comparison) -> str:
     lines = [first, f"A: {c.base} (baseline)   B: {c.new}", ""]
     for phase in c.phases:
         lines += _phase_table(c, phase)
+    lines += [m.text() for m in c.missing_phases]
     lines.append("setup differences:" if c.setup.facts else "setup: no differences recorded")
     lines += [f"  {key}: {_or(a, 'not recorded')} -> {_or(b, 'not recorded')}"
               for key, a, b in c.setup.facts]  # fmt: skip

@@ -68,6 +68,7 @@ def parts_table(c: Comparison, p: PhaseComparison) -> str:
         share = f"{100 * part.base_share:.0f}% \u2192 {100 * part.new_share:.0f}%"
         change = f"{_ms(i.value)} ({_ms(i.low)} to {_ms(i.high)})"
         rows.append((part.part, _ms(part.base_s), _ms(part.new_s), change, share))
+    rows += [(m.part, "", "", f"{m.text()}, not compared", "") for m in p.missing_parts]
     return table(["", "A", "B", "change (95% interval)", "share of the step"], rows, cls="num")
 
 
@@ -140,4 +141,6 @@ def comparison_section(charts: Charts, c: Comparison, base: Job, new: Job) -> st
         body += _phase(charts, c, p, base, new)
     if not c.phases:
         body += note("No phase has steps in both jobs: nothing to compare.")
+    for m in c.missing_phases:
+        body += note(f"{m.phase.capitalize()}: not recorded in {m.lacking}, not compared.")
     return section(ANCHOR, f"Comparison with {c.base}", body + _setup(c))
