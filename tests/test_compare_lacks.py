@@ -162,8 +162,10 @@ def test_text_and_json_say_what_each_job_lacks(tmp_path: Path, capsys: Any) -> N
     assert "eval: not recorded in B, not compared" in text
     assert "version.tensorflow: 2.20.0 -> (not recorded)" in text
     (doc,) = json.loads(cli(capsys, tf, torch, "--json"))
-    assert doc["missing_phases"] == [{"phase": "eval", "lacking": "B"}]
+    said = "eval: not recorded in B, not compared"
+    assert doc["missing_phases"] == [{"phase": "eval", "lacking": "B", "text": said}]
     lacks = doc["phases"][0]["missing_parts"]
-    assert {"part": "optimizer", "lacking": "A", "why": "not split out"} in lacks
+    said = "not split out in A (0 on every step)"
+    assert {"part": "optimizer", "lacking": "A", "why": "not split out", "text": said} in lacks
     twin = json.loads(cli(capsys, tf, str(shaped(tmp_path / "tf2", 2, tf=True)), "--json"))[0]
     assert twin["phases"][0]["missing_parts"] == []

@@ -1,7 +1,8 @@
 """The dashboard's comparison (issue 34), in Chromium at 1400x900: tick two jobs in the
 jobs list, open the comparison, read its verdict and its chart of both runs' step
 durations on one axis. The synthetic jobs of tests/test_compare.py: a planted +15% in
-forward, and its silent twin (the same distribution twice). Screenshot:
+forward, and its silent twin (the same distribution twice); a TensorFlow-shaped job
+whose missing parts and phase are named. Screenshot:
 test-artifacts/compare-dashboard.png."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from conftest import BIN, CHROMIUM, env_for_tests
 from test_compare import job
+from test_compare_lacks import shaped
 
 pytestmark = [
     pytest.mark.process,  # Chromium, and `stepscope ui`
@@ -32,6 +34,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     job(tmp / "a", 1)
     job(tmp / "same", 2)
     job(tmp / "slow", 3, forward_extra=0.03, workers=2)
+    shaped(tmp / "keras", 4, tf=True, evals=40)  # a compiled fit's steps, and an eval phase
     return tmp
 
 
@@ -94,4 +97,15 @@ def test_the_same_distribution_twice_is_no_difference(browser: Any, ui: str) -> 
     verdict = page.text_content("#compare-verdict") or ""
     assert verdict.startswith("no difference beyond the noise of these runs")
     assert [label for label, n in series(page, "cmp_train") if n > 300] == ["A: a", "B: same"]
+    assert not errors
+
+
+def test_what_one_job_lacks_is_named_not_compared(browser: Any, ui: str) -> None:
+    """A TensorFlow-shaped job against a PyTorch one (tests/test_compare_lacks.py)."""
+    page, errors = compare(browser, ui, "keras", "a")
+    table = page.text_content("#compare-phases table.parts") or ""
+    assert "backward" in table and "not split out in A (0 on every step), not compared" in table
+    said = page.text_content("#compare-phases p.missing-phase") or ""
+    assert said == "eval: not recorded in B, not compared"
+    assert "version.tensorflow" in (page.text_content("#compare-setup") or "")
     assert not errors

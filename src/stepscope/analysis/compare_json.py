@@ -26,12 +26,17 @@ def json_clean(value: object) -> object:
 
 def comparison_doc(c: Comparison) -> dict[str, object]:
     """The comparison's dataclass fields, with the throughput, the samples per second
-    and the gate's figure (``slower_low_pct``) added per phase; NaN as None."""
+    and the gate's figure (``slower_low_pct``) added per phase, and the ``text`` of
+    each missing part and phase (:mod:`.compare_lacks`); NaN as None."""
     doc = dataclasses.asdict(c)
     for phase, raw in zip(c.phases, doc["phases"], strict=True):
         raw["slower_low_pct"] = phase.slower_low_pct
         raw["steps_per_s"] = list(phase.throughput)
         raw["samples_per_s"] = list(c.samples_per_s(phase))
+        for m, doc_m in zip(phase.missing_parts, raw["missing_parts"], strict=True):
+            doc_m["text"] = m.text()  # one wording for the CLI, report and dashboard
+    for m, doc_m in zip(c.missing_phases, doc["missing_phases"], strict=True):
+        doc_m["text"] = m.text()
     cleaned = json_clean(doc)
     assert isinstance(cleaned, dict)  # a dict in, a dict out
     return cleaned

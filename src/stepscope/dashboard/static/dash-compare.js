@@ -19,6 +19,8 @@
         `${ms(c.change.value)} (${ms(c.change.low)} to ${ms(c.change.high)})`,
         `${Math.round(100 * c.base_share)}% \u2192 ${Math.round(100 * c.new_share)}%`]);
     }
+    // a part one job lacks: named, never compared as 0 (docs/compare.md "What a job lacks")
+    for (const m of p.missing_parts || []) rows.push([m.part, "", "", m.text + ", not compared", ""]);
     const head = ["", "A", "B", "change (95% interval)", "share of the step"];
     return h("table", {className: "grid parts"},
       h("thead", {}, h("tr", {}, ...head.map((t) => h("th", {textContent: t})))),
@@ -48,6 +50,9 @@
       phases.append(h("h2", {textContent: p.phase}), said, partsTable(p),
         h("div", {className: "chart", dataset: {chart: id}}));
       showChart(id, doc.charts[p.phase] || null);
+    }
+    for (const m of c.missing_phases || []) {
+      phases.append(h("p", {className: "muted missing-phase", textContent: m.text}));
     }
     fillTable("compare-setup", c.setup.facts, "not recorded");
     fillTable("compare-rules", c.setup.rules, "not run");
