@@ -35,8 +35,8 @@ def comparison_doc(c: Comparison) -> dict[str, object]:
         raw["samples_per_s"] = list(c.samples_per_s(phase))
         for m, doc_m in zip(phase.missing_parts, raw["missing_parts"], strict=True):
             doc_m["text"] = m.text()  # one wording for the CLI, report and dashboard
-    for m, doc_m in zip(c.missing_phases, doc["missing_phases"], strict=True):
-        doc_m["text"] = m.text()
+    for lack, doc_lack in zip(c.missing_phases, doc["missing_phases"], strict=True):
+        doc_lack["text"] = lack.text()
     cleaned = json_clean(doc)
     assert isinstance(cleaned, dict)  # a dict in, a dict out
     return cleaned
