@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from stepscope.errors import RuleConfigError
     from stepscope.rules._balance import LoadBalancing
     from stepscope.rules._base import Rule
+    from stepscope.rules._compile_rule import TorchCompile
     from stepscope.rules._cuda_memory import CUDAMemory
     from stepscope.rules._data_loading import DataLoading
     from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
@@ -55,6 +56,7 @@ _LAZY = {
     "CommunicationNotOverlapped": "stepscope.rules._kernel_rules2",
     "CopiesNotOverlapped": "stepscope.rules._kernel_rules",
     "CUDAMemory": "stepscope.rules._cuda_memory",
+    "TorchCompile": "stepscope.rules._compile_rule",
     "DEBUGGING_RULES": "stepscope.rules.debugging",
     "DataLoaderWorkers": "stepscope.rules._loader_rules",
     "DataLoading": "stepscope.rules._data_loading",
@@ -139,6 +141,7 @@ __all__ = [
     "RuleSpec",
     "Status",
     "StepOutlier",
+    "TorchCompile",
     "TraceSource",
     "TraceWindow",
     "build_rules",

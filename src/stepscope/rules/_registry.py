@@ -22,6 +22,7 @@ from stepscope.config import RuleAction, parse_action
 from stepscope.errors import ConfigError, RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
+from stepscope.rules._compile_rule import TorchCompile
 from stepscope.rules._cuda_memory import CUDAMemory
 from stepscope.rules._data_loading import DataLoading
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
@@ -66,6 +67,7 @@ BUILTIN: dict[str, type[Rule]] = {
         PythonOverhead,
         StepOutlier,
         Straggler,
+        TorchCompile,
     )
 }
 PROFILER_RULES = tuple(sorted(BUILTIN))  # what ProfilerReport runs

@@ -80,6 +80,7 @@ GPUIdleInSteps = _maker("GPUIdleInSteps", "profiler")
 CopiesNotOverlapped = _maker("CopiesNotOverlapped", "profiler")
 CommunicationNotOverlapped = _maker("CommunicationNotOverlapped", "profiler")
 FP32MatMul = _maker("FP32MatMul", "profiler")
+TorchCompile = _maker("TorchCompile", "profiler")
 
 # The debugging rules (../shared/debugging-rules.md), by the SDK's function names.
 all_zero = _maker("AllZero", "debugging")
@@ -105,7 +106,7 @@ PROFILER_RULES = {
         OverallFrameworkMetrics, StepOutlier, CPUBoundThreads, CUDAMemory, DataLoaderWorkers,
         DataLoading, GPUIdleBetweenSteps, HostContention, MemoryPressure, PythonOverhead,
         Straggler, GPUIdleInSteps, CopiesNotOverlapped, CommunicationNotOverlapped,
-        FP32MatMul,
+        FP32MatMul, TorchCompile,
     )
 }  # fmt: skip
 DEBUGGING_RULES = {
@@ -160,6 +161,7 @@ __all__ = [
     "StepOutlier",
     "StopTraining",
     "Straggler",
+    "TorchCompile",
     "Webhook",
     "all_zero",
     "class_imbalance",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.agent.frameworks._adapter import HookedAdapter
 from stepscope.agent.frameworks._torch_collectives import CollectiveTimer
+from stepscope.agent.frameworks._torch_compile import CompileWatch
 from stepscope.agent.frameworks._torch_hooks import TorchHooks
 from stepscope.agent.frameworks._torch_runtime import RuntimeFacts
 
@@ -31,6 +32,8 @@ class TorchFramework(HookedAdapter[TorchHooks]):
         # threads and DataLoader settings, for the CPU rules (docs/format.md, events)
         self.runtime = RuntimeFacts(agent.writer.event, agent.faults)
         self.hooks.on_first_step = self.runtime.record_threads
+        # torch.compile's graph breaks and recompilations, read on the writer's thread
+        self.compile = CompileWatch(agent.writer.event, agent.faults)
 
     def attach(self) -> None:
         agent = self.agent
@@ -42,9 +45,11 @@ class TorchFramework(HookedAdapter[TorchHooks]):
         # after the hooks: it wraps their backward wrapper
         self.guarded("collectives", self.collectives.install)
         self.guarded("runtime-facts", self.runtime.install)
+        agent.writer.followers.append(self.compile.poll)
 
     def detach(self) -> None:
         self.runtime.record_threads()  # a loop without optimizer steps: at its end
+        self.compile.finish()  # the last read, and the totals
         self.guarded("step-hooks", self._remove)
 
     def _remove(self) -> None:
