@@ -27,6 +27,7 @@ from stepscope.config._framework import FrameworkProfile
 from stepscope.config._metrics import (
     DataloaderProfilingConfig,
     DetailedProfilingConfig,
+    MemoryProfilingConfig,
     MetricsConfigBase,
     PythonProfilingConfig,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "ProfilingCostWarning",
     "ProfilingWindow",
     "PythonProfiler",
+    "MemoryProfilingConfig",
     "PythonProfilingConfig",
     "RuleAction",
     "SaveConfig",
