@@ -25,7 +25,7 @@ def _cuda() -> Any | None:
     """``torch.cuda`` where the process uses CUDA (initialised, or a device present)."""
     import torch
 
-    cuda = torch.cuda
+    cuda: Any = torch.cuda  # its memory calls are private and untyped
     return cuda if cuda.is_initialized() or cuda.is_available() else None
 
 
