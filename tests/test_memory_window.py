@@ -14,6 +14,7 @@ import pytest
 from torch.cuda import _memory_viz
 
 import stepscope
+from stepscope.analysis.summary import profiling_summary
 
 pytestmark = pytest.mark.process
 
@@ -68,7 +69,7 @@ def test_a_memory_window_keeps_a_snapshot_the_memory_viewer_reads(run_job, tmp_p
     allocs = [e for e in events if e["action"] == "alloc"]
     assert len(allocs) == 8 and record["trace_events"] == len(events) >= 16
     assert any(f["filename"].endswith("mem.py") for f in allocs[0]["frames"])
-    assert record["segments"] == len(snapshot["segments"]) > 0 and not record["truncated"]
+    assert record["segments"] == len(snapshot["segments"]) > 0 and not record["history_full"]
     # PyTorch's reader of the file: its accounting checks hold, and it replays the trace
     assert "total_reserved" in _memory_viz.segsum(snapshot)
     assert f"{len(events)} entries" in _memory_viz.trace(snapshot)
@@ -83,6 +84,8 @@ def test_a_memory_window_without_cuda_says_so_and_keeps_no_file(run_job, tmp_pat
     assert record["path"] is None and record["files"] == []
     assert record["note"].startswith("not recorded: no CUDA device")
     assert not list((run.job_path / "profiling").rglob("*.pickle"))
+    (shown,) = profiling_summary(job)  # what `stepscope show` prints for the window
+    assert shown["path"] is None and shown["note"] == record["note"]
 
 
 def test_out_of_memory_is_a_fault_with_the_last_readings_and_its_twin_has_none(run_job, tmp_path):

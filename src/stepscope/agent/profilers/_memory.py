@@ -71,5 +71,6 @@ def summary(snapshot: Mapping[str, Any], max_entries: int) -> dict[str, JSON]:
         "allocated_bytes": sum(int(s.get("allocated_size", 0)) for s in segments),
         "trace_events": events,
         "max_entries": max_entries,
-        "truncated": any(len(t) >= max_entries for t in traces),
+        # full: the oldest events were dropped to keep max_entries
+        "history_full": any(len(t) >= max_entries for t in traces),
     }
