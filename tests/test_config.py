@@ -716,3 +716,19 @@ def test_importing_config_imports_no_torch() -> None:
     code = "import sys, stepscope.config; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_memory_window_runs_only_where_named():
+    from stepscope.config import FrameworkProfile
+
+    assert "memory" not in {w.kind for w in FrameworkProfile().windows()}
+    assert "memory" not in {w.kind for w in FrameworkProfile(start_step=3).windows()}
+    profile = FrameworkProfile.from_dict(
+        {"memory_profiling_config": {"start_step": "4", "num_steps": 2, "max_entries": "500"}}
+    )
+    (window,) = profile.windows()
+    assert (window.kind, window.start_step, window.num_steps) == ("memory", 4, 2)
+    assert window.max_entries == 500
+    assert ProfilingWindow.from_dict(window.to_dict()) == window
+    with pytest.raises(ConfigError, match=r"max_entries.*whole numbers >= 1"):
+        FrameworkProfile.from_dict({"memory_profiling_config": {"max_entries": 0}})

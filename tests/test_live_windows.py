@@ -88,8 +88,20 @@ def _args(**given: object) -> argparse.Namespace:
     base = {"detailed": False, "python": None, "dataloader": False, "steps": None,
             "start_time": None, "duration": None, "timer": "total_time",
             "metrics_regex": ".*", "record_shapes": False, "profile_memory": False,
-            "with_stack": False}  # fmt: skip
+            "with_stack": False, "memory": False, "max_entries": 100_000}  # fmt: skip
     return argparse.Namespace(**{**base, **given})
+
+
+def test_the_cli_asks_for_a_memory_window_and_the_parser_takes_it():
+    (window,) = profile_windows(_args(memory=True, steps="+2:3", max_entries=5000))
+    assert window == {"kind": "memory", "start_step": None, "step_offset": 2, "num_steps": 3,
+                      "max_entries": 5000}  # fmt: skip
+    (planned,) = parse_request("r", {"windows": [window]}, now=1.0).windows
+    assert planned.window.kind == "memory" and planned.window.max_entries == 5000
+    with pytest.raises(RequestError, match="max_entries"):
+        parse_request("r", {"windows": [{**window, "max_entries": 0}]}, now=1.0)
+    with pytest.raises(RequestError, match="over the limit of 200 steps"):
+        parse_request("r", {"windows": [{**window, "num_steps": 201}]}, now=1.0)
 
 
 def test_the_cli_leaves_now_to_the_job():

@@ -16,6 +16,7 @@ peak is above the previous reading's raised it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, Protocol
 
@@ -60,21 +61,33 @@ def _counter(stats: Mapping[str, object], name: str, stat: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+#: The readings an out-of-memory fault record lists (agent/_cuda_oom.py).
+RECENT = 5
+
+
 class MemoryReader:
     """Reads the counters at a step's end; a failure is recorded once (``on_fault``)
-    and turns the reading off, so the steps go on without these columns."""
+    and turns the reading off, so the steps go on without these columns. The last
+    readings stay in ``recent``, with the training steps done by then (``steps``)."""
 
     def __init__(
-        self, cuda: AllocatorStats, on_fault: Callable[[str, BaseException], None]
+        self,
+        cuda: AllocatorStats,
+        on_fault: Callable[[str, BaseException], None],
+        steps: Callable[[], int] = lambda: 0,
     ) -> None:
         self.cuda: AllocatorStats | None = cuda
-        self.on_fault = on_fault
+        self.on_fault, self.steps = on_fault, steps
+        self.recent: deque[tuple[int, MemoryReading]] = deque(maxlen=RECENT)
 
     def __call__(self) -> MemoryReading | None:
         if self.cuda is None:
             return None
         try:
-            return read_memory(self.cuda)
+            reading = read_memory(self.cuda)
+            if reading is not None:
+                self.recent.append((self.steps(), reading))
+            return reading
         except Exception as exc:  # a torch build without the call, a broken allocator
             self.cuda = None
             self.on_fault("cuda-memory", exc)

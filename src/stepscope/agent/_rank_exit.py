@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from stepscope.agent._agent import Agent
+from stepscope.agent._cuda_oom import record_oom
 from stepscope.jobfolder import paths
 
 STATUSES = ("Running", "Failed", "Terminated", "Exited")
@@ -131,6 +132,7 @@ class RankExit:
         self._previous_hook(kind, exc, tb)
 
     def failed(self, exc: BaseException) -> None:
+        record_oom(self.agent, exc)  # out of CUDA memory: a fault with the last readings
         error = f"{type(exc).__name__}: {exc}"
         where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         at = f"{where[0].filename}:{where[0].lineno}" if where else None

@@ -137,7 +137,7 @@ def render_show(s: JobSummary) -> str:
         cut = "   (cut: over file_max_size)" if w["truncated"] else ""
         lines.append(
             f"profiling  {w['kind']:<10} rank {w['rank']}   steps {w['start_step']}-"
-            f"{w['end_step']}   {w['path']}{cut}"
+            f"{w['end_step']}   {w['path'] or w.get('note')}{cut}"
         )
         lines += _kernels_line(w.get("kernels"))
     for f in s["faults"]:

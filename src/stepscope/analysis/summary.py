@@ -124,10 +124,11 @@ def _lifecycle(job: Job, meta: JobJson, steps: Columns) -> tuple[float | None, f
 
 def profiling_summary(job: Job) -> list[JsonObject]:
     """The job's profiling windows: kind, rank, steps and main artifact (docs/profiling.md),
+    or the ``note`` saying why a window kept none (a memory window without CUDA),
     and ``kernels``: the kernel breakdown of a window with a PyTorch trace (its 10 top
     kernels; ``{"not_applicable": why}`` without device activity), None for others, and
     ``efficiency``: its operators against the card's peaks (``Job.window_efficiency``)."""
-    keys = ("kind", "rank", "start_step", "end_step", "path", "request")
+    keys = ("kind", "rank", "start_step", "end_step", "path", "request", "note")
     out: list[JsonObject] = []
     for r in job.profiling_artifacts():
         kernels, eff = job.window_kernels(r), job.window_efficiency(r)

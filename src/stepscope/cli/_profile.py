@@ -69,7 +69,7 @@ def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
 
     span = _range(args)
     windows: list[JsonObject] = []
-    if not (args.detailed or args.python or args.dataloader):
+    if not (args.detailed or args.python or args.dataloader or args.memory):
         return windows  # --off alone
     if args.detailed:
         windows.append(
@@ -88,6 +88,8 @@ def profile_windows(args: argparse.Namespace) -> list[JsonObject]:
         )
     if args.dataloader:
         windows.append({"kind": "dataloader", **span, "metrics_regex": args.metrics_regex})
+    if args.memory:
+        windows.append({"kind": "memory", **span, "max_entries": args.max_entries})
     control.check_windows(windows)  # the agent checks again; this catches mistakes early
     return windows
 
@@ -141,9 +143,10 @@ def _wait(store: Store, name: str, args: argparse.Namespace) -> int:
 def cmd_profile(args: argparse.Namespace) -> int:
     from stepscope.jobfolder import control
 
-    if not (args.detailed or args.python or args.dataloader or args.off):
+    if not (args.detailed or args.python or args.dataloader or args.memory or args.off):
         raise UsageError(
-            "nothing to do: give --detailed, --python cprofile|pyinstrument or --dataloader "
+            "nothing to do: give --detailed, --python cprofile|pyinstrument, --dataloader "
+            "or --memory "
             "(with --steps START:N or --start-time/--duration), or --off KIND"
         )
     windows = profile_windows(args)

@@ -79,6 +79,18 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="REGEX",
         help="with --dataloader: the data loader metrics to keep (default .*: all)",
     )
+    w.add_argument(
+        "--memory",
+        action="store_true",
+        help="CUDA memory history for PyTorch's memory viewer (default: off)",
+    )
+    w.add_argument(
+        "--max-entries",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="with --memory: the allocator events kept (default 100000)",
+    )
     r = p.add_argument_group("when (one of the two; default: the next step)")
     r.add_argument(
         "--steps",
@@ -100,10 +112,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--off",
         action="append",
-        choices=["detailed", "python", "dataloader", "deep"],
+        choices=["detailed", "python", "dataloader", "memory", "deep"],
         metavar="KIND",
-        help="switch open and planned windows of KIND off: detailed, python, dataloader "
-        "or deep (repeatable; default: none)",
+        help="switch open and planned windows of KIND off: detailed, python, dataloader, "
+        "memory or deep (repeatable; default: none)",
     )
     _add_wait(p)
     p.set_defaults(fn=cmd_profile)

@@ -27,6 +27,7 @@ from stepscope.config._framework import FrameworkProfile
 from stepscope.config._metrics import (
     DataloaderProfilingConfig,
     DetailedProfilingConfig,
+    MemoryProfilingConfig,
     MetricsConfigBase,
     PythonProfilingConfig,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "FrameworkProfile",
     "JobConfig",
     "Json",
+    "MemoryProfilingConfig",
     "MetricsConfigBase",
     "Profiler",
     "ProfilerConfig",

@@ -23,6 +23,7 @@ from stepscope.config._metrics import (
     SECTION,
     DataloaderProfilingConfig,
     DetailedProfilingConfig,
+    MemoryProfilingConfig,
     MetricsConfigBase,
     PythonProfilingConfig,
     check_range_conflict,
@@ -35,7 +36,10 @@ _OPTIONS: dict[str, type[MetricsConfigBase]] = {
     "detailed_profiling_config": DetailedProfilingConfig,
     "dataloader_profiling_config": DataloaderProfilingConfig,
     "python_profiling_config": PythonProfilingConfig,
+    "memory_profiling_config": MemoryProfilingConfig,
 }
+# Options that run only where named: never in the default scenario.
+_OPT_IN = ("memory_profiling_config",)
 _UNSUPPORTED = ("horovod_profiling_config", "smdataparallel_profiling_config")
 
 
@@ -58,6 +62,7 @@ class FrameworkProfile:
     detailed_profiling_config: DetailedProfilingConfig | None = None
     dataloader_profiling_config: DataloaderProfilingConfig | None = None
     python_profiling_config: PythonProfilingConfig | None = None
+    memory_profiling_config: MemoryProfilingConfig | None = None
     horovod_profiling_config: object = None
     smdataparallel_profiling_config: object = None
     start_step: int | None = None
@@ -109,7 +114,8 @@ class FrameworkProfile:
                 start_unix_time=self.start_unix_time,
                 duration=self.duration,
             )
-            for option in _OPTIONS.values()
+            for name, option in _OPTIONS.items()
+            if name not in _OPT_IN
         ]
 
     def windows(self) -> list[ProfilingWindow]:
@@ -134,7 +140,7 @@ class FrameworkProfile:
 
 def _warn_if_costly(window: ProfilingWindow) -> None:
     """Warn when a detailed or dataloader window is long enough to slow training."""
-    if window.kind == "python":
+    if window.kind in ("python", "memory"):  # memory: limited by max_entries
         return
     if window.num_steps is not None and window.num_steps > MAX_CHEAP_STEPS:
         size = f"{window.num_steps} steps"

@@ -1,4 +1,4 @@
-"""The three framework profiling options: detailed, dataloader and Python profiling."""
+"""The framework profiling options: detailed, dataloader, Python and CUDA memory profiling."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import ClassVar, Self
 
 from stepscope.config._base import (
     as_bool,
+    as_int,
     build,
     check_keys,
     field_names,
@@ -17,7 +18,12 @@ from stepscope.config._base import (
     invalid,
 )
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, as_enum, cProfileTimer
-from stepscope.config._window import ProfilingWindow, WindowKind, WindowOptions
+from stepscope.config._window import (
+    DEFAULT_MAX_ENTRIES,
+    ProfilingWindow,
+    WindowKind,
+    WindowOptions,
+)
 from stepscope.errors import ConfigError
 
 SECTION = "profiler.framework_profile_params"
@@ -225,3 +231,25 @@ class PythonProfilingConfig(MetricsConfigBase):
             "python_profiler": self.python_profiler,
             "cprofile_timer": self.cprofile_timer if cprofile else None,
         }
+
+
+@dataclass(frozen=True)
+class MemoryProfilingConfig(MetricsConfigBase):
+    """CUDA memory history: every allocation and free of the caching allocator, with
+    its stack, for the window's steps; by default step 5, for one step. Never on by
+    default: it runs only where the configuration names it (docs/profiling.md).
+
+    ``max_entries`` bounds the events kept (``torch.cuda.memory._record_memory_history``).
+    """
+
+    max_entries: int = DEFAULT_MAX_ENTRIES
+
+    kind: ClassVar[WindowKind] = "memory"
+    default_start_step: ClassVar[int] = 5
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "max_entries", as_int(self.max_entries, "max_entries", 1))
+
+    def _options(self) -> WindowOptions:
+        return {"max_entries": self.max_entries}

@@ -9,6 +9,7 @@ from typing import Literal, TypedDict, get_args
 from stepscope.config._base import (
     Json,
     as_bool,
+    as_int,
     build,
     check_keys,
     field_names,
@@ -18,7 +19,7 @@ from stepscope.config._base import (
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, as_enum, cProfileTimer
 from stepscope.errors import ConfigError
 
-WindowKind = Literal["detailed", "dataloader", "python"]
+WindowKind = Literal["detailed", "dataloader", "python", "memory"]
 WINDOW_KINDS: tuple[WindowKind, ...] = get_args(WindowKind)
 
 
@@ -32,6 +33,11 @@ class WindowOptions(TypedDict, total=False):
     profile_memory: bool
     with_stack: bool
     include_prestep: bool
+    max_entries: int
+
+
+#: The allocator events a memory window keeps by default (PyTorch's own default).
+DEFAULT_MAX_ENTRIES = 100_000
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,8 @@ class ProfilingWindow:
 
     Only the fields of the window's ``kind`` are set: ``python_profiler`` and
     ``cprofile_timer`` (None with Pyinstrument) for ``"python"``, ``metrics_regex``
-    for ``"dataloader"``, and the PyTorch profiler options for ``"detailed"``.
+    for ``"dataloader"``, the PyTorch profiler options for ``"detailed"``, and
+    ``max_entries`` (the allocator events kept, newest last) for ``"memory"``.
     """
 
     kind: WindowKind
@@ -62,10 +69,12 @@ class ProfilingWindow:
     profile_memory: bool = False
     with_stack: bool = False
     include_prestep: bool = False
+    max_entries: int = DEFAULT_MAX_ENTRIES
 
     def __post_init__(self) -> None:
         if self.kind not in WINDOW_KINDS:
             raise invalid(self.kind, "kind", ", ".join(map(repr, WINDOW_KINDS)))
+        object.__setattr__(self, "max_entries", as_int(self.max_entries, "max_entries", 1))
         steps = StepRange(self.start_step, self.num_steps)
         times = TimeRange(self.start_unix_time, self.duration)
         if self.is_time_window:
@@ -118,6 +127,7 @@ class ProfilingWindow:
             "profile_memory": self.profile_memory,
             "with_stack": self.with_stack,
             "include_prestep": self.include_prestep,
+            "max_entries": self.max_entries,
         }
 
     @classmethod
@@ -149,6 +159,8 @@ LIVE_WINDOW_LIMITS: dict[str, WindowLimit] = {
     "python (cprofile)": WindowLimit(steps=100_000, seconds=3600.0),
     "python (pyinstrument)": WindowLimit(steps=2_000, seconds=600.0),
     "dataloader": WindowLimit(steps=10_000, seconds=3600.0),
+    # every allocation and free of the window is kept (up to max_entries) with its stack
+    "memory": WindowLimit(steps=200, seconds=300.0),
 }
 #: The furthest a live step window may start: later steps are never reached.
 MAX_START_STEP = 10**12

@@ -150,7 +150,8 @@ class FaultJson(TypedDict, total=False):
     An ``abrupt-exit`` record names the rank (``rank_pid``) and the ``lost_seconds``
     of steps it may have lost; a ``clock-step`` record the wall clock's newest
     ``step_seconds``; a ``rule-action`` record the ``rule`` whose webhook or command
-    failed.
+    failed; a ``cuda-oom`` record the allocator's last per-step ``memory_readings``
+    and its counters at the failure, ``memory_stats``.
     """
 
     component: str
@@ -186,6 +187,8 @@ class FaultJson(TypedDict, total=False):
     rank_pid: int | None
     lost_seconds: float
     step_seconds: float
+    memory_readings: list[JsonObject]
+    memory_stats: dict[str, int]
 
 
 class WindowJson(TypedDict, total=False):

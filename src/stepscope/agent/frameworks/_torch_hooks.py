@@ -65,6 +65,7 @@ class TorchHooks:
         self._grad_enabled: Callable[[], bool] = lambda: True
         self._cuda_initialized: Callable[[], bool] = lambda: False
         self.device: DeviceSampler | None = None  # once the process uses CUDA
+        self.memory: MemoryReader | None = None  # the allocator's readings, with the device
         self.installed = False
 
     # -- install / remove -------------------------------------------------------
@@ -257,6 +258,8 @@ class TorchHooks:
         if self.device is None and self._cuda_initialized():
             import torch
 
-            memory = MemoryReader(torch.cuda, self.faults.record)
+            rec = self.rec
+            memory = MemoryReader(torch.cuda, self.faults.record, lambda: rec.train_steps)
+            self.memory = memory  # its last readings go into an out-of-memory fault
             self.device = DeviceSampler(self.rec, DeviceTimer(torch.cuda, memory))
             self.device.attach()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from stepscope.agent.profilers._dataloader import DataloaderProfiler
 from stepscope.agent.profilers._detailed import DetailedProfiler
+from stepscope.agent.profilers._memory import MemoryProfiler
 from stepscope.agent.profilers._python import python_profiler
 from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, FileBounds, Finish
 from stepscope.config import ProfilingWindow
@@ -54,6 +55,8 @@ def make_profiler(
 
             return TFDataloaderProfiler(window, recorder, wall, sink)
         return DataloaderProfiler(window, recorder, wall)
+    if window.kind == "memory":
+        return MemoryProfiler(window)
     return python_profiler(window)
 
 
