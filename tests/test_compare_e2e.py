@@ -40,7 +40,8 @@ def test_a_planted_sleep_per_step_is_slower_mostly_other(runs: Path) -> None:
     done = compare(runs, "base", "slept", "--fail-if-slower", "25%")
     assert done.returncode == 1, done.stderr
     first = done.stdout.splitlines()[0]
-    assert first.startswith("slept is slower by") and first.endswith("mostly other"), first
+    said = first.split(";")[0]  # then what it was judged on, when the host was busy
+    assert said.startswith("slept is slower by") and said.endswith("mostly other"), first
     assert "command: " in done.stdout and "--step-sleep 0.03" in done.stdout
 
 

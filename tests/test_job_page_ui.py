@@ -165,7 +165,7 @@ def test_the_report_opens_with_the_diagnosis_then_the_charts(loader: Path, brows
     visible = [r.inner_text() for r in rows.all() if r.is_visible()]
     assert len(visible) == 3 and all("IssuesFound" in r for r in visible), visible
     page.click("#rules details.rules-more summary")
-    assert sum(r.is_visible() for r in rows.all()) == 18
+    assert sum(r.is_visible() for r in rows.all()) == len(rows.all()) > 3
     # the device split: the bar's legend, the line above it and the split's table agree
     device_bar = shares(page.inner_text('[data-chart="c1"] .sc-share-legend'))
     assert set(device_bar) == {"forward", "backward", "optimizer"}
@@ -198,9 +198,10 @@ def test_the_dashboard_opens_with_the_diagnosis_then_the_charts(ui: str, browser
     rows = page.locator("#rules tr.rule")
     assert [r.is_visible() for r in rows.all()].count(True) == 3
     assert all("IssuesFound" in r.inner_text() for r in rows.all() if r.is_visible())
-    assert page.inner_text("#rules-all") == "Show all 18 rules (15 more)"
+    n = len(rows.all())  # every rule the job was judged by: the built-in set grows
+    assert n > 3 and page.inner_text("#rules-all") == f"Show all {n} rules ({n - 3} more)"
     page.click("#rules-all")
-    assert sum(r.is_visible() for r in rows.all()) == 18
+    assert sum(r.is_visible() for r in rows.all()) == n
     page.click("#rules-all")
     assert sum(r.is_visible() for r in rows.all()) == 3
     # the device split: the bar's legend and the line above it print the same percentages

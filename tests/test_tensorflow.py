@@ -284,10 +284,11 @@ def test_the_dashboard_api_serves_a_tensorflow_job(fit_job: stepscope.Job) -> No
 
     token = "t" * 24
     root = str(Path(fit_job.path).parent)
-    client = TestClient(create_app(root, token=token), base_url="http://127.0.0.1")
     name = Path(fit_job.path).name
     auth = {"Authorization": f"Bearer {token}"}
-    steps = client.get(f"/api/jobs/{name}/steps", headers=auth)
+    # as a context: its event loop and worker threads end with the block
+    with TestClient(create_app(root, token=token), base_url="http://127.0.0.1") as client:
+        steps = client.get(f"/api/jobs/{name}/steps", headers=auth)
+        report = client.get(f"/api/jobs/{name}/report.html", headers=auth)
     assert steps.status_code == 200 and steps.json()["count"] == 40
-    report = client.get(f"/api/jobs/{name}/report.html", headers=auth)
     assert report.status_code == 200 and b"<html" in report.content

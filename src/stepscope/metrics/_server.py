@@ -17,13 +17,17 @@ DEFAULT_HOST = "127.0.0.1"
 
 
 class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a slow scraper never holds the runner's exit
+    # stop() joins the scrapes in flight (no thread outlives the server); a scraper
+    # that stalls is cut by the handler's socket timeout, so it holds the exit 2 s at most
+    daemon_threads = False
+    block_on_close = True
     text: Callable[[], str]
     on_error: Callable[[Exception], None] | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    timeout = 2.0  # seconds a scraper may stall a read or a write
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] != "/metrics":
