@@ -372,6 +372,7 @@ sys.exit(main(["import", "sagemaker", url + "/", dest]))
         server.stop()
     assert done.returncode == 0, done.stderr
     assert "system rows: 240" in done.stdout
+
     # what readers derive beside a trace (`<trace>.kernels.json`, docs/format.md) is a
     # cache of the reads made so far, not part of the import
     def kept(p: Path) -> bool:

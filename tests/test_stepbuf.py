@@ -217,7 +217,10 @@ def test_one_thread_flushes_the_steps_and_the_tensors_and_polls(tmp_path: Path) 
         agent = session.agent
         assert agent.tensors is not None
         assert agent.profiling is not None
-        assert agent.writer.followers == [agent.tensors.writer.flush, agent.profiling.poll]
+        followers = agent.writer.followers
+        assert followers[:2] == [agent.tensors.writer.flush, agent.profiling.poll]
+        # and torch.compile's counters where torch is attached (cheap: no I/O)
+        assert [f.__qualname__ for f in followers[2:]] in ([], ["CompileWatch.poll"])
     assert "stepscope-writer" in names and "stepscope-tensors" not in names
 
 
@@ -231,7 +234,8 @@ def test_on_object_storage_each_stream_keeps_its_own_thread(tmp_path: Path) -> N
     agent.start()
     try:
         names = {t.name for t in threading.enumerate() if t.name.startswith("stepscope-")}
-        assert agent.writer.followers == []
+        # only torch.compile's counters, which only queue events (no store call)
+        assert [f.__qualname__ for f in agent.writer.followers] in ([], ["CompileWatch.poll"])
         assert agent.profiling is not None
         assert agent.profiling.background.poll == agent.profiling.poll
         assert agent.profiling.background.poll_s >= agent.store.min_interval_s
