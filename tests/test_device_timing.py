@@ -157,7 +157,9 @@ def test_the_cpu_stand_in_benchmark_counts_few_events_and_reuses_them():
     counts.update(dict.fromkeys(counts, 0))
     _, _, timed = bench.block("sampled", 200, 100.0)
     assert 2 <= timed < 20 and counts["record"] == 6 * timed
-    assert counts["make"] <= 12  # the pool: made for the first steps, then reused
+    # the pool: made for the first steps in flight (two, three on a loaded machine,
+    # where a step's events are read back later), then reused
+    assert counts["make"] <= 18 and (timed <= 3 or counts["make"] < counts["record"])
     counts.update(dict.fromkeys(counts, 0))
     _, _, timed = bench.block("every step", 200, 100.0)
     assert timed == 200 and counts["record"] == 1200 and counts["elapsed_time"] == 600
