@@ -82,6 +82,7 @@ def test_without_a_run_id_a_new_run_in_the_experiment(tmp_path: Path, store: str
     assert exp is not None
     (run,) = client.search_runs([exp.experiment_id])
     assert run.info.status == "FINISHED"
+    assert run.info.run_name == "j"  # the job's name, not the experiment's
     assert "stepscope.gpu_utilization_pct" not in run.data.metrics  # none recorded: absent
     assert run.data.metrics["stepscope.step_time_s"] > 0
     assert not client.list_artifacts(run.info.run_id)

@@ -111,3 +111,21 @@ def test_a_dead_endpoint_is_a_recorded_fault(tmp_path: Path) -> None:
         record["error"].startswith(f"webhook {host}: URLError") and record["rule"] == "StepOutlier"
     )
     assert "/hook" not in record["error"]  # a webhook's path may be its secret
+
+
+@pytest.mark.parametrize(
+    "value", ["hooks.example.com/services/T0/B0/s3cret", "http://127.0.0.1:9/s3cret\n"]
+)
+def test_a_webhook_secret_never_reaches_the_fault_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """A secret from the environment without its scheme (urllib repeats it in its
+    error), or with a mounted file's newline: the record says what went wrong, never
+    the URL. Its twin, the inline dead URL above, keeps the host."""
+    monkeypatch.setenv("HOOK_URL", value)
+    faults = FaultLog(open_store(tmp_path), "node", 7)
+    notifier = Notifier("job-1", str(tmp_path), faults)
+    assert notifier.fire([WebhookAction("", url_env="HOOK_URL", timeout_s=2)], _result("x")) == 1
+    notifier.close(10)
+    (record,) = [json.loads(p.read_text()) for p in tmp_path.glob("faults/rule-action-*.json")]
+    assert record["error"].startswith("webhook $HOOK_URL: ") and "s3cret" not in record["error"]

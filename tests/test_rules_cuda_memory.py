@@ -133,3 +133,13 @@ def test_too_few_readings_is_not_applicable(tmp_path):
     path = memory_job(tmp_path / "j", allocated, allocated, allocated)
     res = judge(path, "CUDAMemory", **{**PARAMS, "skip_steps": N - 5})  # 5 readings left
     assert res.status is Status.NOT_APPLICABLE and "fewer than 10 training steps" in res.reason
+
+
+def test_growth_whose_last_reading_dips_begins_at_its_first_reading_above() -> None:
+    """A leak whose last reading falls back (an accumulation step freed its buffers)
+    is named where it first rose, never past the readings (an IndexError before)."""
+    from stepscope.rules._cuda_memory import began_at
+
+    values = np.array([100.0, 100, 100, 100, 150, 200, 250, 300, 100], np.float64)
+    assert began_at(values, rise=200.0) == 4
+    assert began_at(values[:-1], rise=200.0) == 4  # the twin without the dip

@@ -23,14 +23,16 @@ def _tracker_error(backend: str, exc: Exception) -> UsageError:
 
 
 def _export(
-    args: argparse.Namespace, open_tracker: Callable[[argparse.Namespace], Tracker], backend: str
+    args: argparse.Namespace,
+    open_tracker: Callable[[argparse.Namespace, str], Tracker],
+    backend: str,
 ) -> int:
     from stepscope.export.trackers import export_job
     from stepscope.read import open
 
     job = open(job_arg(args))  # a missing job is said before the tracker is touched
     try:
-        tracker = open_tracker(args)
+        tracker = open_tracker(args, job.name)  # a new run is named after the job
         done = export_job(tracker, job, report=not args.no_report)
     except UsageError:
         raise
@@ -46,13 +48,15 @@ def _export(
 def cmd_mlflow(args: argparse.Namespace) -> int:
     from stepscope.export.to_mlflow import open_mlflow
 
-    return _export(args, lambda a: open_mlflow(a.run_id, a.tracking_uri, a.experiment), "MLflow")
+    return _export(
+        args, lambda a, job: open_mlflow(a.run_id, a.tracking_uri, a.experiment, job), "MLflow"
+    )
 
 
 def cmd_wandb(args: argparse.Namespace) -> int:
     from stepscope.export.to_wandb import open_wandb
 
-    return _export(args, lambda a: open_wandb(a.run_id, a.project, a.name), "W&B")
+    return _export(args, lambda a, job: open_wandb(a.run_id, a.project, a.name or job), "W&B")
 
 
 def _common(p: argparse.ArgumentParser, run_env: str) -> None:

@@ -63,10 +63,10 @@ class MlflowTracker:
         self.client.get_run(self.run_id)  # a bad id or an unreachable server: now, once
 
     def _new_run(self, experiment: str | None, name: str | None) -> str:
-        name = experiment or "stepscope"
-        found = self.client.get_experiment_by_name(name)
-        exp_id = found.experiment_id if found else self.client.create_experiment(name)
-        return str(self.client.create_run(exp_id, run_name=name).info.run_id)
+        exp_name = experiment or "stepscope"
+        found = self.client.get_experiment_by_name(exp_name)
+        exp_id = found.experiment_id if found else self.client.create_experiment(exp_name)
+        return str(self.client.create_run(exp_id, run_name=name or exp_name).info.run_id)
 
     @property
     def where(self) -> str:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from stepscope.jobfolder import FaultLog
+from stepscope.jobfolder import FaultLog, JsonObject
 from stepscope.launch._helpers import (
     FIRST_BACKOFF_S,
     HUNG_ENV,
@@ -59,7 +59,8 @@ class Helpers:
         self.faults, self.store, self.clock = faults, store, clock
         self.interval_s = spec.interval_ms / 1e3
         self.stop_s = seconds_from_env(os.environ, STOP_ENV, STOP_S)
-        if spec.trackers and spec.rules:
+        if spec.rules and (spec.trackers or _notifies(spec.config)):
+            # trackers close their runs, webhooks and commands deliver the final findings
             self.stop_s = max(self.stop_s, TRACKERS_STOP_S)
         self.hung_s = seconds_from_env(os.environ, HUNG_ENV, HUNG_S)
         sampler = _sampler_cmd(spec, store, child_pid, me)
@@ -223,3 +224,14 @@ def _kill(h: Helper) -> None:
     with contextlib.suppress(OSError):
         h.proc.kill()
     wait_child(h.proc, None, KILLED_WAIT_S)
+
+
+def _notifies(config: JsonObject) -> bool:
+    """Whether a rule of the job's configuration has a webhook or command action
+    (a table among its ``actions``; ``"stop"`` is a string)."""
+    rules = config.get("rules")
+    entries = rules if isinstance(rules, list) else []
+    return any(
+        isinstance(e, dict) and any(isinstance(a, dict) for a in (e.get("actions") or []))
+        for e in entries
+    )

@@ -186,12 +186,18 @@ class CUDAMemory(NodeRule):
 
 def began_at(values: FloatArray, rise: float) -> int:
     """Index of the first reading after which all stay above the first readings'
-    median by more than ``rise / 50``."""
+    median by more than ``rise / 50``; where the last reading dips back (a leak whose
+    last group still rose), the first reading above it."""
     base = float(np.median(values[:3]))
     above = values > base + rise / 50
     # the last reading not above, plus one: every reading after it is above
     below = np.flatnonzero(~above)
-    return int(below[-1]) + 1 if len(below) else 0
+    if not len(below):
+        return 0
+    if int(below[-1]) + 1 < len(values):
+        return int(below[-1]) + 1
+    first = np.flatnonzero(above)
+    return int(first[0]) if len(first) else 0
 
 
 def card_memory(data: RuleInput, node: str | None, rows: pd.DataFrame) -> float | None:

@@ -231,9 +231,9 @@ class Runner:
         # a folder that took no verdict: the final one would be lost too (its reads cost
         # the CPU of a whole evaluation, and the launcher's return waits for it)
         results = [] if self.lost is not None else self.final()
-        self.notifier.close()  # what is queued goes out before the runner exits
-        if self.observer is not None:
+        if self.observer is not None:  # the trackers first: their runs close in the budget
             self.observer.ended(results)
+        self.notifier.close()  # what is queued goes out before the runner exits
         return results
 
 

@@ -28,7 +28,9 @@ from stepscope.rules._types import Finding, RuleResult, Status
 COMPONENT = "rule-action"
 MAX_QUEUED = 32  # deliveries waiting; past it a notification is dropped (and recorded)
 MAX_PER_RULE = 5  # kinds of finding sent per rule and job: a flapping rule is no spam
-DRAIN_S = 30.0  # at the job's end, the longest the runner waits for what is queued
+# At the job's end, the longest the runner waits for what is queued: within the
+# launcher's budget for a job with webhooks or commands (launch, TRACKERS_STOP_S: 15 s)
+DRAIN_S = 10.0
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 
 Delivery = tuple[RuleAction, JsonObject]
@@ -77,9 +79,12 @@ def webhook_body(kind: str, doc: JsonObject) -> JsonObject:
 
 def post(action: WebhookAction, doc: JsonObject) -> None:
     """POST ``doc`` in the action's shape; an HTTP error or a timeout raises."""
-    url = action.url or os.environ.get(action.url_env, "")
+    url = (action.url or os.environ.get(action.url_env, "")).strip()  # a mounted secret's newline
     if not url:
         raise RuntimeError(f"the environment variable {action.url_env} holds no webhook URL")
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        # never the value in the message: it is the secret
+        raise RuntimeError(f"${action.url_env} is not an http(s) URL with a host")
     data = json.dumps(webhook_body(action.kind, doc)).encode("utf-8")
     headers = {"Content-Type": "application/json", "User-Agent": "stepscope"}
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
@@ -125,6 +130,18 @@ def _target(action: RuleAction) -> str:
     if isinstance(action, WebhookAction):
         return f"webhook {urlsplit(action.url).netloc if action.url else '$' + action.url_env}"
     return f"command {action.command[0]}"
+
+
+def _safe(exc: Exception, action: RuleAction) -> str:
+    """The error without the webhook's URL: urllib's messages repeat it, and its path
+    (a Slack or Teams URL's token) is a secret; an HTTP error keeps its status."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(action, WebhookAction):
+        url = (action.url or os.environ.get(action.url_env, "")).strip()
+        path = urlsplit(url).path if url else ""
+        for secret in {s for s in (url, path, path.lstrip("/")) if len(s) > 1}:
+            text = text.replace(secret, "<url>")
+    return text
 
 
 class Notifier:
@@ -176,7 +193,7 @@ class Notifier:
                 self._deliver(action, doc)
                 self.delivered += 1
             except Exception as exc:  # the endpoint's trouble is the job's fault record
-                error = f"{_target(action)}: {type(exc).__name__}: {exc}".splitlines()[0][:500]
+                error = f"{_target(action)}: {_safe(exc, action)}".splitlines()[0][:500]
                 self.faults.record(COMPONENT, error, rule=str(doc["rule"]))
             finally:
                 self._queue.task_done()

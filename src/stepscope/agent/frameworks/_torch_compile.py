@@ -132,10 +132,12 @@ class CompileWatch:
             fresh = reasons[self._seen.get(key, 0) :]
             self._seen[key] = len(reasons)
             count = self._count(fresh)
-            if not count or written >= MAX_EVENTS:
+            if not count:
                 continue
             total = self._recompiles.get(key, 0) + count
-            self._recompiles[key] = total
+            self._recompiles[key] = total  # counted whether or not its event is written
+            if written >= MAX_EVENTS:
+                continue
             written += 1
             self.event(
                 "recompile",
