@@ -96,5 +96,7 @@ def add_parsers(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="P",
         help="the W&B project (default $WANDB_PROJECT, else stepscope)",
     )
-    p.add_argument("--name", metavar="NAME", help="the display name of a new run (default: W&B's)")
+    p.add_argument(
+        "--name", metavar="NAME", help="the display name of a new run (default: the job's name)"
+    )
     p.set_defaults(fn=cmd_wandb)
