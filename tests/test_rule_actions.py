@@ -129,3 +129,13 @@ def test_a_webhook_secret_never_reaches_the_fault_record(
     notifier.close(10)
     (record,) = [json.loads(p.read_text()) for p in tmp_path.glob("faults/rule-action-*.json")]
     assert record["error"].startswith("webhook $HOOK_URL: ") and "s3cret" not in record["error"]
+
+
+def test_the_launcher_gives_notifying_rules_time_to_deliver_at_the_end() -> None:
+    """A job whose rules have webhooks or commands gets the trackers' end budget (the
+    final findings are sent then); its twin with only "stop" keeps the short one."""
+    from stepscope.launch._supervise import _notifies
+
+    assert _notifies({"rules": [{"name": "StepOutlier", "actions": ["stop", {"webhook": "x"}]}]})
+    assert not _notifies({"rules": [{"name": "StepOutlier", "actions": ["stop"]}]})
+    assert not _notifies({})
