@@ -54,7 +54,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 # Under pytest-xdist (scripts/test runs 2 workers), a test that loads every core runs
 # alone: beside it, another worker's healthy run would be slowed by its loops, and its own
 # measure of the load would count the other worker's training. The others share the machine.
-LOADS_EVERY_CORE = {"busy_loops", "many_busy_loops", "cpu_load"}
+LOADS_EVERY_CORE = {"busy_loops", "many_busy_loops", "cpu_load", "alone"}
 
 
 @contextlib.contextmanager
@@ -278,6 +278,13 @@ needs_tensorflow = pytest.mark.skipif(
     importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("keras") is None,
     reason="TensorFlow is not installed: pip install -e '.[tensorflow]'",
 )
+
+
+@pytest.fixture
+def alone() -> None:
+    """Nothing but a name: a test that asks for it runs with no other xdist worker's
+    test beside it (LOADS_EVERY_CORE): its bound is a deadline that a loaded machine
+    can miss (a signal's grace period), not a measure."""
 
 
 @pytest.fixture

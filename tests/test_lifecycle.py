@@ -51,7 +51,7 @@ def _wait_for_steps(job_path: Path, n: int = 1, timeout: float = 120) -> None:
     raise AssertionError(f"no steps in {job_path} after {timeout} s")
 
 
-def test_stop_request_ends_job_as_stopped(tmp_path):
+def test_stop_request_ends_job_as_stopped(tmp_path, alone):
     proc = _start(tmp_path, LONG)
     _wait_for_steps(tmp_path / "job")
     name = control.request_stop(open_store(tmp_path / "job"), "enough", by="test")
@@ -65,7 +65,7 @@ def test_stop_request_ends_job_as_stopped(tmp_path):
     assert "agent_stop" in kinds  # the agent flushed on the way out
 
 
-def test_sigterm_is_forwarded_and_last_steps_are_flushed(tmp_path):
+def test_sigterm_is_forwarded_and_last_steps_are_flushed(tmp_path, alone):
     proc = _start(tmp_path, LONG)
     _wait_for_steps(tmp_path / "job")
     proc.send_signal(signal.SIGTERM)
