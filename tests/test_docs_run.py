@@ -45,7 +45,7 @@ stepscope() {  # a finished job: the request's arguments were checked, the job f
         [[ $rc == 2 && $out == *"only a running job takes requests"* ]] && return 0
         return $rc ;;
     ui)  # serves until stopped (Ctrl-C): a few seconds on a free port; its URL, no traceback
-        local out; out=$(timeout -s INT 8 stepscope "$@" --port 0 2>&1) || true
+        local out; out=$(timeout -s INT 15 stepscope "$@" --port 0 2>&1) || true
         printf '%s\n' "$out"; [[ $out == *"http://127.0.0.1:"* && $out != *Traceback* ]] ;;
     *) command stepscope "$@" ;;
     esac
