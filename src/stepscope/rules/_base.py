@@ -14,6 +14,7 @@ from typing import ClassVar
 from stepscope.rules._cost import within_evidence
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import (
+    MIN_COST_S,
     MIN_COST_SHARE,
     SCAN_INTERVAL,
     Param,
@@ -107,6 +108,14 @@ class Rule:
         if MIN_COST_SHARE not in self.parameters or cost is None or not step_seconds:
             return None
         return 100.0 * cost / step_seconds, float(self.p_float(MIN_COST_SHARE))
+
+    def too_little(self, cost: float | None) -> float | None:
+        """The rule's ``min_cost_s`` when its findings cost less: too little to act on
+        (docs/rules.md); None for a rule without the parameter or an unknown cost."""
+        if MIN_COST_S not in self.parameters or cost is None:
+            return None
+        least = float(self.p_float(MIN_COST_S))
+        return least if cost < least else None
 
     # -- helpers to build results --------------------------------------------------
     def result(

@@ -14,7 +14,6 @@ from stepscope.jobfolder import JsonObject
 from stepscope.rules._base import Rule
 from stepscope.rules._cost import on_cost, within_evidence
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import MIN_COST_S
 from stepscope.rules._types import Finding, RuleResult, Status
 
 if TYPE_CHECKING:
@@ -133,7 +132,7 @@ class NodeRule(Rule):
                 status, details["fired_on_cost"] = Status.ISSUES_FOUND, True
         else:
             message = self.summarize(status, findings, triggers, datapoints, details)
-        if status is Status.ISSUES_FOUND and (least := self._too_little(cost)) is not None:
+        if status is Status.ISSUES_FOUND and (least := self.too_little(cost)) is not None:
             status, details["below_min_cost_s"] = Status.NO_ISSUES_FOUND, True
             message = f"{message.rstrip('.')}; but in all it costs {cost:.2f} s (< {least:g} s)."
         return self.result(
@@ -147,13 +146,6 @@ class NodeRule(Rule):
             cost_seconds=cost,
             saving_seconds=self.saving(judged),
         )
-
-    def _too_little(self, cost: float | None) -> float | None:
-        """The rule's ``min_cost_s`` when its findings cost less: too little to act on."""
-        if MIN_COST_S not in self.parameters or cost is None:
-            return None
-        least = float(self.p_float(MIN_COST_S))
-        return least if cost < least else None
 
     def below_text(self, triggers: int, findings: list[Finding]) -> str:
         """What was found below the count threshold (the start of a message that fired on

@@ -30,7 +30,7 @@ from stepscope.errors import RuleConfigError
 from stepscope.rules._base import Rule
 from stepscope.rules._cost import on_cost, step_seconds
 from stepscope.rules._input import RuleInput
-from stepscope.rules._params import Param, min_cost_share, window
+from stepscope.rules._params import Param, min_cost_s, min_cost_share, window
 from stepscope.rules._straggler_advice import advice, has_gpu
 from stepscope.rules._straggler_scope import drop_waiting, split, unmeasured, why
 from stepscope.rules._straggler_windows import (
@@ -73,6 +73,7 @@ class Straggler(Rule):
         Param("skip_steps", 5, "first training steps of each rank ignored", int),
         Param("metrics", DEFAULT_METRICS, f"step columns compared, of {', '.join(METRICS)}", str),
         min_cost_share(),
+        min_cost_s(0.5),
     )
 
     def __init__(self, name: str | None = None, **parameters: object) -> None:
@@ -120,6 +121,11 @@ class Straggler(Rule):
                 if fired:
                     findings, triggers, status = below, 0, Status.ISSUES_FOUND
                     details["fired_on_cost"] = True
+        cost = waited_for(found, medians)
+        if status is Status.ISSUES_FOUND and (least := self.too_little(cost)) is not None:
+            # its peers lost less than min_cost_s in all: a real pattern, too small to act on
+            status, details["below_min_cost_s"] = Status.NO_ISSUES_FOUND, True
+            message = f"{message.rstrip('.')}; but in all it costs {cost:.2f} s (< {least:g} s)"
         message += f"; {why(skipped)}" if skipped else ""
         if profiled_text(profiled):
             message += f" ({profiled_text(profiled)})"
@@ -136,7 +142,7 @@ class Straggler(Rule):
             datapoints=len(steps),
             message=message,
             details=details,
-            cost_seconds=waited_for(found, medians),
+            cost_seconds=cost,
         )
 
     def _found(
