@@ -146,9 +146,11 @@ def sh(cmd: list[str], log: Path, timeout: float) -> tuple[int, str]:
     return code, out
 
 
-def gpu_tests(out: Path) -> dict[str, Any]:
+def gpu_tests(out: Path, dry: bool) -> dict[str, Any]:
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("*_gpu.py"))
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *tests]
+    # a dry run only collects them: on a CPU they skip, or run in the suite anyway
+    cmd += ["--collect-only"] if dry else []
     code, stdout = sh(cmd, out / "gpu_tests.log", 300)
     last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
     return {"step": "gpu tests", "ok": code in (0, 5), "result": last}
@@ -246,7 +248,7 @@ def main() -> None:
         }
     ]
     if "tests" not in a.skip:
-        steps.append(gpu_tests(a.out))
+        steps.append(gpu_tests(a.out, dry))
     if "jobs" not in a.skip:
         steps += planted(a.out, dry)
     if "bench" not in a.skip:

@@ -69,6 +69,55 @@ def _share_the_machine(item: pytest.Item) -> Iterator[None]:
         yield  # closing the file unlocks it
 
 
+# -- the order of the files: the slowest first (scripts/test's 2 workers) ------------------
+#
+# xdist hands out whole files (--dist loadfile) in collection order (scripts/test passes
+# --no-loadscope-reorder: xdist's own order, most tests first, put the few-test training
+# files last, and one worker then ran a 50 s file while the other sat idle). The slowest
+# files go first so the in-process tier's short files fill the end: as measured by the
+# last run (pytest's cache), else as CI measured them (file_seconds.json: CI starts from a
+# clean checkout), else by their count of process tests.
+_SECONDS_KEY = "stepscope/file-seconds"
+_CI_SECONDS = Path(__file__).parent / "file_seconds.json"
+UNMEASURED_PROCESS_S = 3.0  # the process tier: about 570 tests in 29 min serial
+_file_seconds: dict[str, float] = {}
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cache = getattr(config, "cache", None)
+    ci = {k: v for k, v in json.loads(_CI_SECONDS.read_text()).items() if k != "_"}
+    measured: dict[str, float] = {**ci, **(cache.get(_SECONDS_KEY, {}) if cache else {})}
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(_file_of(item.nodeid), []).append(item)
+
+    def seconds(file: str) -> float:
+        if file in measured:
+            return float(measured[file])
+        # not measured yet (a new file, no cache): a process test takes seconds
+        marked = [i for i in files[file] if i.get_closest_marker(PROCESS) is not None]
+        return UNMEASURED_PROCESS_S * len(marked)
+
+    items[:] = [item for file in sorted(files, key=lambda f: -seconds(f)) for item in files[file]]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Sums each file's seconds (setup, call, teardown); in xdist's controller too."""
+    file = _file_of(report.nodeid)
+    _file_seconds[file] = _file_seconds.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _file_seconds:
+        return  # an xdist worker: the controller saw every report and writes them
+    cache.set(_SECONDS_KEY, {**cache.get(_SECONDS_KEY, {}), **_file_seconds})
+
+
 class UnmarkedProcessError(RuntimeError):
     """A test outside the ``process`` tier started a process."""
 

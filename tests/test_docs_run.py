@@ -44,8 +44,17 @@ stepscope() {  # a finished job: the request's arguments were checked, the job f
         local out rc; out=$(command stepscope "$@" 2>&1) && rc=0 || rc=$?; printf '%s\n' "$out"
         [[ $rc == 2 && $out == *"only a running job takes requests"* ]] && return 0
         return $rc ;;
-    ui)  # serves until stopped (Ctrl-C): a few seconds on a free port; its URL, no traceback
-        local out; out=$(timeout -s INT 15 stepscope "$@" --port 0 2>&1) || true
+    ui)  # serves until stopped (Ctrl-C) on a free port: its URL, no traceback. The Ctrl-C
+        # once it answers a request: uvicorn is up (one in its start-up printed a traceback;
+        # a fixed wait was 15 s a block). set -m: a background job then takes a SIGINT.
+        local log pid port out; log=$(mktemp); set -m
+        command stepscope "$@" --port 0 >"$log" 2>&1 & pid=$!
+        timeout 120 bash -c "until grep -q 'http://127.0.0.1:' '$log'; do
+            kill -0 $pid 2>/dev/null || exit 0; sleep 0.1; done"
+        port=$(grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f3)
+        [[ -z $port ]] || timeout 120 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port &&
+            printf 'GET / HTTP/1.0\r\n\r\n' >&3 && head -c 4 <&3" >/dev/null 2>&1
+        kill -INT $pid 2>/dev/null; wait $pid; set +m; out=$(<"$log"); rm -f "$log"
         printf '%s\n' "$out"; [[ $out == *"http://127.0.0.1:"* && $out != *Traceback* ]] ;;
     *) command stepscope "$@" ;;
     esac

@@ -292,14 +292,17 @@ def test_deep_profiling_writes_rotating_chunks(tmp_path):
     from conftest import stepscope_run
 
     config = tmp_path / "deep.toml"
+    # 5 s of chunks, 0.5 s each: the first chunk's profiler start (kineto's first start
+    # in the process: seconds on a loaded machine) must not use up the duration, which
+    # left one chunk and no rotation to check; the steps (0.05 s each) outlast it.
     config.write_text(
-        "[profiler.profile_params]\ncpu_profiling_duration = 3\n"
+        "[profiler.profile_params]\ncpu_profiling_duration = 5\n"
         "[profiler.framework_profile_params]\nfile_close_interval = 0.5\n"
         "start_step = 100000\n"  # the framework windows themselves never come
     )
     run = stepscope_run(
         tmp_path,
-        [MLP, "--steps", "100", "--step-sleep", "0.05"],
+        [MLP, "--steps", "150", "--step-sleep", "0.05"],
         "--no-rules",
         "--config",
         str(config),
@@ -311,8 +314,8 @@ def test_deep_profiling_writes_rotating_chunks(tmp_path):
     for a, b in itertools.pairwise(chunks):
         assert b["start_step"] == a["end_step"] + 1  # each chunk starts where the last ended
     # Bounded by the duration, with no clock in the test: each step sleeps 0.05 s, so at
-    # most 60 steps end in the 3 s, and the chunk open when they are over closes the last.
-    assert chunks[-1]["end_step"] <= 3 / 0.05 + 1 < 99
+    # most 100 steps end in the 5 s, and the chunk open when they are over closes the last.
+    assert chunks[-1]["end_step"] <= 5 / 0.05 + 1 < 149
     trace = json.loads(gzip.decompress(Path(job.path, chunks[0]["path"]).read_bytes()))
     assert trace["traceEvents"]
 

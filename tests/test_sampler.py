@@ -82,8 +82,10 @@ print(time.time(), flush=True)
 """
 
 
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """Poll ``check`` until it returns something truthy; the timeout only catches hangs."""
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 120.0) -> Any:
+    """Poll ``check`` until it returns something truthy; the timeout only catches hangs
+    (generous: under the suite's load a sampler's start-up, imports included, and its
+    first scans of the host take many times their quiet seconds)."""
     deadline = time.monotonic() + timeout
     while not (result := check()):
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
@@ -235,8 +237,13 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     sampler = procs.sampler(job, burner.pid)
     wait_for(lambda: started(job), "the sampler to start")
     time.sleep(1.5)
+    tree = [psutil.Process(burner.pid), *_children(burner.pid)]
     code, err = stop(sampler)
     elapsed = time.monotonic() - t0
+    # what the burner's tree had of the CPU over its life so far, in % of one core: how
+    # busy the machine is sets it, and the sampler's proc_cpu must follow it
+    used = sum(sum(p.cpu_times()[:2]) for p in tree)
+    share = 100 * used / (time.time() - min(p.create_time() for p in tree))
     assert (code, err) == (0, "")
     table = read_system(job)
     cols = columns(table)
@@ -259,7 +266,9 @@ def test_sampler_process_records_a_cpu_burner(tmp_path: Path, procs: Procs) -> N
     assert max(cols["run_queue"]) >= 1  # the burner runs (the sampler does not count itself)
     for name in ["cpu", "cpu_iowait", "mem_percent", "cpu_steal", *cores]:
         assert max(cols[name][1:]) <= 100.0, name
-    assert statistics.median(cols["proc_cpu"][1:]) > 20
+    # the tree's CPU, its child's included: about its share (its start-up, before the
+    # sampler's first row, counts in the share), not a fixed figure a loaded machine misses
+    assert statistics.median(cols["proc_cpu"][1:]) > 0.5 * share > 0, (cols["proc_cpu"], share)
     # the child runs a program of its own (argv differs): a main process, not a pool child
     assert cols["proc_cpu_main"][1:] == cols["proc_cpu"][1:]
     # run-queue wait of the main threads: known from the second sample on, a share of it

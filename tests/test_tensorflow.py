@@ -145,10 +145,25 @@ def _weights(tmp_path: Path, name: str, watched: bool, *args: str) -> list[np.nd
         return [f[k] for k in sorted(f.files, key=lambda k: int(k.split("_")[1]))]
 
 
+FIT_ONCE = (FIT, "--seed", "3", "--epochs", "1")  # the bare fit both tests below compare with
+
+
+@pytest.fixture(scope="module")
+def bare_fit(tmp_path_factory: pytest.TempPathFactory) -> list[np.ndarray]:
+    """The weights of ``FIT_ONCE`` without stepscope, trained once for the module."""
+    return _weights(tmp_path_factory.mktemp("bare-fit"), "bare", False, *FIT_ONCE)
+
+
 @pytest.mark.parametrize("script", [FIT, LOOP], ids=["fit", "loop"])
-def test_watched_training_is_bit_for_bit_the_bare_one(tmp_path: Path, script: str) -> None:
-    bare = _weights(tmp_path, "bare", False, script, "--seed", "3")
-    watched = _weights(tmp_path, "watched", True, script, "--seed", "3")
+def test_watched_training_is_bit_for_bit_the_bare_one(
+    tmp_path: Path, script: str, request: pytest.FixtureRequest
+) -> None:
+    if script == FIT:
+        bare, args = request.getfixturevalue("bare_fit"), FIT_ONCE
+    else:
+        args = (script, "--seed", "3")
+        bare = _weights(tmp_path, "bare", False, *args)
+    watched = _weights(tmp_path, "watched", True, *args)
     assert len(bare) == len(watched) > 0
     assert all(np.array_equal(a, b) for a, b in zip(bare, watched, strict=True))
 
@@ -167,12 +182,16 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def test_a_fault_in_a_tensorflow_hook_is_recorded_and_training_goes_on(tmp_path: Path) -> None:
-    bare = _weights(tmp_path, "bare", False, FIT, "--epochs", "1")
+def test_a_fault_in_a_tensorflow_hook_is_recorded_and_training_goes_on(
+    tmp_path: Path, bare_fit: list[np.ndarray]
+) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text(BROKEN)
-    watched = _weights(tmp_path, "watched", True, str(broken), FIT, "--epochs", "1")
-    assert all(np.array_equal(a, b) for a, b in zip(bare, watched, strict=True))
+    watched = _weights(tmp_path, "watched", True, str(broken), *FIT_ONCE)
+    bare = bare_fit
+    assert len(bare) == len(watched) > 0 and all(
+        np.array_equal(a, b) for a, b in zip(bare, watched, strict=True)
+    )
     faults = stepscope.open(tmp_path / "watched").faults()
     hook = [f for f in faults if f["component"] == "step-hooks"]
     assert hook and "planted fault" in hook[0]["error"] and hook[0]["count"] >= 20
