@@ -77,3 +77,30 @@ def test_a_folder_where_it_cannot_be_written_still_answers(tmp_path):
     kernels = window["kernels"]
     assert isinstance(kernels, dict) and kernels["kernels"] == 132
     assert (folder / DERIVED).is_dir()
+
+
+def test_a_trace_is_parsed_once_per_process(tmp_path, monkeypatch):
+    """The kernel rules, the breakdown and the efficiency share one parse; the rules
+    read the breakdown the reader kept (and keep it where there was none)."""
+    import stepscope.read._trace_views as views
+    from stepscope.rules import GPUIdleInSteps
+    from stepscope.rules._trace_source import JobTraces
+
+    parsed: list[int] = []
+
+    def counting(data: bytes) -> object:
+        parsed.append(len(data))
+        return load(data)
+
+    load = views.load_trace
+    monkeypatch.setattr(views, "load_trace", counting)
+    folder = h200_job(tmp_path, "stall")
+    job = stepscope.open(folder)
+    (window,) = JobTraces(job)()
+    assert not (folder / DERIVED).exists()  # listing the windows parses, keeps nothing
+    judged = GPUIdleInSteps().judge(window)
+    assert judged is not None and judged.datapoints > 0
+    assert (folder / DERIVED).exists()  # the rule's breakdown is kept for the readers
+    (summary,) = profiling_summary(job)
+    assert summary["kernels"] is not None and summary["efficiency"] is not None
+    assert len(parsed) == 1

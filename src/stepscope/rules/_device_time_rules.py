@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from stepscope.read import DeviceBusy, KernelBreakdown, breakdown, kind_of, peaks_of
+from stepscope.read import DeviceBusy, KernelBreakdown, kind_of, peaks_of
 from stepscope.rules._device_intervals import US, by_device
 from stepscope.rules._params import Param
 from stepscope.rules._trace_rule import Judged, TraceRule, ms
@@ -47,7 +47,7 @@ class GPUIdleInSteps(TraceRule):
     )
 
     def judge(self, window: TraceWindow) -> Judged | None:
-        result = breakdown(window.trace, top=1)
+        result = window.kernels()
         if not isinstance(result, KernelBreakdown):
             return None
         judged = Judged(datapoints=len(window.trace.device))
