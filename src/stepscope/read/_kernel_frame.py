@@ -43,6 +43,16 @@ class KernelViews(TraceViews):
             return replace(result, top=result.top[:top])
         return result
 
+    def kept_kernels(self, record: JsonObject) -> KernelBreakdown | NoKernels | None:
+        """The breakdown kept beside one window record's trace (read/_kernel_cache.py)
+        where it is current, with every kernel; None: none is; nothing is parsed or
+        written (the kernel rules read it so: judging a job writes nothing)."""
+        path = record.get("path")
+        if not isinstance(path, str) or not path.endswith(TRACE_ENDINGS):
+            return None
+        keyed = cache_key(self.store, path)
+        return None if keyed is None else load_cached(self.store, *keyed)
+
     def _all_kernels(self, path: str) -> KernelBreakdown | NoKernels:
         """The breakdown of one trace with every kernel: from the file beside it
         (read/_kernel_cache.py) where it is current, else made from the parsed trace

@@ -26,7 +26,7 @@ class TraceWindow:
     end_step: int | None
     trace: Trace
     #: the window's kernel breakdown as the reader keeps it beside the trace
-    #: (``Job.window_kernels``: read when kept, else made and kept); None: from ``trace``
+    #: (``Job.kept_kernels``); None, or none kept: made from ``trace``
     kept: Callable[[], KernelBreakdown | NoKernels | None] | None = field(
         default=None, compare=False, repr=False
     )
@@ -91,6 +91,6 @@ class JobTraces:
                 rank, first, last = (
                     _int(record.get(k)) for k in ("rank", "start_step", "end_step")
                 )
-                kept = partial(self.job.window_kernels, record, 1)
+                kept = partial(self.job.kept_kernels, record)
                 out.append(TraceWindow(rank, first, last, trace, kept))
         return out
