@@ -61,14 +61,19 @@ def job(
     return path
 
 
-@pytest.fixture(scope="module")
-def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("cmp")
+def planted(tmp: Path) -> dict[str, Path]:
+    """The comparison tests' jobs under ``tmp``: ``a``, its silent twin ``same`` (the
+    same distribution, another seed) and ``slow`` (+0.03 s in forward, 2 workers)."""
     return {
         "a": job(tmp / "a", 1),
         "same": job(tmp / "same", 2),
         "slow": job(tmp / "slow", 3, forward_extra=0.03, workers=2),
     }
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return planted(tmp_path_factory.mktemp("cmp"))
 
 
 def phase(base: Path, new: Path) -> PhaseComparison:

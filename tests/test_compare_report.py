@@ -14,17 +14,12 @@ import pytest
 import stepscope
 from stepscope.cli import main
 from stepscope.report import render_report
-from test_compare import job
+from test_compare import planted
 
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("cmprep")
-    return {
-        "a": job(tmp / "a", 1),
-        "same": job(tmp / "same", 2),
-        "slow": job(tmp / "slow", 3, forward_extra=0.03, workers=2),
-    }
+    return planted(tmp_path_factory.mktemp("cmprep"))
 
 
 def page(new: Path, base: Path | None) -> str:

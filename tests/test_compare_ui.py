@@ -8,16 +8,16 @@ test-artifacts/compare-dashboard.png."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import BIN, CHROMIUM, env_for_tests
-from test_compare import job
+from conftest import CHROMIUM
+from test_compare import planted
 from test_compare_lacks import shaped
+from ui_pages import new_page, serving
 
 pytestmark = [
     pytest.mark.process,  # Chromium, and `stepscope ui`
@@ -31,9 +31,7 @@ WAIT_MS = 60_000
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("cmpui")
-    job(tmp / "a", 1)
-    job(tmp / "same", 2)
-    job(tmp / "slow", 3, forward_extra=0.03, workers=2)
+    planted(tmp)
     shaped(tmp / "keras", 4, tf=True, evals=40)  # a compiled fit's steps, and an eval phase
     return tmp
 
@@ -41,24 +39,13 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def ui(root: Path) -> Iterator[str]:
     """The base URL of a real `stepscope ui` over the three jobs."""
-    proc = subprocess.Popen([str(BIN / "stepscope"), "ui", str(root), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env_for_tests())  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "serving" in line, line
-        yield line.split(" at ", 1)[1].strip()
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+    with serving(root) as url:
+        yield url
 
 
 def compare(browser: Any, url: str, base: str, new: str) -> tuple[Any, list[str]]:
     """Tick ``base`` then ``new`` in the jobs list and open their comparison."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = new_page(browser, 1400)
     page.goto(url)
     page.wait_for_selector("body[data-jobs-loaded]", timeout=WAIT_MS)
     assert page.locator("#compare-open").is_disabled()  # nothing ticked yet

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from h200_jobs import h200_job
 from stepscope.dashboard import create_app
 from stepscope.testing import SyntheticJob, write_synthetic_job
+from ui_pages import new_page, serving
 
 TOKEN = "t0ken-for-the-tests-0123456789"
 BUSY = "GPU 0 was busy 93% of its active 28.61 ms; idle 1.92 ms in 158 gaps"
@@ -58,28 +59,13 @@ def test_the_kernels_answer_puts_the_breakdown_beside_the_operators(client: Test
 @pytest.fixture
 def served(root: Path) -> Iterator[str]:
     """The base URL (with the token) of a real `stepscope ui` over ``root``."""
-    import subprocess
-
-    from conftest import BIN, env_for_tests
-
-    ui = subprocess.Popen([str(BIN / "stepscope"), "ui", str(root), "--port", "0",
-                           "--token", TOKEN], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, env=env_for_tests())  # fmt: skip
-    try:
-        assert ui.stdout is not None
-        line = ui.stdout.readline()
-        assert "serving" in line, line
-        yield line.split(" at ", 1)[1].strip()
-    finally:
-        ui.terminate()
-        ui.communicate(timeout=30)
+    with serving(root, "--token", TOKEN) as url:
+        yield url
 
 
 @pytest.mark.process
 def test_the_job_page_draws_the_kernel_panel(browser: Any, served: str) -> None:
-    page = browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = new_page(browser)
     page.goto(f"{served}#/job/stall")
     page.wait_for_selector("#kernels .kernel-window", timeout=30_000)
     assert page.is_hidden("#kernels-empty")

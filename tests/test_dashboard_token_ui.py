@@ -8,7 +8,6 @@ wrong token is asked again; Cancel leaves the control refused and nothing writte
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, env_for_tests
 from stepscope.testing import SyntheticJob, write_synthetic_job
+from ui_pages import new_page, serving
 
 pytestmark = pytest.mark.process
 WAIT_MS = 30_000
@@ -30,18 +29,9 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
     store.write_json("job.json", store.read_json("job.json") | {"status": "Running",
                                                                   "end_time": None})  # fmt: skip
     store.write_json("heartbeat/node-a.json", {"time": time.time() + 3600, "pid": 1})
-    ui = subprocess.Popen([str(BIN / "stepscope"), "ui", str(tmp_path), "--port", "0"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=env_for_tests())  # fmt: skip
-    try:
-        assert ui.stdout is not None
-        line = ui.stdout.readline()
-        assert "serving" in line, line
-        base, token = line.split(" at ", 1)[1].strip().split("/?token=")
+    with serving(tmp_path) as url:
+        base, token = url.split("/?token=")
         yield tmp_path, base, token
-    finally:
-        ui.terminate()
-        ui.communicate(timeout=30)
 
 
 def requests(root: Path, kind: str) -> list[Path]:
@@ -49,9 +39,7 @@ def requests(root: Path, kind: str) -> list[Path]:
 
 
 def open_job(browser: Any, base: str) -> Any:
-    page = browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = new_page(browser)
     page.on("dialog", lambda d: d.accept())
     page.goto(f"{base}/#/job/live")  # no ?token=: a bookmark
     page.wait_for_selector("#interval-apply", state="visible", timeout=WAIT_MS)

@@ -21,6 +21,7 @@ from stepscope.analysis.summary import summarize
 from stepscope.dashboard import create_app
 from stepscope.report import render_report
 from stepscope.testing import SyntheticJob, write_synthetic_job
+from ui_pages import new_page, serving
 
 TOKEN = "t0ken-for-the-tests-0123456789"
 AHEAD_WORDS = "the host runs ahead of the GPU"
@@ -138,30 +139,15 @@ def test_the_system_answer_names_each_gpu_with_its_memory(client: TestClient) ->
 @pytest.fixture
 def served(root: Path) -> Iterator[str]:
     """The base URL (with the token) of a real `stepscope ui` over ``root``."""
-    import subprocess
-
-    from conftest import BIN, env_for_tests
-
-    ui = subprocess.Popen([str(BIN / "stepscope"), "ui", str(root), "--port", "0",
-                           "--token", TOKEN], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, env=env_for_tests())  # fmt: skip
-    try:
-        assert ui.stdout is not None
-        line = ui.stdout.readline()
-        assert "serving" in line, line
-        yield line.split(" at ", 1)[1].strip()
-    finally:
-        ui.terminate()
-        ui.communicate(timeout=30)
+    with serving(root, "--token", TOKEN) as url:
+        yield url
 
 
 @pytest.mark.process
 def test_the_job_page_shows_the_gpu_and_leads_with_the_device_split(
     browser: Any, served: str, root: Path
 ) -> None:
-    page = browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = new_page(browser)
     page.goto(f"{served}#/job/stall")
     page.wait_for_selector("#ran-ahead:not([hidden])", timeout=30_000)
     device = train_device(root / "stall")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,11 @@ from typing import Any
 import pytest
 
 import stepscope
-from conftest import BIN, CHROMIUM, env_for_tests
+from conftest import CHROMIUM
 from h200_jobs import h200_job
 from stepscope.cli import main
 from stepscope.report import write_report
+from ui_pages import new_page, serving
 
 pytestmark = [
     pytest.mark.process,  # Chromium, and `stepscope ui`
@@ -64,24 +64,12 @@ def loader(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def ui(loader: Path) -> Iterator[str]:
     """The base URL of a real `stepscope ui` over the loader job's folder."""
-    proc = subprocess.Popen([str(BIN / "stepscope"), "ui", str(loader.parent), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env_for_tests())  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "serving" in line, line
-        yield line.split(" at ", 1)[1].strip()
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+    with serving(loader.parent) as url:
+        yield url
 
 
 def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1400, "height": FOLD})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.add_init_script(SPY)
+    page, errors = new_page(browser, 1400, FOLD, init_script=SPY)
     page.goto(url)
     return page, errors
 

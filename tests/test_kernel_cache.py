@@ -77,3 +77,43 @@ def test_a_folder_where_it_cannot_be_written_still_answers(tmp_path):
     kernels = window["kernels"]
     assert isinstance(kernels, dict) and kernels["kernels"] == 132
     assert (folder / DERIVED).is_dir()
+
+
+def test_a_trace_is_parsed_once_per_process(tmp_path, monkeypatch):
+    """The kernel rules, the breakdown and the efficiency share one parse; judging
+    keeps nothing beside the trace (the readers do)."""
+    import stepscope.read._trace_views as views
+    from stepscope.rules import GPUIdleInSteps
+    from stepscope.rules._trace_source import JobTraces
+
+    parsed: list[int] = []
+
+    def counting(data: bytes) -> object:
+        parsed.append(len(data))
+        return load(data)
+
+    load = views.load_trace
+    monkeypatch.setattr(views, "load_trace", counting)
+    folder = h200_job(tmp_path, "stall")
+    job = stepscope.open(folder)
+    (window,) = JobTraces(job)()
+    judged = GPUIdleInSteps().judge(window)
+    assert judged is not None and judged.datapoints > 0
+    assert not (folder / DERIVED).exists()  # judging a job writes nothing
+    (summary,) = profiling_summary(job)
+    assert summary["kernels"] is not None and summary["efficiency"] is not None
+    assert (folder / DERIVED).exists()
+    assert len(parsed) == 1
+
+
+def test_the_kernel_rules_read_the_kept_breakdown(tmp_path):
+    from stepscope.rules._trace_source import JobTraces
+
+    folder = h200_job(tmp_path, "stall")
+    stepscope.open(folder).kernels()  # keeps it
+    doc = json.loads((folder / DERIVED).read_text())
+    doc["breakdown"]["devices"][0]["idle_seconds"] = 12.5  # planted: only the file says so
+    (folder / DERIVED).write_text(json.dumps(doc))
+    (window,) = JobTraces(stepscope.open(folder))()
+    kernels = window.kernels()
+    assert isinstance(kernels, KernelBreakdown) and kernels.devices[0].idle_seconds == 12.5

@@ -24,14 +24,14 @@ from stepscope.config._base import (
 from stepscope.config._collection_params import BUILTIN_COLLECTIONS, PHASES, SaveConfig
 from stepscope.config._debugger import CollectionConfig, DebuggerHookConfig
 from stepscope.config._framework import FrameworkProfile
-from stepscope.config._metrics import (
+from stepscope.config._metrics import MetricsConfigBase
+from stepscope.config._profiler import SYSTEM_MONITOR_INTERVALS, Profiler, ProfilerConfig
+from stepscope.config._profiling_options import (
     DataloaderProfilingConfig,
     DetailedProfilingConfig,
     MemoryProfilingConfig,
-    MetricsConfigBase,
     PythonProfilingConfig,
 )
-from stepscope.config._profiler import SYSTEM_MONITOR_INTERVALS, Profiler, ProfilerConfig
 from stepscope.config._ranges import PythonProfiler, StepRange, TimeRange, cProfileTimer
 from stepscope.config._resolve import ENV_VARS, load_toml, resolve_config
 from stepscope.config._rule_inputs import RULE_INPUTS, missing_rule_inputs

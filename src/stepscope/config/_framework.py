@@ -19,14 +19,12 @@ from stepscope.config._base import (
     given,
     invalid,
 )
-from stepscope.config._metrics import (
-    SECTION,
+from stepscope.config._metrics import SECTION, MetricsConfigBase, check_range_conflict
+from stepscope.config._profiling_options import (
     DataloaderProfilingConfig,
     DetailedProfilingConfig,
     MemoryProfilingConfig,
-    MetricsConfigBase,
     PythonProfilingConfig,
-    check_range_conflict,
 )
 from stepscope.config._ranges import StepRange, TimeRange
 from stepscope.config._window import ProfilingWindow, check_live_limits

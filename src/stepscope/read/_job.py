@@ -35,6 +35,7 @@ from stepscope.jobfolder import (
 from stepscope.read._efficiency_frame import EfficiencyViews
 from stepscope.read._kernel_frame import KernelViews
 from stepscope.read._streams import RowStreams
+from stepscope.read._trace_views import TraceMemo
 from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class Job(RowStreams, KernelViews, EfficiencyViews):
         self._db: duckdb.DuckDBPyConnection | None = None
         self._check: SegmentCheck | None = None
         self._skipped: dict[str, str] = {}  # damaged JSON records: key -> why
+        self._traces = TraceMemo()  # parsed PyTorch traces (read/_trace_views.py)
 
     def __repr__(self) -> str:
         return f"<Job {self.name!r} {self.status} at {self.path}>"

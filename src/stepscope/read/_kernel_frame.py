@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -13,27 +11,22 @@ from stepscope.errors import ConfigError
 from stepscope.jobfolder import JsonObject
 from stepscope.read._kernel_cache import cache_key, load_cached, save_cached
 from stepscope.read._kernels import KernelBreakdown, NoKernels, breakdown
-from stepscope.read._trace import load_trace
-from stepscope.store import Store
+from stepscope.read._trace_views import (
+    TRACE_ENDINGS,
+    WINDOW_COLUMNS,
+    TraceViews,
+    check_top,
+    window_of,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 BY = ("kind", "kernel", "device")
-_TRACE_ENDINGS = (".pt.trace.json.gz", ".pt.trace.json")
-_WINDOW_COLUMNS = ("window", "window_kind", "rank", "start_step", "end_step")
 
 
-class KernelViews:
+class KernelViews(TraceViews):
     """The kernel breakdown of the windows that kept a PyTorch profiler trace."""
-
-    store: Store
-
-    def profiling_artifacts(self) -> list[JsonObject]:
-        raise NotImplementedError  # Job lists them
-
-    def note_skipped(self, key: str, why: str) -> None:
-        raise NotImplementedError  # Job records them
 
     def window_kernels(
         self, record: JsonObject, top: int = 10
@@ -43,25 +36,33 @@ class KernelViews:
         TensorFlow). A trace that cannot be read: :class:`NoKernels` saying why (and the
         file joins ``warnings``)."""
         path = record.get("path")
-        if not isinstance(path, str) or not path.endswith(_TRACE_ENDINGS):
+        if not isinstance(path, str) or not path.endswith(TRACE_ENDINGS):
             return None
         result = self._all_kernels(path)
         if isinstance(result, KernelBreakdown) and len(result.top) > top:
             return replace(result, top=result.top[:top])
         return result
 
+    def kept_kernels(self, record: JsonObject) -> KernelBreakdown | NoKernels | None:
+        """The breakdown kept beside one window record's trace (read/_kernel_cache.py)
+        where it is current, with every kernel; None: none is; nothing is parsed or
+        written (the kernel rules read it so: judging a job writes nothing)."""
+        path = record.get("path")
+        if not isinstance(path, str) or not path.endswith(TRACE_ENDINGS):
+            return None
+        keyed = cache_key(self.store, path)
+        return None if keyed is None else load_cached(self.store, *keyed)
+
     def _all_kernels(self, path: str) -> KernelBreakdown | NoKernels:
         """The breakdown of one trace with every kernel: from the file beside it
-        (read/_kernel_cache.py) where it is current, else parsed and kept there."""
+        (read/_kernel_cache.py) where it is current, else made from the parsed trace
+        (:meth:`trace_at`) and kept there."""
         keyed = cache_key(self.store, path)
         if keyed is not None and (cached := load_cached(self.store, *keyed)) is not None:
             return cached
-        try:
-            trace = load_trace(self.store.read_bytes(path))
-        except (OSError, EOFError, ValueError, zlib.error, gzip.BadGzipFile) as exc:
-            why = f"trace unreadable: {type(exc).__name__}: {exc}"
-            self.note_skipped(path, why)
-            return NoKernels(why)  # not kept: a trace still being written may heal
+        trace = self.trace_at(path)
+        if isinstance(trace, str):
+            return NoKernels(trace)  # not kept: a trace still being written may heal
         result = breakdown(trace, top=None)
         if keyed is not None:
             save_cached(self.store, *keyed, result)
@@ -85,28 +86,13 @@ class KernelViews:
 
         if by not in BY:
             raise ConfigError(f"Unknown kernels(by={by!r}); choose one of {', '.join(BY)}.")
-        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-            raise ConfigError(f"kernels(top={top!r}) must be a positive integer, or None for all.")
-        rows: list[dict[str, object]] = []
-        for record in self.profiling_artifacts():
-            if rank is not None and record.get("rank") != rank:
-                continue
+        check_top("kernels", top)
+
+        def rows(record: JsonObject) -> list[dict[str, object]]:
             result = self.window_kernels(record, top or 1_000_000_000)
-            if result is not None:
-                rows.extend(_rows(_window(record), result, by))
-        return pd.DataFrame(rows, columns=_columns(by))
+            return [] if result is None else _rows(window_of(record), result, by)
 
-
-def _window(record: JsonObject) -> dict[str, object]:
-    base = str(record.get("path", "")).rsplit("/", 1)[-1]
-    name = next((base[: -len(e)] for e in _TRACE_ENDINGS if base.endswith(e)), base)
-    return {
-        "window": name,
-        "window_kind": record.get("kind"),
-        "rank": record.get("rank"),
-        "start_step": record.get("start_step"),
-        "end_step": record.get("end_step"),
-    }
+        return pd.DataFrame(self.window_rows(rank, rows), columns=_columns(by))
 
 
 def _rows(
@@ -139,4 +125,4 @@ def _columns(by: str) -> list[str]:
             "longest_gap_operator",
         ],
     }[by]
-    return [*_WINDOW_COLUMNS, *own, "not_applicable"]
+    return [*WINDOW_COLUMNS, *own, "not_applicable"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable
 from urllib.parse import quote
 
 from stepscope.jobfolder import JsonObject
@@ -179,18 +178,33 @@ def functions_table(job: Job, record: JsonObject) -> str:
     return note(f"Times are of the {timer} timer.") + table(head, rows, cls="functions")
 
 
-def _detail_blocks(
-    job: Job, records: list[JsonObject], render: Callable[[Job, JsonObject], str]
-) -> str:
+def _detail_blocks(records: list[JsonObject], made: list[str]) -> str:
+    """The newest windows' blocks (``made``, one per window of ``records[-MAX_DETAILED:]``)."""
     newest = records[-MAX_DETAILED:]
-    blocks = [f"<h4>{esc(window_title(r))}</h4>{render(job, r)}" for r in newest]
+    blocks = [f"<h4>{esc(window_title(r))}</h4>{m}" for r, m in zip(newest, made, strict=True)]
     shown, rest = "".join(blocks[:OPEN_DETAILED]), "".join(blocks[OPEN_DETAILED:])
     if rest:
         more = f"{len(blocks) - OPEN_DETAILED} more windows"
         shown += f"<details><summary>{more}</summary>{rest}</details>"
-    if len(records) > len(newest):
-        shown += note(f"The {len(records) - len(newest)} oldest windows are not shown in detail.")
+    if len(records) > MAX_DETAILED:
+        shown += note(f"The {len(records) - MAX_DETAILED} oldest windows are not shown in detail.")
     return shown
+
+
+def _made_by_window(job: Job, records: list[JsonObject]) -> dict[str, list[str]]:
+    """Each detail's blocks of its newest windows, made window by window: a window's
+    kernels and efficiency follow one another and so share one parse of its trace
+    (read/_trace_views.py keeps the last one parsed)."""
+    newest = {
+        anchor: {id(r) for r in [r for r in records if r.get("kind") in kinds][-MAX_DETAILED:]}
+        for anchor, _, kinds, _ in DETAILS
+    }
+    made: dict[str, list[str]] = {anchor: [] for anchor in newest}
+    for r in records:
+        for anchor, _, _, render in DETAILS:
+            if id(r) in newest[anchor]:
+                made[anchor].append(render(job, r))
+    return made
 
 
 DETAILS = (
@@ -224,8 +238,9 @@ def profiles_section(ctx: Context, out_dir: str | None = None) -> str:
         "folder. Times are those of each window's own profiler."
     )
     body = intro + _windows_table(records, links)
-    for anchor, title, kinds, render in DETAILS:
+    made = _made_by_window(ctx.job, records)
+    for anchor, title, kinds, _ in DETAILS:
         mine = [r for r in records if r.get("kind") in kinds]
         if mine:
-            body += section(anchor, title, _detail_blocks(ctx.job, mine, render), level=3)
+            body += section(anchor, title, _detail_blocks(mine, made[anchor]), level=3)
     return section("profiles", "Profiling windows", body)

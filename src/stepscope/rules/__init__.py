@@ -20,17 +20,17 @@ if TYPE_CHECKING:
     from stepscope.rules._compile_rule import TorchCompile
     from stepscope.rules._cuda_memory import CUDAMemory
     from stepscope.rules._data_loading import DataLoading
+    from stepscope.rules._device_time_rules import FP32MatMul, GPUIdleInSteps
     from stepscope.rules._evaluate import evaluate_input, evaluate_job, evaluate_rules, job_rules
     from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
     from stepscope.rules._gpu_rules import GPUMemoryIncrease
     from stepscope.rules._host_rules import HostContention, MemoryPressure
     from stepscope.rules._init_rule import MaxInitializationTime
     from stepscope.rules._input import RuleInput
-    from stepscope.rules._kernel_rules import CopiesNotOverlapped, GPUIdleInSteps
-    from stepscope.rules._kernel_rules2 import CommunicationNotOverlapped, FP32MatMul
     from stepscope.rules._loader_rules import DataLoaderWorkers
     from stepscope.rules._node_rule import NodeRule, Part
     from stepscope.rules._overhead_rules import PythonOverhead
+    from stepscope.rules._overlap_rules import CommunicationNotOverlapped, CopiesNotOverlapped
     from stepscope.rules._params import Param, ParamValue
     from stepscope.rules._registry import BUILTIN, MAX_RULES, PROFILER_REPORT, RuleSpec, build_rules
     from stepscope.rules._step_rules import StepOutlier
@@ -53,8 +53,8 @@ _LAZY = {
     "BatchSize": "stepscope.rules._system_rules",
     "CPUBottleneck": "stepscope.rules._system_rules",
     "CPUBoundThreads": "stepscope.rules._thread_rules",
-    "CommunicationNotOverlapped": "stepscope.rules._kernel_rules2",
-    "CopiesNotOverlapped": "stepscope.rules._kernel_rules",
+    "CommunicationNotOverlapped": "stepscope.rules._overlap_rules",
+    "CopiesNotOverlapped": "stepscope.rules._overlap_rules",
     "CUDAMemory": "stepscope.rules._cuda_memory",
     "TorchCompile": "stepscope.rules._compile_rule",
     "DEBUGGING_RULES": "stepscope.rules.debugging",
@@ -62,10 +62,10 @@ _LAZY = {
     "DataLoading": "stepscope.rules._data_loading",
     "Diagnosis": "stepscope.rules.diagnosis",
     "DiagnosisEntry": "stepscope.rules.diagnosis",
-    "FP32MatMul": "stepscope.rules._kernel_rules2",
+    "FP32MatMul": "stepscope.rules._device_time_rules",
     "Finding": "stepscope.rules._types",
     "GPUIdleBetweenSteps": "stepscope.rules._gpu_idle",
-    "GPUIdleInSteps": "stepscope.rules._kernel_rules",
+    "GPUIdleInSteps": "stepscope.rules._device_time_rules",
     "GPUMemoryIncrease": "stepscope.rules._gpu_rules",
     "HostContention": "stepscope.rules._host_rules",
     "IOBottleneck": "stepscope.rules._system_rules",

@@ -25,14 +25,14 @@ from stepscope.rules._base import Rule
 from stepscope.rules._compile_rule import TorchCompile
 from stepscope.rules._cuda_memory import CUDAMemory
 from stepscope.rules._data_loading import DataLoading
+from stepscope.rules._device_time_rules import FP32MatMul, GPUIdleInSteps
 from stepscope.rules._gpu_idle import GPUIdleBetweenSteps
 from stepscope.rules._gpu_rules import GPUMemoryIncrease
 from stepscope.rules._host_rules import HostContention, MemoryPressure
 from stepscope.rules._init_rule import MaxInitializationTime
-from stepscope.rules._kernel_rules import CopiesNotOverlapped, GPUIdleInSteps
-from stepscope.rules._kernel_rules2 import CommunicationNotOverlapped, FP32MatMul
 from stepscope.rules._loader_rules import DataLoaderWorkers
 from stepscope.rules._overhead_rules import PythonOverhead
+from stepscope.rules._overlap_rules import CommunicationNotOverlapped, CopiesNotOverlapped
 from stepscope.rules._params import did_you_mean
 from stepscope.rules._step_rules import StepOutlier
 from stepscope.rules._summary_rules import OverallFrameworkMetrics, OverallSystemUsage

@@ -4,16 +4,15 @@ window by window on the PyTorch traces of the detailed windows.
 Each window gives findings and the device time they cost per step; the job's cost is
 that per-step cost (the median over a rank's windows) times the rank's training
 steps, the worst rank's: the diagnosis ranks the rules by it. No window with a
-trace, or none with device activity: NotApplicable, never zero. Below the base, the
-time intervals of device events the rules measure overlap with.
+trace, or none with device activity: NotApplicable, never zero. The time intervals
+the rules measure are in ``_device_intervals``.
 """
 
 from __future__ import annotations
 
 import statistics
-from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -21,6 +20,7 @@ import pandas as pd
 
 from stepscope.read import DeviceEvent
 from stepscope.rules._base import Rule
+from stepscope.rules._device_intervals import Alone, alone_per_device
 from stepscope.rules._input import RuleInput
 from stepscope.rules._trace_source import TraceWindow
 from stepscope.rules._types import Finding, RuleResult, Status
@@ -30,7 +30,6 @@ NO_TRACE = (
     "stepscope profile JOB --detailed)"
 )
 NO_DEVICE = "no kernel events in the traces: recorded without CUDA activity"
-US = 1e-6  # trace times are microseconds
 
 
 @dataclass
@@ -53,6 +52,49 @@ class TraceRule(Rule):
     def judge(self, window: TraceWindow) -> Judged | None:
         """Judge one window with device activity; None: it holds nothing to judge."""
         raise NotImplementedError
+
+    def device_finding(
+        self, window: TraceWindow, device: int, message: str, share: float, scale: float, param: str
+    ) -> Finding:
+        """A finding on GPU ``device`` of ``window``: ``share`` (%) against the parameter
+        ``param``, its severity ``share / scale`` (at most 1)."""
+        return Finding(
+            message,
+            self.recommendation,
+            min(1.0, share / scale),
+            device=f"gpu{device}",
+            rank=window.rank,
+            steps=window_steps(window),
+            value=share,
+            threshold=self.p_float(param),
+        )
+
+    def judge_alone(
+        self,
+        window: TraceWindow,
+        chosen: list[DeviceEvent],
+        param: str,
+        say: Callable[[Alone], str],
+    ) -> Judged:
+        """Per device: a finding where ``chosen`` ran alone for at least ``param`` % of
+        the active span (``say`` words what follows its window and GPU); its cost is the
+        time they ran alone."""
+        judged = Judged(datapoints=len(chosen))
+        for alone in alone_per_device(window.trace.device, chosen):
+            if alone.share < self.p_float(param):
+                continue
+            judged.cost_per_step += alone.seconds / window.steps
+            judged.findings.append(
+                self.device_finding(
+                    window,
+                    alone.device,
+                    f"{window.label}, GPU {alone.device}: {say(alone)}",
+                    alone.share,
+                    50.0,
+                    param,
+                )
+            )
+        return judged
 
     def evaluate(self, data: RuleInput) -> RuleResult:
         windows = data.traces() if data.traces is not None else []
@@ -122,65 +164,3 @@ def window_steps(window: TraceWindow) -> tuple[int, int] | None:
     if window.start_step is None or window.end_step is None:
         return None
     return (window.start_step, window.end_step)
-
-
-# -- time intervals of device events: their union, and what another set covers ----
-
-
-def merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The union of ``spans`` as sorted, disjoint intervals."""
-    out: list[list[float]] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
-        else:
-            out.append([start, end])
-    return [(a, b) for a, b in out]
-
-
-@dataclass(frozen=True)
-class Union:
-    """Disjoint sorted intervals, with their starts for bisection."""
-
-    spans: list[tuple[float, float]]
-    starts: list[float]
-
-    @classmethod
-    def of(cls, events: Iterable[DeviceEvent]) -> Union:
-        spans = merge((e.start, e.start + e.dur) for e in events)
-        return cls(spans, [s for s, _ in spans])
-
-    def covered(self, start: float, end: float) -> float:
-        """How much of ``[start, end]`` these intervals cover."""
-        i = max(0, bisect_right(self.starts, start) - 1)
-        total = 0.0
-        while i < len(self.spans) and self.spans[i][0] < end:
-            a, b = self.spans[i]
-            total += max(0.0, min(b, end) - max(a, start))
-            i += 1
-        return total
-
-    @property
-    def total(self) -> float:
-        return sum(b - a for a, b in self.spans)
-
-
-def exposed(events: list[DeviceEvent], others: list[DeviceEvent]) -> float:
-    """Microseconds of ``events`` that no event of ``others`` on another stream covers:
-    the part that ran alone (each event judged against the other streams' union)."""
-    streams = {e.stream for e in events}
-    unions = {s: Union.of(o for o in others if o.stream != s) for s in streams}
-    return sum(e.dur - unions[e.stream].covered(e.start, e.start + e.dur) for e in events)
-
-
-def span(events: Iterable[DeviceEvent]) -> float:
-    """Microseconds from the first event's start to the last one's end (0: none)."""
-    spans = [(e.start, e.start + e.dur) for e in events]
-    return max(b for _, b in spans) - min(a for a, _ in spans) if spans else 0.0
-
-
-def by_device(events: Iterable[DeviceEvent]) -> dict[int, list[DeviceEvent]]:
-    out: dict[int, list[DeviceEvent]] = {}
-    for e in events:
-        out.setdefault(e.device, []).append(e)
-    return dict(sorted(out.items()))

@@ -1,14 +1,16 @@
 """What the kernel rules read: the PyTorch traces of a job's detailed windows, parsed
-once per window (:class:`JobTraces`), as :class:`TraceWindow` objects."""
+once per window (:class:`JobTraces`, through ``Job.window_trace``: the parse the
+job's kernel and efficiency views share), as :class:`TraceWindow` objects."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, TypeAlias
 
-from stepscope.read import Trace
+from stepscope.read import KernelBreakdown, NoKernels, Trace, breakdown
 
 if TYPE_CHECKING:
     from stepscope.read import Job
@@ -23,6 +25,16 @@ class TraceWindow:
     start_step: int | None
     end_step: int | None
     trace: Trace
+    #: the window's kernel breakdown as the reader keeps it beside the trace
+    #: (``Job.kept_kernels``); None, or none kept: made from ``trace``
+    kept: Callable[[], KernelBreakdown | NoKernels | None] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+    def kernels(self) -> KernelBreakdown | NoKernels:
+        """The window's kernel breakdown (its devices; the top list may be cut)."""
+        found = self.kept() if self.kept is not None else None
+        return found if found is not None else breakdown(self.trace, top=1)
 
     @property
     def steps(self) -> int:
@@ -79,5 +91,6 @@ class JobTraces:
                 rank, first, last = (
                     _int(record.get(k)) for k in ("rank", "start_step", "end_step")
                 )
-                out.append(TraceWindow(rank, first, last, trace))
+                kept = partial(self.job.kept_kernels, record)
+                out.append(TraceWindow(rank, first, last, trace, kept))
         return out

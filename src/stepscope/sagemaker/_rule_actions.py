@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 from stepscope.config import parse_action
 from stepscope.errors import ConfigError
@@ -47,33 +48,32 @@ def _notify(kind: str, to: object, hook: Mapping[str, object]) -> Notify:
     return Notify(given)
 
 
-def Email(
-    emails: object = None,
-    webhook: str | None = None,
-    kind: str | None = None,
-    command: object = None,
-    timeout_s: float | None = None,
-    url_env: str | None = None,
-) -> Notify:
-    """The SDK's Email action, delivered through a hook: ``webhook`` (a URL, or
-    ``url_env``, the variable holding it) or ``command``; ``emails`` go along as
-    ``to``. Without a hook it is refused with an error that says how to add one."""
-    hook = {"webhook": webhook, "url_env": url_env, "kind": kind, "command": command}
-    return _notify("Email", emails, {**hook, "timeout_s": timeout_s})
+class Hook(TypedDict, total=False):
+    """How :func:`Email` and :func:`SMS` are delivered: ``webhook`` (a URL, or
+    ``url_env``, the variable holding it; ``kind``: its payload) or ``command``."""
+
+    webhook: str | None
+    kind: str | None
+    command: object
+    timeout_s: float | None
+    url_env: str | None
 
 
-def SMS(
-    phone_numbers: object = None,
-    webhook: str | None = None,
-    kind: str | None = None,
-    command: object = None,
-    timeout_s: float | None = None,
-    url_env: str | None = None,
-) -> Notify:
+def Email(emails: object = None, **hook: Unpack[Hook]) -> Notify:
+    """The SDK's Email action, delivered through a hook (:class:`Hook`); ``emails`` go
+    along as ``to``. Without a hook it is refused with an error that says how to add one."""
+    return _notify("Email", emails, _hook(hook))
+
+
+def SMS(phone_numbers: object = None, **hook: Unpack[Hook]) -> Notify:
     """The SDK's SMS action, delivered through a hook as :func:`Email` is;
     ``phone_numbers`` go along as ``to``."""
-    hook = {"webhook": webhook, "url_env": url_env, "kind": kind, "command": command}
-    return _notify("SMS", phone_numbers, {**hook, "timeout_s": timeout_s})
+    return _notify("SMS", phone_numbers, _hook(hook))
+
+
+def _hook(hook: Hook) -> dict[str, object]:
+    # the entry's keys in the order the rules entry has always listed them
+    return {k: hook.get(k) for k in ("webhook", "url_env", "kind", "command", "timeout_s")}
 
 
 def Webhook(url: str, kind: str = "json", timeout_s: float = 5.0) -> Notify:

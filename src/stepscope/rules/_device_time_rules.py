@@ -1,21 +1,15 @@
-"""CommunicationNotOverlapped and FP32MatMul: collective kernels that run alone, and
-fp32 matrix multiplies on CUDA cores of a card with tensor cores (docs/rules.md,
-"Inside the GPU")."""
+"""GPUIdleInSteps and FP32MatMul: where a detailed window's device time goes, idle
+between kernels, and fp32 matrix multiplies on CUDA cores of a card with tensor cores
+(docs/rules.md, "Inside the GPU")."""
 
 from __future__ import annotations
 
-from stepscope.read import kind_of, peaks_of
+import statistics
+
+from stepscope.read import DeviceBusy, KernelBreakdown, kind_of, peaks_of
+from stepscope.rules._device_intervals import US, by_device
 from stepscope.rules._params import Param
-from stepscope.rules._trace_rule import (
-    US,
-    Judged,
-    TraceRule,
-    by_device,
-    exposed,
-    ms,
-    span,
-    window_steps,
-)
+from stepscope.rules._trace_rule import Judged, TraceRule, ms
 from stepscope.rules._trace_source import TraceWindow
 from stepscope.rules._types import Finding
 
@@ -31,54 +25,61 @@ def fp32_on_cuda_cores(name: str) -> bool:
     return any(m in low for m in _FP32) and not any(m in low for m in _TENSOR_CORES)
 
 
-class CommunicationNotOverlapped(TraceRule):
-    """Per window and device: the time collective kernels (NCCL) ran with no compute
-    kernel on another stream, as a share of the device's active span."""
+class GPUIdleInSteps(TraceRule):
+    """Per window and device: the share of the device's active span (first kernel to
+    last) with nothing running on any stream; launch-bound when the kernels are short."""
 
-    name = "CommunicationNotOverlapped"
-    description = "Collective communication (NCCL) runs alone, not hidden behind computation."
-    recommendation = (
-        "Let gradients' all-reduce overlap the backward pass: DDP's bucket_cap_mb (smaller "
-        "buckets start sooner), no_sync() for gradient accumulation steps, FSDP's "
-        "backward_prefetch/forward_prefetch; avoid a synchronisation (.item(), a barrier) "
-        "between the backward pass and the optimizer."
+    name = "GPUIdleInSteps"
+    description = (
+        "The GPU sits idle between kernels inside the profiled steps: the host does not "
+        "launch work fast enough (launch-bound) or stalls."
     )
-    needs_text = "no communication kernels in the traces (not a distributed GPU job)"
-    params = (Param("exposed_share", 10.0, "share of the active span collectives ran alone, %"),)
+    recommendation = (
+        "Many short kernels with gaps between them (launch-bound): give each launch more "
+        "work (a larger batch), replay the step as a CUDA graph (torch.compile(mode="
+        "'reduce-overhead') or torch.cuda.graphs), or fuse kernels with torch.compile. Long "
+        "gaps: look at the host operator named at the longest gap (a .item(), a sync, data "
+        "loading) and move it off the step."
+    )
+    params = (
+        Param("idle_share", 20.0, "share of the device's active span it sat idle, %"),
+        Param("short_kernel_us", 20.0, "median kernel duration below which it is launch-bound, us"),
+    )
 
     def judge(self, window: TraceWindow) -> Judged | None:
-        events = window.trace.device
-        comm = [
-            e for e in events if e.cat == "kernel" and kind_of(e.cat, e.name) == "communication"
-        ]
-        if not comm:
+        result = window.kernels()
+        if not isinstance(result, KernelBreakdown):
             return None
-        judged = Judged(datapoints=len(comm))
-        for device, mine in by_device(events).items():
-            own = [e for e in comm if e.device == device]
-            mine_comm = {id(e) for e in own}
-            compute = [e for e in mine if e.cat == "kernel" and id(e) not in mine_comm]
-            alone, active = exposed(own, compute) * US, span(mine) * US
-            share = 100.0 * alone / active if active > 0 else 0.0
-            if not own or share < self.p_float("exposed_share"):
+        judged = Judged(datapoints=len(window.trace.device))
+        for busy in result.devices:
+            share = 100.0 * (1.0 - (busy.busy_share or 1.0))
+            if share < self.p_float("idle_share"):
                 continue
-            judged.cost_per_step += alone / window.steps
-            total = sum(e.dur for e in own) * US
-            judged.findings.append(
-                Finding(
-                    f"{window.label}, GPU {device}: {len(own)} collective kernels ran "
-                    f"{ms(total)}, {ms(alone)} of it with no computation beside it "
-                    f"({share:.0f}% of the active span; >= {self.p_float('exposed_share'):g}%)",
-                    self.recommendation,
-                    min(1.0, share / 50.0),
-                    device=f"gpu{device}",
-                    rank=window.rank,
-                    steps=window_steps(window),
-                    value=share,
-                    threshold=self.p_float("exposed_share"),
-                )
-            )
+            judged.cost_per_step += busy.idle_seconds / window.steps
+            judged.findings.append(self._finding(window, busy.device, share, busy))
         return judged
+
+    def _finding(self, window: TraceWindow, device: int, share: float, busy: DeviceBusy) -> Finding:
+        kernels = [e.dur for e in window.trace.device if e.device == device and e.cat == "kernel"]
+        median = statistics.median(kernels) if kernels else 0.0
+        idle, gaps = busy.idle_seconds, busy.gaps
+        longest, op = busy.longest_gap_seconds, busy.longest_gap_operator
+        launch_bound = median < self.p_float("short_kernel_us")
+        why = (
+            f"launch-bound: {len(kernels)} kernels of median {median:.1f} us"
+            if launch_bound
+            else f"{len(kernels)} kernels of median {median:.0f} us, the host stalls"
+        )
+        at = f"; longest gap {ms(longest)} during {op}" if longest and op else ""
+        return self.device_finding(
+            window,
+            device,
+            f"{window.label}, GPU {device}: idle {share:.0f}% of its active span "
+            f"({ms(idle)} in {gaps} gaps; >= {self.p_float('idle_share'):g}%), {why}{at}",
+            share,
+            100.0,
+            "idle_share",
+        )
 
 
 class FP32MatMul(TraceRule):
@@ -114,19 +115,17 @@ class FP32MatMul(TraceRule):
             saved = fp32 * (1.0 - peaks.tflops["fp32"] / faster)
             judged.cost_per_step += saved / window.steps
             judged.findings.append(
-                Finding(
+                self.device_finding(
+                    window,
+                    device,
                     f"{window.label}, GPU {device} ({peaks.card}): fp32 matrix multiplies on "
                     f"CUDA cores took {ms(fp32)}, {share:.0f}% of kernel time (>= "
                     f"{self.p_float('matmul_share'):g}%); at the same share of the TF32 "
                     f"peak ({faster:g} vs {peaks.tflops['fp32']:g} TFLOP/s) about "
                     f"{ms(fp32 - saved)}",
-                    self.recommendation,
-                    min(1.0, share / 100.0),
-                    device=f"gpu{device}",
-                    rank=window.rank,
-                    steps=window_steps(window),
-                    value=share,
-                    threshold=self.p_float("matmul_share"),
+                    share,
+                    100.0,
+                    "matmul_share",
                 )
             )
         return judged
