@@ -80,8 +80,7 @@ class Runner:
         self.faults = FaultLog(job.store, where, pid, {"rank": None}, wall=clock)
         # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
         self.progress = ProgressWriter(None)
-        # Who is told what each scan read and judged, and the final verdicts: /metrics,
-        # the trackers (observe()), the webhooks and commands (from a thread of their own)
+        # told what the scans read and judge: /metrics, trackers (observe()), notifications
         self.notifier = Notifier(job.name, job.path, self.faults)
         self.observers = Observers(self.faults, Notifications(self.notifier, specs))
 
@@ -121,8 +120,9 @@ class Runner:
         else:
             results, written = self._rejudge(self._results, now)
         self._results = results
-        self.observers.tell("hearing verdicts", lambda o: o.judged(results))
         write_results(self.job.store, self._changed(written))
+        # after the write: a notification's receiver finds the verdict in the folder
+        self.observers.tell("hearing verdicts", lambda o: o.judged(results))
         request_stops(self.job.store, self.specs, results, self.stopped)
         self.scans += 1
         return results
