@@ -167,27 +167,35 @@ def _scan(runner: Runner, store: Store, first: int, n: int) -> None:
     runner.scan()
 
 
-def test_the_live_logger_logs_each_scan_and_the_final_verdicts(
+def test_the_live_logger_logs_each_scan_to_a_child_run_and_leaves_the_training_run(
     tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from stepscope.export.live import LiveLogger
 
     client = _client(store)
     run_id = client.create_run(client.create_experiment("live")).info.run_id
+    client.log_metric(run_id, "loss", 0.5, step=3)  # what the training logged itself
+    client.set_tag(run_id, "owner", "training")
+    before = client.get_run(run_id).to_dictionary()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     monkeypatch.setenv("MLFLOW_RUN_ID", run_id)
     folder, runner = _live_job(tmp_path)
     logger = LiveLogger(runner.job, ["mlflow"], every_s=0.0)
-    runner.observer = logger
+    runner.observe(logger)
     _scan(runner, folder, 0, 30)
     _scan(runner, folder, 30, 20)
-    logger.ended(runner.final())
+    runner.final()
+    runner.close()
     assert not logger.thread.is_alive()
-    history = client.get_metric_history(run_id, "stepscope.step_time_s")
+    assert client.get_run(run_id).to_dictionary() == before  # untouched, still RUNNING
+    exp = client.get_run(run_id).info.experiment_id
+    (child,) = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{run_id}'")
+    assert child.data.tags["stepscope.job"] == "j" and child.info.run_name == "stepscope j"
+    assert child.info.status == "FINISHED"  # stepscope's own run: stepscope ends it
+    history = client.get_metric_history(child.info.run_id, "stepscope.step_time_s")
     assert [m.step for m in history] == [29, 49]
     assert all(m.value == pytest.approx(0.2) for m in history)
-    tags = client.get_run(run_id).data.tags
-    assert tags["stepscope.rule.StepOutlier"] in ("NoIssuesFound", "IssuesFound")
+    assert child.data.tags["stepscope.rule.StepOutlier"] in ("NoIssuesFound", "IssuesFound")
     assert not list((tmp_path / "j").glob("faults/export-*"))
 
 
@@ -200,10 +208,10 @@ def test_a_bad_run_id_live_is_a_fault_and_the_runner_goes_on(
     monkeypatch.setenv("MLFLOW_RUN_ID", "nope")
     folder, runner = _live_job(tmp_path)
     logger = LiveLogger(runner.job, ["mlflow"], every_s=0.0)
-    runner.observer = logger
+    runner.observe(logger)
     _scan(runner, folder, 0, 30)
     results = runner.final()
-    logger.ended(results)
+    runner.close()
     assert results and not logger.thread.is_alive()
     (fault,) = (tmp_path / "j").glob("faults/export-mlflow-*.json")
     assert "opening the run" in fault.read_text() and "nope" in fault.read_text()

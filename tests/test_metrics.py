@@ -239,17 +239,19 @@ def test_run_refuses_bad_metrics_flags_in_one_line(
 def test_the_live_runner_feeds_each_row_once_and_its_verdicts(tmp_path: Path) -> None:
     import stepscope
     from stepscope.rules import build_rules
+    from stepscope.rules._live_metrics import MetricsFeed
     from stepscope.rules.runner import Runner
 
     write_synthetic_job(str(tmp_path / "j"), SyntheticJob(name="j", gpus=1))
     job = stepscope.open(str(tmp_path / "j"))
     end = float(job.meta.get("end_time") or 0.0)
     runner = Runner(job, build_rules([{"name": "StepOutlier"}]), clock=lambda: end)
-    runner.metrics = JobMetrics("j")
+    metrics = JobMetrics("j")
+    runner.observe(MetricsFeed(metrics, runner.faults))
     runner.scan()
     runner.scan()  # nothing new: nothing counted twice
     runner.final()
-    found = samples(render([runner.metrics]))
+    found = samples(render([metrics]))
     steps = job.steps()
     for phase, rows in steps.groupby("phase"):
         got = [v for (n, ls), v in found.items()

@@ -10,13 +10,17 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
 
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
-from wandb_log import records
+from wandb_log import logged
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 pytestmark = pytest.mark.process
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
@@ -64,15 +68,24 @@ def test_mlflow_run_holds_the_live_points_and_the_final_verdict(
     verdict = json.loads((job / "rules" / "DataLoading.json").read_text())
     assert verdict["status"] == status and verdict["datapoints"] > 0
     client = mlflow_tracking.MlflowClient(tracking_uri=uri)
-    run = client.get_run(run_id)
+    assert not client.get_run(run_id).data.tags.get("stepscope.diagnosis")  # the training's
+    run = child_run(client, run_id)  # stepscope's own, nested under it
     assert run.data.tags["stepscope.rule.DataLoading"] == status
     assert "stepscope.diagnosis" in run.data.tags
-    history = client.get_metric_history(run_id, "stepscope.step_time_s")
+    history = client.get_metric_history(run.info.run_id, "stepscope.step_time_s")
     steps = [m.step for m in history]
     assert history and steps == sorted(steps) and steps[-1] == int(args[1]) - 1
-    shares = [m.value for m in client.get_metric_history(run_id, "stepscope.data_wait_share")]
+    shares = [m.value for m in
+              client.get_metric_history(run.info.run_id, "stepscope.data_wait_share")]  # fmt: skip
     assert (max(shares) > 0.5) == (status == "IssuesFound")
     assert not [f for f in stepscope.open(job).faults() if "export" in f["component"]]
+
+
+def child_run(client: mlflow_tracking.MlflowClient, parent: str) -> Run:
+    """stepscope's live run: the one child of the training's run ``parent``."""
+    exp = client.get_run(parent).info.experiment_id
+    (run,) = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
+    return run
 
 
 def _closed_port() -> int:
@@ -119,19 +132,8 @@ def test_failing_trackers_are_faults_and_training_is_bit_identical(tmp_path: Pat
 
 
 def _wandb_records(wandb_dir: Path) -> list[tuple[str, dict[str, object]]]:
-    from wandb.proto import wandb_internal_pb2 as pb
-
     (path,) = wandb_dir.glob("wandb/offline-run-*/run-*.wandb")
-    out = []
-    for data in records(path):
-        rec = pb.Record()
-        rec.ParseFromString(data)
-        kind = rec.WhichOneof("record_type")
-        items = rec.history.item if kind == "history" else rec.summary.update
-        if kind in ("history", "summary"):
-            out.append((kind, {i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                               for i in items}))  # fmt: skip
-    return out
+    return logged(path)
 
 
 def _summary(recs: list[tuple[str, dict[str, object]]]) -> dict[str, object]:

@@ -4,6 +4,7 @@ gone, the format is small and stable."""
 
 from __future__ import annotations
 
+import json
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,3 +37,27 @@ def records(path: Path) -> Iterator[bytes]:
             yield chunks + body
         elif kind == 0 and length == 0:
             break
+
+
+def run_records(path: Path) -> list[object]:
+    """The ``.wandb`` file's records, parsed (``wandb_internal_pb2.Record``)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    parsed = []
+    for data in records(path):
+        rec = pb.Record()
+        rec.ParseFromString(data)
+        parsed.append(rec)
+    return parsed
+
+
+def logged(path: Path) -> list[tuple[str, dict[str, object]]]:
+    """The run's history rows and summary updates, in order: (kind, key -> value)."""
+    out = []
+    for rec in run_records(path):
+        kind = rec.WhichOneof("record_type")  # type: ignore[attr-defined]
+        if kind in ("history", "summary"):
+            items = rec.history.item if kind == "history" else rec.summary.update  # type: ignore[attr-defined]
+            out.append((kind, {i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                               for i in items}))  # fmt: skip
+    return out

@@ -194,14 +194,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--mlflow",
         action="store_true",
-        help="log the job's metrics and verdicts to MLflow while it trains: the run "
-        "$MLFLOW_RUN_ID (also without this flag), else a new one (default: off)",
+        help="log the job's metrics and verdicts to MLflow while it trains, into a run "
+        "of stepscope's own: a child of $MLFLOW_RUN_ID (also without this flag; that run "
+        "is never written), else a new one (default: off)",
     )
     p.add_argument(
         "--wandb",
         action="store_true",
-        help="the same to Weights & Biases: the run $WANDB_RUN_ID (also without this "
-        "flag), else a new one (default: off)",
+        help="the same to Weights & Biases, into a run of stepscope's own grouped with "
+        "$WANDB_RUN_ID's (also without this flag; that run is never resumed) (default: off)",
     )
     add_torchrun_options(p)
     p.add_argument(

@@ -17,6 +17,7 @@ tracker's chart stays light whatever the job's length.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from stepscope.analysis.diagnosis_text import EntryJson
 
 MAX_POINTS = 1000
+_GPU_UTIL = re.compile(r"gpu\d+_util")
 PREFIX = "stepscope"
 PHASE = "train"
 
@@ -48,7 +50,7 @@ class Point:
 def _gpu_mean(system: pd.DataFrame | None, start: float, end: float) -> float | None:
     if system is None or not len(system):
         return None
-    cols = [c for c in system.columns if c.startswith("gpu") and c.endswith("_util")]
+    cols = [c for c in system.columns if _GPU_UTIL.fullmatch(c)]  # not gpu<i>_mem_util
     if not cols:
         return None
     times = system["time"].to_numpy()

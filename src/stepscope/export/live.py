@@ -12,12 +12,19 @@ and left alone for the rest of the job.
 
 Points: the steps finished since the last point, at most one point every
 ``EVERY_S`` seconds (so about 360 an hour, whatever the step rate), as the export
-computes them (:mod:`stepscope.export._points`).
+computes them (:mod:`stepscope.export._points`). Between points the logger holds the
+system samples a point's GPU figure needs: the newest ``SYSTEM_ROWS`` at most, so a
+job that never reports a step holds a bounded amount.
+
+The trackers log to runs of stepscope's own, never to the training's
+(:func:`~stepscope.export.to_mlflow.open_mlflow_beside`,
+:func:`~stepscope.export.to_wandb.open_wandb_beside`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import socket
@@ -39,27 +46,40 @@ if TYPE_CHECKING:
 TRACKERS = ("mlflow", "wandb")
 EVERY_S = 10.0
 QUEUE = 64
+# System samples held between points: 1 sample/s of 8 nodes for 40 minutes (a first
+# step that long still gets its GPU figure), about 10 MB of a GPU node's columns.
+SYSTEM_ROWS = 20_000
 # for the last points, the verdicts and the runs' close: within the launcher's
 # TRACKERS_STOP_S (15 s) for its helpers, after the final evaluation
 END_WAIT_S = 10.0
 
 
 def open_tracker(kind: str, job: Job) -> Tracker:
-    """The live tracker ``kind``, its run from the environment (or a new one)."""
+    """The live tracker ``kind``: a run of stepscope's own, beside the training's."""
     if kind == "mlflow":
-        from stepscope.export.to_mlflow import open_mlflow
+        from stepscope.export.to_mlflow import open_mlflow_beside
 
-        return open_mlflow(None, None, os.environ.get("MLFLOW_EXPERIMENT_NAME"), job.name)
-    from stepscope.export.to_wandb import open_wandb
+        return open_mlflow_beside(job.name)
+    from stepscope.export.to_wandb import open_wandb_beside
 
-    return open_wandb(None, None, job.name)
+    return open_wandb_beside(job.name)
 
 
 class LiveLogger:
-    """Queues the runner's rows and verdicts; a thread logs them to the trackers."""
+    """Queues the runner's rows and verdicts; a thread logs them to the trackers. The
+    live runner's observer (:class:`stepscope.rules.runner.Observer`)."""
 
-    def __init__(self, job: Job, kinds: Sequence[str], every_s: float = EVERY_S) -> None:
+    reads_rows = True
+
+    def __init__(
+        self,
+        job: Job,
+        kinds: Sequence[str],
+        every_s: float = EVERY_S,
+        system_rows: int = SYSTEM_ROWS,
+    ) -> None:
         self.job, self.kinds, self.every_s = job, list(kinds), every_s
+        self.system_rows = system_rows
         self.faults = FaultLog(job.store, socket.gethostname(), os.getpid(), {"rank": None})
         self.inbox: queue.Queue[tuple[str, object]] = queue.Queue(QUEUE)
         self.dropped = 0
@@ -79,12 +99,17 @@ class LiveLogger:
             except queue.Full:
                 self.dropped += 1
 
+    def judged(self, results: list[RuleResult]) -> None:
+        pass  # the running verdicts stay in the job: a tracker gets the final ones
+
     def ended(self, results: list[RuleResult]) -> None:
-        try:
+        # a thread stuck in a tracker takes nothing more: the verdicts are on disk
+        with contextlib.suppress(queue.Full):
             self.inbox.put(("end", results), timeout=1.0)
-        except queue.Full:  # the thread is stuck in a tracker: the verdicts are on disk
-            return
-        self.thread.join(END_WAIT_S)
+
+    def close(self, wait_s: float = END_WAIT_S) -> None:
+        """Wait for the last points, the verdicts and the runs' close (``wait_s`` at most)."""
+        self.thread.join(wait_s)
 
     # -- the logging thread --------------------------------------------------------------
     def _fault(self, kind: str, what: str, exc: BaseException, drop: bool = True) -> None:
@@ -112,11 +137,13 @@ class LiveLogger:
                 self._read_tail()
                 self._flush()
                 self._end(body)
+                self.inbox.task_done()
                 return
             assert isinstance(body, dict)
             self._add(body)
             if time.monotonic() - self.last >= self.every_s:
                 self._flush()
+            self.inbox.task_done()
 
     def _add(self, frames: dict[str, pd.DataFrame]) -> None:
         if not self.trackers:  # every tracker failed: nothing to keep
@@ -125,6 +152,18 @@ class LiveLogger:
             self.steps.append(frames["steps"])
         if "system" in frames:
             self.system.append(frames["system"])
+            self._bound_system()
+
+    def _bound_system(self) -> None:
+        """The newest ``system_rows`` samples at most (no step may come for long)."""
+        extra = sum(len(f) for f in self.system) - self.system_rows
+        while extra > 0:  # the oldest go first: whole frames, then the head of one
+            oldest = self.system[0]
+            if len(oldest) <= extra:
+                self.system.pop(0)
+            else:
+                self.system[0] = oldest.iloc[extra:]
+            extra -= min(len(oldest), extra)
 
     def _flush(self) -> None:
         """One point of the steps seen since the last."""

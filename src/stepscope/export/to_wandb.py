@@ -7,11 +7,17 @@ status in the run's summary as ``stepscope/rule/<Rule>`` and its cost as
 ``stepscope/rule/<Rule>/cost_s``, the diagnosis as ``stepscope/diagnosis``, and the
 HTML report saved with the run's files. Through ``wandb`` (the ``[wandb]`` extra),
 imported only here; ``WANDB_MODE=offline`` writes the run locally.
+
+Live (:func:`open_wandb_beside`), stepscope never touches the training's own run:
+it logs to a run of its own, grouped with the training's (``group``: the training's
+``$WANDB_RUN_GROUP``, else its ``$WANDB_RUN_ID``, else the job's name), named after
+the job, and finishes only that run.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from typing import TYPE_CHECKING
 
 from stepscope.errors import UsageError
@@ -34,12 +40,18 @@ QUIET_ENV = {
 }
 
 
+JOB_TYPE = "stepscope"  # the job_type of the runs stepscope makes
+
+
 class WandbTracker:
-    """One W&B run that stepscope logs into: resumed by its id, or a new one."""
+    """One W&B run that stepscope logs into: resumed by its id (export only), or a
+    new one (in ``group``, when given)."""
 
     sep = "/"
 
-    def __init__(self, run_id: str | None, project: str | None, name: str | None) -> None:
+    def __init__(
+        self, run_id: str | None, project: str | None, name: str | None, group: str | None = None
+    ) -> None:
         quiet_env(os.environ, QUIET_ENV)
         try:
             import wandb
@@ -53,11 +65,16 @@ class WandbTracker:
             save_code=False,
             console="off",
         )
+        self.made = run_id is None  # a run stepscope made is stepscope's to finish
+        # a new run gets its id here: wandb would otherwise take $WANDB_RUN_ID (and
+        # $WANDB_RESUME) from the environment, the training's own run
         self.run: Run = wandb.init(
             project=project or os.environ.get("WANDB_PROJECT") or "stepscope",
-            id=run_id,
-            name=name if run_id is None else None,
-            resume="allow" if run_id else None,
+            id=run_id or secrets.token_hex(4),
+            name=name if self.made else None,
+            group=group if self.made else None,
+            job_type=JOB_TYPE if self.made else None,
+            resume="allow" if run_id else "never",
             settings=settings,
             reinit="create_new",
         )
@@ -92,10 +109,25 @@ class WandbTracker:
         self.run.save(target, base_path=self.run.dir, policy="now")
 
     def close(self, finished: bool) -> None:
-        """Finish the run (written out, synced unless offline)."""
+        """Finish the run (written out, synced unless offline). A run given by its id
+        is finished too: W&B writes a resumed run only through ``finish``, and only
+        ``stepscope export`` resumes one, at the user's word (``--run-id``)."""
         self.run.finish(exit_code=0 if finished else 1)
 
 
 def open_wandb(run_id: str | None, project: str | None, name: str | None) -> WandbTracker:
     """The tracker of the run ``run_id`` (else ``$WANDB_RUN_ID``, else a new run)."""
     return WandbTracker(run_id or os.environ.get("WANDB_RUN_ID"), project, name)
+
+
+def training_group(job_name: str) -> str:
+    """The group of stepscope's live run: the training's group, else its run, else the job."""
+    env = os.environ
+    return env.get("WANDB_RUN_GROUP") or env.get("WANDB_RUN_ID") or job_name
+
+
+def open_wandb_beside(job_name: str) -> WandbTracker:
+    """A new run of stepscope's own, beside the training's (``run --wandb``): in the
+    training's project (``$WANDB_PROJECT``) and group (:func:`training_group`), named
+    ``stepscope <job>``. The training's run (``$WANDB_RUN_ID``) is never resumed."""
+    return WandbTracker(None, None, f"stepscope {job_name}", training_group(job_name))

@@ -1,10 +1,10 @@
 """The live rule runner's ``/metrics`` endpoint (``stepscope run --metrics-port``).
 
-The runner already reads every new row of the job and judges it: it feeds both to
-a :class:`stepscope.metrics.JobMetrics` and serves it from a thread of its own
-process, so the training process does nothing for it. A port in use (or any
-failure of the server) is a fault record, ``faults/metrics-server-<node>-<pid>.json``;
-the rules and the training go on.
+The runner already reads every new row of the job and judges it: its observer
+:class:`MetricsFeed` feeds both to a :class:`stepscope.metrics.JobMetrics`, served
+from a thread of the runner's process, so the training process does nothing for it.
+A port in use (or any failure of the server) is a fault record,
+``faults/metrics-server-<node>-<pid>.json``; the rules and the training go on.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import os
 import socket
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import FaultLog
@@ -23,7 +24,6 @@ from stepscope.store import Store
 if TYPE_CHECKING:
     import pandas as pd
 
-    from stepscope.rules._live import StreamReader
     from stepscope.rules._types import RuleResult
 
 COMPONENT = "metrics-server"
@@ -60,23 +60,32 @@ def feed_verdicts(metrics: JobMetrics, results: Sequence[RuleResult]) -> None:
         metrics.set_rule(res.rule, status, (repr(f.key()) for f in res.findings))
 
 
-def feed(
-    metrics: JobMetrics,
-    faults: FaultLog,
-    kind: str,
-    data: pd.DataFrame | list[RuleResult] | StreamReader | None,
-) -> None:
-    """Rows (a frame, or a live reader's new rows) or verdicts to the endpoint; its
-    failure is its own fault: the rules go on without the metrics."""
-    from stepscope.rules._live import StreamReader
+class MetricsFeed:
+    """The runner's observer (:class:`~stepscope.rules._live_parts.Observer`) that
+    feeds ``/metrics``: each scan's rows and verdicts, the last rows, the final
+    verdicts. Its failure is its own fault: the rules go on without the metrics."""
 
-    try:
-        if isinstance(data, StreamReader):
-            metrics.add_rows(kind, data.read_new())
-        elif isinstance(data, list):
-            feed_verdicts(metrics, data)
-        else:
-            metrics.add_rows(kind, data)
-    except Exception as exc:
-        line = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        faults.record(COMPONENT, line, traceback=traceback.format_exc())
+    reads_rows = True
+
+    def __init__(self, metrics: JobMetrics, faults: FaultLog) -> None:
+        self.metrics, self.faults = metrics, faults
+
+    def seen(self, frames: dict[str, pd.DataFrame]) -> None:
+        for kind, frame in frames.items():  # a kind that fails leaves the others fed
+            self._guard(partial(self.metrics.add_rows, kind, frame))
+
+    def judged(self, results: list[RuleResult]) -> None:
+        self._guard(partial(feed_verdicts, self.metrics, results))
+
+    def ended(self, results: list[RuleResult]) -> None:
+        self.judged(results)
+
+    def close(self, wait_s: float) -> None:
+        pass  # the server stops with the runner's process (rules.runner.main)
+
+    def _guard(self, call: Callable[[], None]) -> None:
+        try:
+            call()
+        except Exception as exc:
+            line = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            self.faults.record(COMPONENT, line, traceback=traceback.format_exc())

@@ -13,26 +13,32 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, read_meta
-from stepscope.metrics import JobMetrics
+from stepscope.jobfolder import FaultLog, JsonObject, folder_trouble, read_meta
 from stepscope.process import ExitWatch, ProgressWriter, Word
 from stepscope.read import Job
 from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
-from stepscope.rules._live import StreamReader, readers, worst
-from stepscope.rules._live_metrics import feed
-from stepscope.rules._live_parts import Observer, asked_live, chunk_seconds, write_results
+from stepscope.rules._live import readers
+from stepscope.rules._live_parts import (
+    SCAN_COMPONENT,
+    Notifications,
+    Observer,
+    Observers,
+    asked_live,
+    chunk_seconds,
+    request_stops,
+    write_results,
+)
 from stepscope.rules._notify import Notifier
 from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
-from stepscope.rules._types import RuleResult, Status
+from stepscope.rules._types import RuleResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
 POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
-SCAN_COMPONENT = "rules-scan"
 DEFAULT_S = 2.0  # the period of a rule set without rules (none to judge)
 MIN_PERIOD_S = 0.1
 
@@ -74,10 +80,13 @@ class Runner:
         self.faults = FaultLog(job.store, where, pid, {"rank": None}, wall=clock)
         # the launcher's watch on this loop (hung?): a beat per turn and per stage of a scan
         self.progress = ProgressWriter(None)
-        # webhooks and commands: sent from a thread of their own, never from a scan
+        # told what the scans read and judge: /metrics, trackers (observe()), notifications
         self.notifier = Notifier(job.name, job.path, self.faults)
-        self.metrics: JobMetrics | None = None  # fed what each scan reads and judges
-        self.observer: Observer | None = None
+        self.observers = Observers(self.faults, Notifications(self.notifier, specs))
+
+    def observe(self, observer: Observer) -> None:
+        """Tell ``observer`` what the scans read and judge, and the final verdicts."""
+        self.observers.add(observer)
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -99,12 +108,11 @@ class Runner:
             # rows added and not yet judged (also when a later read or the rules fail)
             self._unjudged = self._unjudged or frame is not None
             self.state.add(kind, frame)
-            self._feed(kind, frame)
             if frame is not None:
                 seen[kind] = frame
             self.progress.beat()
-        if self.observer is not None and seen:
-            self.observer.seen(seen)
+        if seen:
+            self.observers.tell("seeing rows", lambda o: o.seen(seen))
         now = self.clock()
         if self._unjudged or self._results is None or self.state.trim_due(now):
             results = written = self.state.evaluate(now)
@@ -112,9 +120,10 @@ class Runner:
         else:
             results, written = self._rejudge(self._results, now)
         self._results = results
-        self._feed("rules", results)
         write_results(self.job.store, self._changed(written))
-        self._act(results)
+        # after the write: a notification's receiver finds the verdict in the folder
+        self.observers.tell("hearing verdicts", lambda o: o.judged(results))
+        request_stops(self.job.store, self.specs, results, self.stopped)
         self.scans += 1
         return results
 
@@ -143,32 +152,31 @@ class Runner:
                 fresh.append(res)
         return fresh
 
-    def _act(self, results: list[RuleResult]) -> None:
-        for spec, res in zip(self.specs, results, strict=True):
-            self.notifier.fire(spec.notify, res)
-            name = spec.rule.rule_name
-            fired = res.verdict is Status.ISSUES_FOUND
-            if "stop" in spec.actions and fired and name not in self.stopped:
-                self.stopped.add(name)
-                finding = worst(res)
-                reason = f"rule {name} fired: {finding.message if finding else res.message}"
-                control.request_stop(self.job.store, reason=reason, by=f"rule:{name}")
-
     def final(self) -> list[RuleResult]:
-        """The complete evaluation of the whole job: the final statuses."""
-        if self.metrics is not None:  # the last rows, for the endpoint's last scrapes
-            for kind in ("steps", "system"):
-                self._feed(kind, self.readers[kind])
+        """The complete evaluation of the whole job: the final statuses, told to the
+        observers (``ended``: they start sending; :meth:`close` waits for them)."""
+        if self.observers.reads_rows:  # e.g. the endpoint's last scrapes
+            self._read_last()
         results = evaluate_rules(self.job, self.rules, self.clock())
         write_results(self.job.store, results)
-        for spec, res in zip(self.specs, results, strict=True):  # what no scan saw
-            self.notifier.fire(spec.notify, res)
-        self._feed("rules", results)
+        self.observers.tell("hearing the final verdicts", lambda o: o.ended(results))
         return results
 
-    def _feed(self, kind: str, data: pd.DataFrame | list[RuleResult] | StreamReader | None) -> None:
-        if self.metrics is not None:
-            feed(self.metrics, self.faults, kind, data)
+    def _read_last(self) -> None:
+        """The steps and samples written since the last scan, to the observers."""
+        last: dict[str, pd.DataFrame] = {}
+        try:
+            for kind in ("steps", "system"):
+                if (frame := self.readers[kind].read_new()) is not None:
+                    last[kind] = frame
+        except Exception as exc:  # the observers go without; the final evaluation reads all
+            self.faults.record(SCAN_COMPONENT, f"reading the last rows: {_line(exc)}")
+        if last:
+            self.observers.tell("seeing rows", lambda o: o.seen(last))
+
+    def close(self) -> None:
+        """Wait for the observers to send what they still hold (``END_WAIT_S`` in all)."""
+        self.observers.close(self.mono)
 
     def job_over(self, parent: ExitWatch | None) -> bool:
         if self.word is not None:  # the launcher tells: job.json is not read
@@ -197,8 +205,7 @@ class Runner:
             self.faults.record(SCAN_COMPONENT, _line(exc), traceback=traceback.format_exc())
 
     def live_from_start(self) -> bool:
-        fed = self.metrics is not None or self.observer is not None
-        return asked_live(self.rules, self.specs, fed)
+        return asked_live(self.rules, self.specs, self.observers.reads_rows)
 
     def run(self, parent_pid: int | None) -> list[RuleResult]:
         """Scan until the job ends, then evaluate it completely.
@@ -230,10 +237,12 @@ class Runner:
         self.progress.beat()  # the final evaluation begins
         # a folder that took no verdict: the final one would be lost too (its reads cost
         # the CPU of a whole evaluation, and the launcher's return waits for it)
-        results = [] if self.lost is not None else self.final()
-        if self.observer is not None:  # the trackers first: their runs close in the budget
-            self.observer.ended(results)
-        self.notifier.close()  # what is queued goes out before the runner exits
+        if self.lost is None:
+            results = self.final()
+        else:
+            results = []
+            self.observers.tell("hearing the job's end", lambda o: o.ended(results))
+        self.close()  # what the observers hold goes out before the runner exits
         return results
 
 

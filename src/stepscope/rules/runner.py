@@ -54,8 +54,8 @@ from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
     from stepscope.read import Job
-    from stepscope.rules._live_parts import Observer, chunk_seconds, write_results
-    from stepscope.rules._live_runner import DEFAULT_S, MIN_PERIOD_S, POLL_S, SCAN_COMPONENT, Runner
+    from stepscope.rules._live_parts import SCAN_COMPONENT, Observer, chunk_seconds, write_results
+    from stepscope.rules._live_runner import DEFAULT_S, MIN_PERIOD_S, POLL_S, Runner
 
 # The loop's names (Runner and friends) live in _live_runner; they stay importable here.
 __all__ = [
@@ -104,7 +104,7 @@ def write_fault(store: Store, exc: BaseException) -> None:
 def main(
     argv: Sequence[str] | None = None, observe: Callable[[Job], Observer] | None = None
 ) -> int:
-    """The runner's process; ``observe(job)`` makes who else sees its scans (live
+    """The runner's process; ``observe(job)`` makes one more of its observers (the live
     trackers: ``python -m stepscope.export.live``, which wraps this)."""
     dump_stack_on_signal()  # the launcher asks a hung runner for its stack
     p = argparse.ArgumentParser(prog="python -m stepscope.rules.runner")
@@ -144,14 +144,17 @@ def main(
         runner = Runner(job, job_rules(job), clock=now)
         runner.progress = progress
         runner.word = word
-        runner.metrics = metrics
+        if metrics is not None:
+            from stepscope.rules._live_metrics import MetricsFeed
+
+            runner.observe(MetricsFeed(metrics, runner.faults))
         if observe is not None and not args.once:
-            runner.observer = observe(job)
+            runner.observe(observe(job))
         # imports and the job's opening: paid back before the first scan (at most 1 s)
         runner.startup_cpu = min(time.process_time() - waited, 1.0)
         if args.once:
             runner.final()
-            runner.notifier.close()
+            runner.close()
         else:
             runner.run(args.parent_pid)
     except Exception as exc:  # recorded in the job; the training is never affected

@@ -1,0 +1,90 @@
+"""Live trackers beside a training that logs to its own run: stepscope logs to a run
+of its own and leaves the training's exactly as the training left it. A real
+``stepscope run`` of tests/scripts/tracked_train.py, with W&B offline (its ``.wandb``
+files read back) and an MLflow file store in a temp folder (read with MlflowClient)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from conftest import SCRIPTS, env_for_tests, stepscope_run
+from test_trackers_live import child_run
+from wandb_log import logged, run_records
+
+pytestmark = pytest.mark.process
+mlflow_tracking = pytest.importorskip("mlflow.tracking")
+
+TRAIN = str(SCRIPTS / "tracked_train.py")
+STEPS = 40
+QUIET = {"MLFLOW_ALLOW_FILE_STORE": "true", "MLFLOW_DISABLE_TELEMETRY": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in QUIET.items():  # the test's own MlflowClient too
+        monkeypatch.setenv(key, value)
+
+
+def _train(tmp_path: Path, tracker: str, env: dict[str, str]) -> dict[str, object]:
+    """The training under ``stepscope run --<tracker>``; what it says it left."""
+    record = tmp_path / "left.json"
+    args = [TRAIN, "--tracker", tracker, "--record", str(record), "--steps", str(STEPS)]
+    run = stepscope_run(tmp_path, args, f"--{tracker}", env=env, timeout=300)
+    assert run.code == 0, run.stderr
+    assert not [f for f in stepscope.open(run.job_path).faults() if "export" in f["component"]]
+    left: dict[str, object] = json.loads(record.read_text())
+    return left
+
+
+def _run_record(path: Path) -> object:
+    (run,) = [r.run for r in run_records(path) if r.WhichOneof("record_type") == "run"]  # type: ignore[attr-defined]
+    return run
+
+
+def test_wandb_logs_to_its_own_run_grouped_with_the_trainings(tmp_path: Path) -> None:
+    pytest.importorskip("wandb")
+    env = env_for_tests(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_RUN_ID="train7",
+                        WANDB_PROJECT="training")  # fmt: skip
+    left = _train(tmp_path, "wandb", env)
+    folders = sorted(tmp_path.glob("wandb/offline-run-*"))
+    training = [f for f in folders if f.name.endswith("-train7")]
+    assert [f.name for f in training] == [left["folder"]]  # never resumed by stepscope
+    (data,) = training[0].glob("run-*.wandb")
+    assert hashlib.sha256(data.read_bytes()).hexdigest() == left["sha256"]  # as it left it
+    assert not [k for _, items in logged(data) for k in items if k.startswith("stepscope")]
+    (own,) = [f for f in folders if f not in training]
+    (own_data,) = own.glob("run-*.wandb")
+    run = _run_record(own_data)
+    assert run.run_id != "train7" and run.run_group == "train7"  # type: ignore[attr-defined]
+    assert run.display_name == "stepscope job" and run.job_type == "stepscope"  # type: ignore[attr-defined]
+    recs = logged(own_data)
+    steps = [items["stepscope/step"] for kind, items in recs if kind == "history"]
+    assert steps and steps[-1] == STEPS - 1
+    summary = {k: v for kind, items in recs if kind == "summary" for k, v in items.items()}
+    assert "stepscope/diagnosis" in summary
+    assert any(k.startswith("stepscope/rule/") for k in summary)
+    kinds = [r.WhichOneof("record_type") for r in run_records(own_data)]  # type: ignore[attr-defined]
+    assert "exit" in kinds  # stepscope finished its own run
+
+
+def test_mlflow_logs_to_a_child_run_and_leaves_the_trainings(tmp_path: Path) -> None:
+    uri = (tmp_path / "mlruns").as_uri()
+    client = mlflow_tracking.MlflowClient(tracking_uri=uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    env = env_for_tests(MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run_id, **QUIET)
+    left = _train(tmp_path, "mlflow", env)
+    now = json.loads(json.dumps(client.get_run(run_id).to_dictionary()))
+    assert now == left  # exactly as the training left it: its metrics, tags, FINISHED
+    assert now["info"]["status"] == "FINISHED" and "owner" in now["data"]["tags"]
+    child = child_run(client, run_id)
+    assert child.data.tags["stepscope.job"] == "job" and child.info.run_name == "stepscope job"
+    assert child.info.status == "FINISHED"  # stepscope ended its own run, only that one
+    history = client.get_metric_history(child.info.run_id, "stepscope.step_time_s")
+    assert history and history[-1].step == STEPS - 1
+    assert "stepscope.diagnosis" in child.data.tags
+    assert any(k.startswith("stepscope.rule.") for k in child.data.tags)
