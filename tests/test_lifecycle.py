@@ -24,7 +24,9 @@ LONG = [MLP, "--steps", "100000", "--step-sleep", "0.01"]
 pytestmark = pytest.mark.process
 
 
-def _start(tmp: Path, args: list[str], job: str = "job") -> subprocess.Popen[str]:
+def _start(
+    tmp: Path, args: list[str], job: str = "job", sigint_ignored: bool = False
+) -> subprocess.Popen[str]:
     cmd = [
         str(BIN / "stepscope"),
         "run",
@@ -37,8 +39,15 @@ def _start(tmp: Path, args: list[str], job: str = "job") -> subprocess.Popen[str
         sys.executable,
         *args,
     ]
+    # a shell ignores SIGINT in what it starts with `&` (no job control), and exec keeps it
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     return subprocess.Popen(
-        cmd, env=env_for_tests(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        cmd,
+        env=env_for_tests(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore,
     )
 
 
@@ -51,18 +60,20 @@ def _wait_for_steps(job_path: Path, n: int = 1, timeout: float = 120) -> None:
     raise AssertionError(f"no steps in {job_path} after {timeout} s")
 
 
-def test_stop_request_ends_job_as_stopped(tmp_path, alone):
-    proc = _start(tmp_path, LONG)
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "started-with-&"])
+def test_stop_request_ends_job_as_stopped(tmp_path, alone, sigint_ignored):
+    """The stop request's SIGINT ends the script (130), also where the launcher was
+    started with SIGINT ignored (a CI step's `&`): before, the script inherited the
+    ignored SIGINT and always died of the SIGTERM 10 s later (143)."""
+    proc = _start(tmp_path, LONG, sigint_ignored=sigint_ignored)
     _wait_for_steps(tmp_path / "job")
     name = control.request_stop(open_store(tmp_path / "job"), "enough", by="test")
     _out, err = proc.communicate(timeout=60)
     job = stepscope.open(tmp_path / "job")
     assert job.meta["status"] == "Stopped", err
     assert "enough" in job.meta["reason"] and "test" in job.meta["reason"]
-    # the script dies of the SIGINT sent first (130), or, where it did not end within
-    # the launcher's 10 s grace, of the SIGTERM that follows (143): seen in 3 of 3 CI
-    # rehearsals on 2026-12-02, never alone; open in issue 31's follow-up (CHANGELOG)
-    assert proc.returncode in (130, 143), proc.returncode
+    assert proc.returncode == 130, (proc.returncode, err)  # its KeyboardInterrupt
+    assert "KeyboardInterrupt" in err
     assert control.acknowledgement(job.store, name)["accepted"] is True
     kinds = set(job.events()["kind"])
     assert "agent_stop" in kinds  # the agent flushed on the way out

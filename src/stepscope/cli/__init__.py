@@ -12,6 +12,12 @@ bad input raises :class:`stepscope.errors.UsageError` (or any other
 one line with exit code 2. Nothing else imports this package.
 """
 
-from stepscope.cli._main import main, parser
+import sys
+
+try:  # the command's imports take a while: a Ctrl-C in them is the same one line as later
+    from stepscope.cli._main import main, parser
+except KeyboardInterrupt:
+    print("stepscope: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None  # the shell's code for a process ended by SIGINT
 
 __all__ = ["main", "parser"]

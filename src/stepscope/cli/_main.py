@@ -46,6 +46,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         _flush_quietly()
         return 0
     try:
+        return _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C where the command has no end of its own for it
+        print("stepscope: interrupted", file=sys.stderr)  # (`ui`: 0, `run`: its command's)
+        return 130  # the shell's code for a process ended by SIGINT
+
+
+def _run(argv: list[str]) -> int:
+    try:
         args = parser().parse_args(argv)
     except SystemExit:  # --help, --version, a usage error: argparse printed it
         _flush_quietly()

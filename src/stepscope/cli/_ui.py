@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import ssl
 import sys
 from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from stepscope.cli._jobs import OUTPUT_ENV, output_folder
 from stepscope.errors import UsageError
+
+if TYPE_CHECKING:
+    import uvicorn
 
 DEFAULT_ROOT = "./stepscope-runs"
 DEFAULT_HOST = "127.0.0.1"
@@ -165,15 +171,28 @@ def cmd_ui(args: argparse.Namespace) -> int:
     announce(tuple(sorted(app.hosts)), args.host, tls)
     tls_files = {"ssl_certfile": args.certfile, "ssl_keyfile": args.keyfile} if tls else {}
     config = uvicorn.Config(app, log_level="warning", access_log=False, **tls_files)
-    server = uvicorn.Server(config)
-    try:
-        server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
-        pass
-    finally:
-        sock.close()
+    serve(uvicorn.Server(config), sock)
     print("stepscope ui: stopped", file=sys.stderr)
     return 0
+
+
+def serve(server: uvicorn.Server, sock: socket.socket) -> None:
+    """Run ``server`` until Ctrl-C. uvicorn takes SIGINT over only once its loop runs: a
+    Ctrl-C in its start-up raised KeyboardInterrupt in the middle of it (a traceback, a
+    coroutine never awaited). Until then, and after, a Ctrl-C asks the server to stop."""
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        server.force_exit = server.should_exit  # a second Ctrl-C: no graceful wait
+        server.should_exit = True  # uvicorn's own start-up checks it, then shuts down
+
+    before = signal.signal(signal.SIGINT, stop)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # a uvicorn that raises the Ctrl-C again once shut down
+        pass
+    finally:
+        signal.signal(signal.SIGINT, before)
+        sock.close()
 
 
 def new_token_if_loopback(host: str, make: Callable[[], object]) -> str:

@@ -44,7 +44,7 @@ from stepscope.launch._ending import (
 )
 from stepscope.launch._folder import FolderWatch, disk_full, start_error
 from stepscope.launch._supervise import Helpers
-from stepscope.process import pidfd, wait_child
+from stepscope.process import pidfd, spawn_interruptible, wait_child
 from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def run(spec: RunSpec) -> int:
     except OSError as exc:
         raise start_error(store.url, exc) from None
     say(f"job {spec.job!r} -> {store.url}")
-    child = subprocess.Popen(spec.command, env=_child_env(spec, store))
+    child = spawn_interruptible(spec.command, _child_env(spec, store))
     faults = FaultLog(store, spec.node, os.getpid(), wall=clock.now)
     helpers = Helpers(spec, store, child.pid, faults, clock.now)
     sup = _Supervisor(store, spec, child, helpers, clock)

@@ -5,7 +5,8 @@ end when it (or the launcher) ends, and must yield the CPU to it. :mod:`._exitwa
 sleeps until a watched process exits (pidfd where the kernel has it);
 :mod:`._background` lowers a helper's priority; :mod:`._word` carries the launcher's
 word that the job has ended; :mod:`._progress` carries a helper's progress to the
-launcher (is it hung?); :mod:`._alloc` makes a stepscope process give freed memory
+launcher (is it hung?); :mod:`._spawn` starts the training command with SIGINT not ignored (a stop
+request's signal); :mod:`._alloc` makes a stepscope process give freed memory
 back (the CLI's long evaluations). They import only the standard library (psutil on first
 use), so importing this package costs nothing.
 """
@@ -25,6 +26,7 @@ from stepscope.process._progress import (
     ProgressWriter,
     dump_stack_on_signal,
 )
+from stepscope.process._spawn import spawn_interruptible
 from stepscope.process._word import Word, give_word, word_pipe
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "lower_priority",
     "pidfd",
     "process",
+    "spawn_interruptible",
     "wait_child",
     "word_pipe",
 ]
