@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 import torch
@@ -18,9 +17,6 @@ import torch
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
 from wandb_log import logged
-
-if TYPE_CHECKING:
-    from mlflow.entities import Run
 
 pytestmark = pytest.mark.process
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
@@ -68,24 +64,16 @@ def test_mlflow_run_holds_the_live_points_and_the_final_verdict(
     verdict = json.loads((job / "rules" / "DataLoading.json").read_text())
     assert verdict["status"] == status and verdict["datapoints"] > 0
     client = mlflow_tracking.MlflowClient(tracking_uri=uri)
-    assert not client.get_run(run_id).data.tags.get("stepscope.diagnosis")  # the training's
-    run = child_run(client, run_id)  # stepscope's own, nested under it
+    run = client.get_run(run_id)  # the training's run: stepscope logs into it
+    assert run.info.status == "RUNNING"  # the user's to end: stepscope never does
     assert run.data.tags["stepscope.rule.DataLoading"] == status
     assert "stepscope.diagnosis" in run.data.tags
-    history = client.get_metric_history(run.info.run_id, "stepscope.step_time_s")
+    history = client.get_metric_history(run_id, "stepscope.step_time_s")
     steps = [m.step for m in history]
     assert history and steps == sorted(steps) and steps[-1] == int(args[1]) - 1
-    shares = [m.value for m in
-              client.get_metric_history(run.info.run_id, "stepscope.data_wait_share")]  # fmt: skip
+    shares = [m.value for m in client.get_metric_history(run_id, "stepscope.data_wait_share")]
     assert (max(shares) > 0.5) == (status == "IssuesFound")
     assert not [f for f in stepscope.open(job).faults() if "export" in f["component"]]
-
-
-def child_run(client: mlflow_tracking.MlflowClient, parent: str) -> Run:
-    """stepscope's live run: the one child of the training's run ``parent``."""
-    exp = client.get_run(parent).info.experiment_id
-    (run,) = client.search_runs([exp], f"tags.`mlflow.parentRunId` = '{parent}'")
-    return run
 
 
 def _closed_port() -> int:

@@ -1,5 +1,7 @@
-"""Live trackers beside a training that logs to its own run: stepscope logs to a run
-of its own and leaves the training's exactly as the training left it. A real
+"""Live trackers beside a training that logs to its own run. W&B: stepscope logs to a
+run of its own and leaves the training's exactly as the training left it; MLflow:
+stepscope adds its ``stepscope.*`` keys to the training's run and changes nothing
+the training wrote, nor the run's status. A real
 ``stepscope run`` of tests/scripts/tracked_train.py, with W&B offline (its ``.wandb``
 files read back) and an MLflow file store in a temp folder (read with MlflowClient)."""
 
@@ -13,7 +15,6 @@ import pytest
 
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
-from test_trackers_live import child_run
 from wandb_log import logged, run_records
 
 pytestmark = pytest.mark.process
@@ -72,19 +73,26 @@ def test_wandb_logs_to_its_own_run_grouped_with_the_trainings(tmp_path: Path) ->
     assert "exit" in kinds  # stepscope finished its own run
 
 
-def test_mlflow_logs_to_a_child_run_and_leaves_the_trainings(tmp_path: Path) -> None:
+def test_mlflow_adds_its_keys_to_the_trainings_run_and_changes_nothing_else(
+    tmp_path: Path,
+) -> None:
     uri = (tmp_path / "mlruns").as_uri()
     client = mlflow_tracking.MlflowClient(tracking_uri=uri)
     run_id = client.create_run(client.create_experiment("e")).info.run_id
     env = env_for_tests(MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run_id, **QUIET)
     left = _train(tmp_path, "mlflow", env)
     now = json.loads(json.dumps(client.get_run(run_id).to_dictionary()))
-    assert now == left  # exactly as the training left it: its metrics, tags, FINISHED
-    assert now["info"]["status"] == "FINISHED" and "owner" in now["data"]["tags"]
-    child = child_run(client, run_id)
-    assert child.data.tags["stepscope.job"] == "job" and child.info.run_name == "stepscope job"
-    assert child.info.status == "FINISHED"  # stepscope ended its own run, only that one
-    history = client.get_metric_history(child.info.run_id, "stepscope.step_time_s")
+    assert now["info"] == left["info"]  # FINISHED by the training, its end time kept
+    ours = {k for part in ("metrics", "tags", "params") for k in now["data"].get(part, {})
+            if k.startswith("stepscope.")}  # fmt: skip
+    for part in ("metrics", "tags", "params"):  # the training's own keys: as it left them
+        theirs = {k: v for k, v in now["data"].get(part, {}).items() if k not in ours}
+        assert theirs == left["data"].get(part, {}), part  # type: ignore[union-attr]
+    assert now["data"]["tags"]["owner"] == "training"
+    history = client.get_metric_history(run_id, "stepscope.step_time_s")
     assert history and history[-1].step == STEPS - 1
-    assert "stepscope.diagnosis" in child.data.tags
-    assert any(k.startswith("stepscope.rule.") for k in child.data.tags)
+    assert [m.value for m in client.get_metric_history(run_id, "loss")]  # still there
+    assert "stepscope.diagnosis" in now["data"]["tags"]
+    assert any(k.startswith("stepscope.rule.") for k in now["data"]["tags"])
+    exp = now["info"]["experiment_id"]
+    assert len(client.search_runs([exp])) == 1  # no run of stepscope's own beside it

@@ -194,9 +194,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--mlflow",
         action="store_true",
-        help="log the job's metrics and verdicts to MLflow while it trains, into a run "
-        "of stepscope's own: a child of $MLFLOW_RUN_ID (also without this flag; that run "
-        "is never written), else a new one (default: off)",
+        help="log the job's metrics and verdicts to MLflow while it trains: into the run "
+        "$MLFLOW_RUN_ID (also without this flag; never ended), else a new one (default: off)",
     )
     p.add_argument(
         "--wandb",

@@ -16,9 +16,8 @@ computes them (:mod:`stepscope.export._points`). Between points the logger holds
 system samples a point's GPU figure needs: the newest ``SYSTEM_ROWS`` at most, so a
 job that never reports a step holds a bounded amount.
 
-The trackers log to runs of stepscope's own, never to the training's
-(:func:`~stepscope.export.to_mlflow.open_mlflow_beside`,
-:func:`~stepscope.export.to_wandb.open_wandb_beside`).
+MLflow: into the training's run ``$MLFLOW_RUN_ID``, never ending it; W&B: a run of
+stepscope's own beside the training's (:func:`~stepscope.export.to_wandb.open_wandb_beside`).
 """
 
 from __future__ import annotations
@@ -55,11 +54,12 @@ END_WAIT_S = 10.0
 
 
 def open_tracker(kind: str, job: Job) -> Tracker:
-    """The live tracker ``kind``: a run of stepscope's own, beside the training's."""
+    """The live tracker ``kind``: MLflow's the training's run, W&B's one of its own."""
     if kind == "mlflow":
-        from stepscope.export.to_mlflow import open_mlflow_beside
+        from stepscope.export.to_mlflow import open_mlflow
 
-        return open_mlflow_beside(job.name)
+        # $MLFLOW_RUN_ID's run (never ended), else a new one (to_mlflow.py says why)
+        return open_mlflow(None, None, os.environ.get("MLFLOW_EXPERIMENT_NAME"), job.name)
     from stepscope.export.to_wandb import open_wandb_beside
 
     return open_wandb_beside(job.name)

@@ -7,11 +7,11 @@ the diagnosis as the tag ``stepscope.diagnosis``, and the HTML report as the
 artifact ``stepscope/report.html``. Through ``MlflowClient`` (the ``[mlflow]`` extra,
 ``mlflow-skinny``), imported only here.
 
-Live (:func:`open_mlflow_beside`), stepscope never writes into nor ends the
-training's run (``$MLFLOW_RUN_ID``): it logs to a child run of its own (MLflow's
-``mlflow.parentRunId`` tag, in the parent's experiment), tagged ``stepscope.job``,
-and ends only that run. Only ``stepscope export mlflow --run-id`` writes into a run
-the user names.
+Live, with ``$MLFLOW_RUN_ID`` set, the figures go into the training's own run, as the
+issue asked ("logged to that run"): MLflow takes metrics and tags for one run from
+several processes, and every key stepscope writes starts with ``stepscope.``, so none
+meets the training's. stepscope never ends a run it did not make (W&B, which can
+write into a run from one process only, gets a run of stepscope's own: to_wandb.py).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ QUIET_ENV = {
 }
 BATCH = 1000  # MLflow's log_batch takes at most 1000 metrics a call
 TAG_LIMIT = 5000  # characters of a tag's value that every store keeps
-PARENT_TAG = "mlflow.parentRunId"  # what MLflow's UI nests a child run under
 JOB_TAG = "stepscope.job"
 
 
@@ -59,7 +58,6 @@ class MlflowTracker:
         tracking_uri: str | None,
         experiment: str | None,
         name: str | None = None,
-        parent: str | None = None,
     ) -> None:
         quiet_env(os.environ, QUIET_ENV)
         try:
@@ -68,19 +66,15 @@ class MlflowTracker:
             raise UsageError(f"MLflow is not installed: {PIP}") from None
         self.client: MlflowClient = MlflowClient(tracking_uri=tracking_uri)
         self.made = run_id is None  # a run stepscope made is stepscope's to end
-        self.run_id = run_id or self._new_run(experiment, name, parent)
+        self.run_id = run_id or self._new_run(experiment, name)
         self.client.get_run(self.run_id)  # a bad id or an unreachable server: now, once
 
-    def _new_run(self, experiment: str | None, name: str | None, parent: str | None) -> str:
+    def _new_run(self, experiment: str | None, name: str | None) -> str:
         tags = {JOB_TAG: name} if name else {}
-        if parent is not None:  # a bad id or an unreachable server: here, once
-            exp_id = self.client.get_run(parent).info.experiment_id
-            tags[PARENT_TAG] = parent
-        else:
-            exp_name = experiment or "stepscope"
-            found = self.client.get_experiment_by_name(exp_name)
-            exp_id = found.experiment_id if found else self.client.create_experiment(exp_name)
-        run_name = f"stepscope {name}" if parent and name else name or experiment or "stepscope"
+        exp_name = experiment or "stepscope"
+        found = self.client.get_experiment_by_name(exp_name)
+        exp_id = found.experiment_id if found else self.client.create_experiment(exp_name)
+        run_name = name or exp_name
         return str(self.client.create_run(exp_id, run_name=run_name, tags=tags).info.run_id)
 
     @property
@@ -133,12 +127,3 @@ def open_mlflow(
     named ``name`` in ``experiment``, default ``stepscope``)."""
     run = run_id or os.environ.get("MLFLOW_RUN_ID")
     return MlflowTracker(run, tracking_uri, experiment, name)
-
-
-def open_mlflow_beside(job_name: str) -> MlflowTracker:
-    """A new run of stepscope's own while the job trains (``run --mlflow``): a child
-    of the training's run ``$MLFLOW_RUN_ID`` (named ``stepscope <job>``), else a run
-    named after the job in ``$MLFLOW_EXPERIMENT_NAME`` (default ``stepscope``). The
-    training's run is only read (its experiment), never written."""
-    parent = os.environ.get("MLFLOW_RUN_ID") or None
-    return MlflowTracker(None, None, os.environ.get("MLFLOW_EXPERIMENT_NAME"), job_name, parent)
