@@ -13,22 +13,22 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from stepscope.jobfolder import FaultLog, JsonObject, control, folder_trouble, read_meta
-from stepscope.metrics import JobMetrics
+from stepscope.jobfolder import FaultLog, JsonObject, folder_trouble, read_meta
 from stepscope.process import ExitWatch, ProgressWriter, Word
 from stepscope.read import Job
-from stepscope.rules._buffer import LiveState
 from stepscope.rules._evaluate import evaluate_rules, job_input
-from stepscope.rules._live import StreamReader, readers, worst
-from stepscope.rules._live_metrics import feed
-from stepscope.rules._live_parts import Observer, asked_live, chunk_seconds, write_results
+from stepscope.rules._live_parts import Observer, act, asked_live, changed, write_results
 from stepscope.rules._notify import Notifier
 from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
-from stepscope.rules._types import RuleResult, Status
+from stepscope.rules._types import RuleResult
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from stepscope.metrics import JobMetrics
+    from stepscope.rules._buffer import LiveState
+    from stepscope.rules._live import StreamReader
 
 POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
@@ -53,9 +53,10 @@ class Runner:
         self.job, self.specs, self.clock = job, specs, clock
         self.mono = mono or (time.monotonic if clock is time.time else clock)
         self.rules = [s.rule for s in specs]
-        base = job_input(job, clock())
-        self.state = LiveState(self.rules, base, chunk_seconds(self.rules, base.interval_s()))
-        self.readers = readers(job.store, self.rules)
+        # the live buffer and its readers (DuckDB), made by the first scan: a job that
+        # ends before its first scan is judged by the final evaluation alone
+        self._state: LiveState | None = None
+        self._readers: dict[str, StreamReader] | None = None
         self.stopped: set[str] = set()
         self.scans = 0
         self.quiet_scans = 0  # scans that read no new row (rules/_live_runner.scan)
@@ -78,6 +79,35 @@ class Runner:
         self.notifier = Notifier(job.name, job.path, self.faults)
         self.metrics: JobMetrics | None = None  # fed what each scan reads and judges
         self.observer: Observer | None = None
+
+    @property
+    def state(self) -> LiveState:
+        """The live buffer the scans judge (made on first use)."""
+        if self._state is None:
+            self._set_up()
+        assert self._state is not None
+        return self._state
+
+    @property
+    def readers(self) -> dict[str, StreamReader]:
+        """A reader of new rows per kind of stream (made on first use)."""
+        if self._readers is None:
+            self._set_up()
+        assert self._readers is not None
+        return self._readers
+
+    def _set_up(self) -> float:
+        """Make the live buffer and its readers (DuckDB); their CPU seconds."""
+        from stepscope.rules._buffer import LiveState
+        from stepscope.rules._live import readers
+        from stepscope.rules._live_parts import chunk_seconds
+
+        cpu = self.cpu()
+        base = job_input(self.job, self.clock())
+        chunk = chunk_seconds(self.rules, base.interval_s())
+        self._state = LiveState(self.rules, base, chunk)
+        self._readers = readers(self.job.store, self.rules)
+        return self.cpu() - cpu
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -113,8 +143,9 @@ class Runner:
             results, written = self._rejudge(self._results, now)
         self._results = results
         self._feed("rules", results)
-        write_results(self.job.store, self._changed(written))
-        self._act(results)
+        store = self.job.store
+        write_results(store, changed(self._last, written) if store.is_remote else written)
+        act(store, self.specs, results, self.stopped, self.notifier)
         self.scans += 1
         return results
 
@@ -131,29 +162,6 @@ class Runner:
         results = [fresh.get(id(rule), res) for rule, res in zip(self.rules, last, strict=True)]
         return results, list(fresh.values())
 
-    def _changed(self, results: list[RuleResult]) -> list[RuleResult]:
-        """On object stores, only the verdicts that changed since their last write."""
-        if not self.job.store.is_remote:
-            return results
-        fresh = []
-        for res in results:
-            body = {k: v for k, v in res.to_dict().items() if k != "updated"}
-            if self._last.get(res.rule) != body:
-                self._last[res.rule] = body
-                fresh.append(res)
-        return fresh
-
-    def _act(self, results: list[RuleResult]) -> None:
-        for spec, res in zip(self.specs, results, strict=True):
-            self.notifier.fire(spec.notify, res)
-            name = spec.rule.rule_name
-            fired = res.verdict is Status.ISSUES_FOUND
-            if "stop" in spec.actions and fired and name not in self.stopped:
-                self.stopped.add(name)
-                finding = worst(res)
-                reason = f"rule {name} fired: {finding.message if finding else res.message}"
-                control.request_stop(self.job.store, reason=reason, by=f"rule:{name}")
-
     def final(self) -> list[RuleResult]:
         """The complete evaluation of the whole job: the final statuses."""
         if self.metrics is not None:  # the last rows, for the endpoint's last scrapes
@@ -168,6 +176,8 @@ class Runner:
 
     def _feed(self, kind: str, data: pd.DataFrame | list[RuleResult] | StreamReader | None) -> None:
         if self.metrics is not None:
+            from stepscope.rules._live_metrics import feed
+
             feed(self.metrics, self.faults, kind, data)
 
     def job_over(self, parent: ExitWatch | None) -> bool:
@@ -204,13 +214,12 @@ class Runner:
         """Scan until the job ends, then evaluate it completely.
 
         The runner process's start-up (``startup_cpu``: its imports and the job's
-        opening, 0.3-0.5 s of CPU) is paid back like a costly scan before the first
-        one, so its share stays within ``CPU_SHARE`` from the start: a short job gets
-        its verdicts from the final evaluation alone, unless it asked for live ones
-        (:meth:`live_from_start`)."""
-        period = self.period()
-        startup = 0.0 if self.live_from_start() else self.startup_cpu
-        next_scan = self.mono() + next_delay(period, startup)
+        opening, 0.3-0.5 s of CPU; then the live buffer's and its readers' making) is
+        paid back like a costly scan before the first one, so its share stays within
+        ``CPU_SHARE`` from the start: a short job gets its verdicts from the final
+        evaluation alone, unless it asked for live ones (:meth:`live_from_start`)."""
+        period, live = self.period(), self.live_from_start()
+        next_scan = self.mono() + next_delay(period, 0.0 if live else self.startup_cpu)
         parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
         while not self.job_over(parent):
             self.progress.beat()
@@ -218,6 +227,11 @@ class Runner:
                 parent.close()
                 parent, self._meta_due = None, 0.0
                 continue
+            if self.mono() >= next_scan and self._state is None:
+                setup = self._set_up()  # the live buffer, its readers: start-up too
+                if not live:  # paid back as the rest of it was, before the first scan
+                    next_scan = self.mono() + next_delay(0.0, setup)
+                    continue
             if self.mono() >= next_scan:
                 began, cpu = self.mono(), self.cpu()
                 self.try_scan()
