@@ -15,6 +15,7 @@ import psutil
 
 HERE = Path(__file__).resolve().parent
 TRAIN, WAIT = str(HERE / "_cost_train.py"), str(HERE / "_cost_wait.py")
+PROBE = str(HERE / "_cost_probe")  # its sitecustomize: each helper's CPU as it exits
 HELPERS = {"stepscope.sampler.main": "sampler", "stepscope.rules.runner": "rules"}
 POLL_S = 0.5
 
@@ -93,7 +94,8 @@ def one_run(side: str, steps: int, src: Path | None, threads: int, out: Path) ->
     out.mkdir(parents=True)
     env = without_pyc_off(os.environ)
     if src is not None:
-        env["PYTHONPATH"] = str(src)
+        env["PYTHONPATH"] = os.pathsep.join((PROBE, str(src)))
+        env["STEPSCOPE_COST_LOG"] = str(out / "cpu.jsonl")
     log = (out / "stdout").open("w+b"), (out / "stderr").open("w+b")
     t0 = time.time()
     command = _command(side, steps, threads, out)
@@ -112,6 +114,8 @@ def one_run(side: str, steps: int, src: Path | None, threads: int, out: Path) ->
     v |= {"to_first": stamps["first_step"] - t0, "loop": stamps["end"] - stamps["first_step"]}
     v |= {"exit": waited["reaped"] - stamps["end"], "tail": ended - waited["reaped"]}
     v |= {"cpu_tree": usage.ru_utime + usage.ru_stime, "cpu_train": waited["cpu_s"]}
+    if "cpu_start" in stamps:  # the training process's CPU before its first line, after main
+        v |= {"cpu_start": stamps["cpu_start"], "cpu_exit": waited["cpu_s"] - stamps["cpu_end"]}
     if "thread_cpu" in stamps:  # ms of CPU per step, first step to the loop's end
         per_step = 1e3 / stamps["steps"]
         v |= {"step_thread_ms": stamps["thread_cpu"] * per_step}
@@ -120,7 +124,19 @@ def one_run(side: str, steps: int, src: Path | None, threads: int, out: Path) ->
     if watch is not None:
         v |= watch.rates(stamps["first_step"] + 1.0, stamps["end"] - 0.5)
         v |= _job_times(out / "j", t0)
+        v |= _helpers_cpu(out / "cpu.jsonl")
     return Run(v)
+
+
+def _helpers_cpu(log: Path) -> dict[str, float]:
+    """CPU seconds of each of stepscope's processes as it exited (the probe's lines;
+    a restarted helper's lives add up)."""
+    found: dict[str, float] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        rec = json.loads(line)
+        key = f"cpu_{rec['role']}"
+        found[key] = found.get(key, 0.0) + float(rec["cpu"])
+    return found
 
 
 def _job_times(job: Path, t0: float) -> dict[str, float]:

@@ -6,8 +6,9 @@ end of its first step, and the end of its ``main``; and the CPU seconds from the
 step to the end of the loop, of the training thread (``time.thread_time``: the agent's
 per-step hooks are in it) and of the whole process (``time.process_time``: the agent's
 threads too), and the seconds the training thread waited for a core (its run-queue
-delay, ``/proc/thread-self/schedstat``). CPU time holds on a shared machine where wall
-time swings.
+delay, ``/proc/thread-self/schedstat``); the process's CPU seconds at its first line
+(under ``stepscope run`` the agent's start-up is in them) and at the end of ``main``.
+CPU time holds on a shared machine where wall time swings.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import time
 
 T_START = time.time()
+CPU_START = time.process_time()  # the agent's start-up is in it (its sitecustomize ran)
 
 import argparse  # noqa: E402  (the stamp above comes first)
 import json  # noqa: E402
@@ -45,7 +47,7 @@ def main() -> None:
     waited_s = run_delay() - waited0
     stamps = {"start": T_START, "first_step": first, "end": time.time()}
     stamps |= {"steps": a.steps - 1, "thread_cpu": thread_s, "process_cpu": process_s}
-    stamps |= {"run_delay": waited_s}
+    stamps |= {"run_delay": waited_s, "cpu_start": CPU_START, "cpu_end": time.process_time()}
     print(json.dumps(stamps), flush=True)
 
 

@@ -28,8 +28,17 @@ What is counted, per run (wall stamps: ``time.time()`` of one machine):
   launcher: itself and every child it reaped) less the training process's own
   (from its wrapper; the agent's threads are in it) less the wrapper's own (the bare
   run's tree less its training). It is the launcher, the sampler and the rule runner;
-* their CPU while the training runs, in % of a core: ``psutil`` reads of the launcher
-  and its helpers every 0.5 s, from 1 s after the first step to 0.5 s before the end;
+  each of them apart as it exits (``_cost_probe/sitecustomize.py`` on ``PYTHONPATH``
+  reads ``/proc/self/stat``);
+* the training process's CPU before the script's first line (interpreter start and,
+  watched, the agent's start-up) and after its ``main`` (its exit, the agent's end):
+  "added" is the agent's share of each;
+* stepscope's CPU per job: its processes plus the agent's start-up and exit (the
+  two rows above, less the bare run's of the same rep; the agent's share of the loop
+  is in the per-step rows: its hooks cost about 2 us a step, valgrind);
+* stepscope's processes' CPU while the training runs, in % of a core: ``psutil``
+  reads of the launcher and its helpers every 0.5 s, from 1 s after the first step
+  to 0.5 s before the end;
 * the first system sample (its ``time``) after the start, and the last
   ``rules/*.json`` written after the training's end (job.json's ``end_time``).
 """
@@ -58,6 +67,12 @@ ROWS: list[tuple[str, str]] = [
     ("cpu_tree", "CPU, all processes"),
     ("cpu_train", "CPU, the training process (agent in it)"),
     ("cpu_own", "CPU, stepscope's processes"),
+    ("cpu_launcher", "  the launcher (at its exit)"),
+    ("cpu_sampler", "  the sampler (at its exit)"),
+    ("cpu_rules", "  the rule runner (at its exit)"),
+    ("cpu_all", "CPU, stepscope's processes and the agent's start-up and exit"),
+    ("cpu_start", "CPU of the training process before the script's first line"),
+    ("cpu_exit", "CPU of the training process after main (its exit)"),
     ("step_thread_ms", "CPU of the training thread per step, ms"),
     ("step_process_ms", "CPU of the training process per step (agent's threads too), ms"),
     ("step_wait_ms", "the training thread's wait for a core per step, ms"),
@@ -89,12 +104,16 @@ def steps_for(seconds: float, threads: int, tmp: Path) -> tuple[int, float]:
 
 def own(runs: dict[str, list[Run]], sides: list[str]) -> None:
     """The newest rep's CPU of stepscope's processes: each watched tree less its training
-    and less the wrapper's own (the bare tree of the same rep less its training)."""
+    and less the wrapper's own (the bare tree of the same rep less its training); with
+    the agent's start-up and exit (the training's, less the bare run's)."""
     bare = runs["bare"][-1].values
     wrapper = bare["cpu_tree"] - bare["cpu_train"]
     for side in sides[1:]:
         v = runs[side][-1].values
         v["cpu_own"] = v["cpu_tree"] - v["cpu_train"] - wrapper
+        if "cpu_start" in v and "cpu_start" in bare:
+            agent = v["cpu_start"] - bare["cpu_start"] + v["cpu_exit"] - bare["cpu_exit"]
+            v["cpu_all"] = v["cpu_own"] + agent
 
 
 def table(runs: dict[str, list[Run]], sides: list[str]) -> None:

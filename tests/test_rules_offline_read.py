@@ -24,7 +24,9 @@ from stepscope.rules._evaluate import (
     evaluate_input,
     evaluate_rules,
     job_rules,
+    whole_events,
     whole_steps,
+    whole_system,
 )
 from stepscope.rules._input import RuleInput
 from stepscope.rules._system_base import SystemRule
@@ -123,3 +125,12 @@ def test_shared_keeps_the_entries_used_last() -> None:
     assert len(data.cache) == SHARED_ENTRIES
     assert list(data.cache) == ["c", "gpus", "b"]
     assert made == ["gpus", "a", "b", "c"]  # "gpus" and "b" were shared, not remade
+
+
+@pytest.mark.parametrize("name", JOBS)
+def test_whole_job_events_and_samples_are_the_readers(name: str, tmp_path: Path) -> None:
+    """The final evaluation reads them with pyarrow (no DuckDB import in the runner)."""
+    job = stepscope.open(shutil.copytree(DATA / name, tmp_path / "job"))
+    for mine, theirs in ((whole_events(job), job.events()), (whole_system(job), job.system())):
+        assert len(theirs)
+        pd.testing.assert_frame_equal(mine[list(theirs.columns)], theirs)

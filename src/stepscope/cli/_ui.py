@@ -17,7 +17,6 @@ import argparse
 import os
 import signal
 import socket
-import ssl
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -118,6 +117,8 @@ def check_tls(certfile: str | None, keyfile: str | None) -> bool:
         if path is not None and not os.access(path, os.R_OK):
             why = "no such file" if not os.path.exists(path) else "not readable"
             raise UsageError(f"{flag} {path!r}: {why}. Give a readable PEM file.")
+    import ssl  # here: `stepscope run` parses these options too, and needs no TLS
+
     try:  # what uvicorn will do, here, so that a bad pair is one line and not a traceback
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(certfile, keyfile, password=lambda: b"")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -14,6 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from stepscope.store import TMP_MARKER, SegmentCheck, Store, clean_floats, read_tables
+
+if TYPE_CHECKING:  # the live reader's (rules/_live.py); the final evaluation reads by pyarrow
+    import duckdb
 
 
 def read_segments(
@@ -34,7 +37,10 @@ def read_segments(
     if not keys:
         return None
     own = con is None
-    con = duckdb.connect() if con is None else con
+    if con is None:
+        import duckdb
+
+        con = duckdb.connect()
     try:
         con.unregister("segments")
         if store.is_local:
@@ -98,7 +104,8 @@ def stream_node(store: Store, prefix: str, check: SegmentCheck | None = None) ->
     keys = readable(store, store.list(prefix, suffix=".parquet"), check)
     if not keys:
         return None
-    table = pq.read_table(store.path(keys[0]), columns=["node"], filesystem=store.fs)
+    fs = None if store.is_local else store.fs  # a local path: pyarrow's own, no fsspec import
+    table = pq.read_table(store.path(keys[0]), columns=["node"], filesystem=fs)
     return str(table.column("node")[0]) if table.num_rows else None
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 from stepscope.rules._base import Rule
 from stepscope.rules._data import RULE_SYSTEM_COLUMNS, list_names, read_segments
 from stepscope.rules._node_rule import NodeRule
-from stepscope.rules._types import Finding, RuleResult, Status
+from stepscope.rules._types import RuleResult, Status
 from stepscope.store import Store
 
 TIME_COLUMNS = {"system": "time", "steps": "end", "events": "time", "others": "time"}
@@ -179,7 +179,3 @@ def _status(triggers: int, tolerated: int, datapoints: int, *results: RuleResult
     if datapoints or any(r.status is Status.NO_ISSUES_FOUND for r in results):
         return Status.NO_ISSUES_FOUND
     return Status.NOT_APPLICABLE
-
-
-def worst(result: RuleResult) -> Finding | None:
-    return max(result.findings, key=lambda f: f.severity, default=None)

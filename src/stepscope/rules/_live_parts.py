@@ -1,6 +1,6 @@
 """Small parts of the live rule runner (:mod:`._live_runner`): its verdicts' files,
-who is told what its scans read and judge, its buffer's chunk, and whether it scans
-from the start."""
+who is told what its scans read and judge, its buffer's chunk, whether it scans from
+the start, and which verdicts changed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from stepscope.jobfolder import FaultLog, control, paths
+from stepscope.jobfolder import FaultLog, JsonObject, control, paths
 from stepscope.rules._params import SCAN_INTERVAL
 from stepscope.rules._types import Status
 
@@ -134,3 +134,15 @@ def asked_live(rules: Sequence[Rule], specs: Sequence[RuleSpec], fed: bool) -> b
     default = SCAN_INTERVAL.default
     faster = isinstance(default, int) and any(r.p_int(SCAN_INTERVAL.name) < default for r in rules)
     return faster or fed or any(s.actions or s.notify for s in specs)
+
+
+def changed(last: dict[str, JsonObject], results: list[RuleResult]) -> list[RuleResult]:
+    """The verdicts that changed since their last write (``last``, updated): on object
+    stores only those are written again."""
+    fresh = []
+    for res in results:
+        body = {k: v for k, v in res.to_dict().items() if k != "updated"}
+        if last.get(res.rule) != body:
+            last[res.rule] = body
+            fresh.append(res)
+    return fresh

@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING
 from stepscope.jobfolder import FaultLog, JsonObject, folder_trouble, read_meta
 from stepscope.process import ExitWatch, ProgressWriter, Word
 from stepscope.read import Job
-from stepscope.rules._buffer import LiveState
-from stepscope.rules._evaluate import evaluate_rules, job_input
-from stepscope.rules._live import readers
+from stepscope.rules._evaluate import evaluate_rules
+from stepscope.rules._live_buffer import LiveBuffer
 from stepscope.rules._live_parts import (
     SCAN_COMPONENT,
     Notifications,
     Observer,
     Observers,
     asked_live,
-    chunk_seconds,
+    changed,
     request_stops,
     write_results,
 )
@@ -36,6 +35,9 @@ from stepscope.rules._types import RuleResult
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from stepscope.rules._buffer import LiveState
+    from stepscope.rules._live import StreamReader
 
 POLL_S = 0.5  # how often the runner looks for the job's end
 COMPONENT = "rules-runner"
@@ -54,17 +56,14 @@ class Runner:
         mono: Callable[[], float] | None = None,
     ) -> None:
         # ``clock``: the job's "now" the rules judge with; ``mono``: what the scans are
-        # scheduled by, never the wall clock (a step of it would stall or rush them).
-        # A test's fake clock drives both.
+        # scheduled by, never the wall clock (its steps would stall or rush them)
         self.job, self.specs, self.clock = job, specs, clock
         self.mono = mono or (time.monotonic if clock is time.time else clock)
         self.rules = [s.rule for s in specs]
-        base = job_input(job, clock())
-        self.state = LiveState(self.rules, base, chunk_seconds(self.rules, base.interval_s()))
-        self.readers = readers(job.store, self.rules)
+        # made by the first scan: one ending before it is judged by the final evaluation
+        self.live = LiveBuffer(job, self.rules, clock, lambda: self.cpu())
         self.stopped: set[str] = set()
-        self.scans = 0
-        self.quiet_scans = 0  # scans that read no new row (rules/_live_runner.scan)
+        self.scans = self.quiet_scans = 0  # quiet: the scans that read no new row
         self._results: list[RuleResult] | None = None  # the last scan's verdicts
         self._unjudged = False  # rows added to the buffer since its last evaluation
         # What run() waits and measures with (tests drive it with a fake clock).
@@ -87,6 +86,16 @@ class Runner:
     def observe(self, observer: Observer) -> None:
         """Tell ``observer`` what the scans read and judge, and the final verdicts."""
         self.observers.add(observer)
+
+    @property
+    def state(self) -> LiveState:
+        """The live buffer the scans judge (made on first use)."""
+        return self.live.state
+
+    @property
+    def readers(self) -> dict[str, StreamReader]:
+        """A reader of new rows per kind of stream (made on first use)."""
+        return self.live.readers
 
     def period(self) -> float:
         """Seconds between scans: the shortest ``scan_interval_us``, at least the
@@ -120,10 +129,11 @@ class Runner:
         else:
             results, written = self._rejudge(self._results, now)
         self._results = results
-        write_results(self.job.store, self._changed(written))
+        store = self.job.store
+        write_results(store, changed(self._last, written) if store.is_remote else written)
         # after the write: a notification's receiver finds the verdict in the folder
         self.observers.tell("hearing verdicts", lambda o: o.judged(results))
-        request_stops(self.job.store, self.specs, results, self.stopped)
+        request_stops(store, self.specs, results, self.stopped)
         self.scans += 1
         return results
 
@@ -139,18 +149,6 @@ class Runner:
         fresh = dict(zip([id(r) for r in again], judged, strict=True))
         results = [fresh.get(id(rule), res) for rule, res in zip(self.rules, last, strict=True)]
         return results, list(fresh.values())
-
-    def _changed(self, results: list[RuleResult]) -> list[RuleResult]:
-        """On object stores, only the verdicts that changed since their last write."""
-        if not self.job.store.is_remote:
-            return results
-        fresh = []
-        for res in results:
-            body = {k: v for k, v in res.to_dict().items() if k != "updated"}
-            if self._last.get(res.rule) != body:
-                self._last[res.rule] = body
-                fresh.append(res)
-        return fresh
 
     def final(self) -> list[RuleResult]:
         """The complete evaluation of the whole job: the final statuses, told to the
@@ -211,13 +209,12 @@ class Runner:
         """Scan until the job ends, then evaluate it completely.
 
         The runner process's start-up (``startup_cpu``: its imports and the job's
-        opening, 0.3-0.5 s of CPU) is paid back like a costly scan before the first
-        one, so its share stays within ``CPU_SHARE`` from the start: a short job gets
-        its verdicts from the final evaluation alone, unless it asked for live ones
-        (:meth:`live_from_start`)."""
-        period = self.period()
-        startup = 0.0 if self.live_from_start() else self.startup_cpu
-        next_scan = self.mono() + next_delay(period, startup)
+        opening, 0.3-0.5 s of CPU; then the live buffer's and its readers' making) is
+        paid back like a costly scan before the first one, so its share stays within
+        ``CPU_SHARE`` from the start: a short job gets its verdicts from the final
+        evaluation alone, unless it asked for live ones (:meth:`live_from_start`)."""
+        period, live = self.period(), self.live_from_start()
+        next_scan = self.mono() + next_delay(period, 0.0 if live else self.startup_cpu)
         parent = ExitWatch({"launcher": parent_pid}) if parent_pid is not None else None
         while not self.job_over(parent):
             self.progress.beat()
@@ -225,6 +222,11 @@ class Runner:
                 parent.close()
                 parent, self._meta_due = None, 0.0
                 continue
+            if self.mono() >= next_scan and not self.live.made:
+                setup = self.live.make()  # the live buffer, its readers: start-up too
+                if not live:  # paid back as the rest of it was, before the first scan
+                    next_scan = self.mono() + next_delay(0.0, setup)
+                    continue
             if self.mono() >= next_scan:
                 began, cpu = self.mono(), self.cpu()
                 self.try_scan()

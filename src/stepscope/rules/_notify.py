@@ -17,7 +17,6 @@ import re
 import subprocess
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
@@ -79,6 +78,8 @@ def webhook_body(kind: str, doc: JsonObject) -> JsonObject:
 
 def post(action: WebhookAction, doc: JsonObject) -> None:
     """POST ``doc`` in the action's shape; an HTTP error or a timeout raises."""
+    import urllib.request  # here: ssl and http.client cost every runner's start 20 ms
+
     url = (action.url or os.environ.get(action.url_env, "")).strip()  # a mounted secret's newline
     if not url:
         raise RuntimeError(f"the environment variable {action.url_env} holds no webhook URL")

@@ -9,9 +9,10 @@ end is the launcher's word (``--stop-fd``, :mod:`stepscope.process._word`), not
 job.json: a job folder deleted or made read-only cannot say the job ended, and the
 runner would wait for it until killed. Its own errors are written
 to ``faults/rules-runner-<node>-<pid>.json``; it never touches the training.
-Under ``stepscope run`` it imports the rules (pandas, DuckDB) only once the job
-folder holds a segment or the job has ended (:func:`wait_for_data`), and exits
-without the interpreter's teardown once its verdicts are written.
+Under ``stepscope run`` it imports the rules (pandas) only once the job folder
+holds a segment or the job has ended (:func:`wait_for_data`), DuckDB only for its
+first live scan (the final evaluation reads with pyarrow), and exits without the
+interpreter's teardown once its verdicts are written.
 
 No error of one scan ends it (a segment being rewritten, a store that does not
 answer): the scan's error is recorded as ``faults/rules-scan-<node>-<pid>.json``
@@ -85,9 +86,9 @@ def __getattr__(name: str) -> object:
     # The loop (pandas, DuckDB) only once there is something to judge: see main().
     if name not in _LOOP_NAMES | {"write_results"}:
         raise AttributeError(f"module 'stepscope.rules.runner' has no attribute {name!r}")
-    from stepscope.rules import _live_runner
+    from stepscope.rules import _live_parts, _live_runner
 
-    return getattr(_live_runner, name)
+    return getattr(_live_parts if hasattr(_live_parts, name) else _live_runner, name)
 
 
 def write_fault(store: Store, exc: BaseException) -> None:

@@ -1,16 +1,11 @@
 """What object stores need of a :class:`~stepscope.store.Store`: client settings
-that make a dead store fail fast, clear errors, and an executor for ``atexit``."""
+that make a dead store fail fast, and clear errors (their executor for ``atexit``:
+:mod:`._inline`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
-
 from stepscope.errors import StoreError
 
-_P = ParamSpec("_P")
-_T = TypeVar("_T")
 # Short timeouts and few retries: a store that is down must fail a write fast, so
 # that the caller (a background thread) can back off and keep its rows buffered.
 S3_CONNECT_TIMEOUT_S = 3.0
@@ -46,15 +41,3 @@ def storage_options(url: str) -> dict[str, object]:
     config = {"connect_timeout": S3_CONNECT_TIMEOUT_S, "read_timeout": S3_READ_TIMEOUT_S}
     # No listings cache: readers poll folders that other processes write into.
     return {"config_kwargs": {**config, "retries": retries}, "use_listings_cache": False}
-
-
-class InlineExecutor(ThreadPoolExecutor):
-    """Runs each call at once in the caller's thread: works after Python's exit began."""
-
-    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
-        done: Future[_T] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
-            done.set_exception(exc)
-        return done

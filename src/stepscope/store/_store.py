@@ -2,7 +2,8 @@
 
 The backend is chosen by URL scheme through fsspec (``url_to_fs``), so every
 reader and writer in stepscope speaks to a :class:`Store` and never to a
-particular filesystem. Keys are ``/``-separated paths relative to the store's root.
+particular filesystem; a local folder is served by ``os`` (:mod:`._local`: no
+fsspec import). Keys are ``/``-separated paths relative to the store's root.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import json
 import os
 import posixpath
 from collections.abc import Iterator
-
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
+from typing import TYPE_CHECKING
 
 from stepscope.errors import StoreError
 from stepscope.store._files import overwrite_in_place, write_atomic
-from stepscope.store._remote import REMOTE_HINT, InlineExecutor, missing_extra, storage_options
+from stepscope.store._local import Files, LocalFiles, local_root
+from stepscope.store._remote import REMOTE_HINT, missing_extra, storage_options
 
 TMP_MARKER = ".tmp-"
 # Object stores are written and polled at most this often by each periodic loop
@@ -28,24 +28,39 @@ TMP_MARKER = ".tmp-"
 REMOTE_MIN_INTERVAL_S = 10.0
 _LOCALISH = ("file", "local", "memory")
 
+if TYPE_CHECKING:
+    import fsspec
+
 
 class Store:
     """A folder of a filesystem, addressed by relative keys."""
 
     def __init__(self, url: str) -> None:
-        try:
-            fs, root = fsspec.core.url_to_fs(url, **storage_options(url))
-        except (ImportError, ValueError) as exc:
-            raise missing_extra(url, exc) from exc
-        if hasattr(fs, "retries"):
-            fs.retries = 1  # s3fs's own retry loop on top of botocore's: one attempt
         self.url = url
-        self.fs: fsspec.AbstractFileSystem = fs
+        self._fs: fsspec.AbstractFileSystem | None = None
+        root = local_root(url)
+        if root is None:
+            self._fs, root = _fsspec(url)
+            self._files: Files = self._fs
+        else:
+            self._files = LocalFiles()
         self.root: str = root.rstrip("/")
-        self.is_local = isinstance(fs, LocalFileSystem)
-        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
-        self.is_remote = not any(p in _LOCALISH for p in protocols)
+        self.is_local = isinstance(self._files, LocalFiles)
+        proto = self._files.protocol
+        self.is_remote = not any(
+            p in _LOCALISH for p in ((proto,) if isinstance(proto, str) else proto)
+        )
         self._root_made = self.is_local and os.path.isdir(self.root)
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The store's fsspec filesystem (for libraries that take one: pyarrow); a local
+        folder's is made on first use."""
+        if self._fs is None:
+            from fsspec.implementations.local import LocalFileSystem
+
+            self._fs = LocalFileSystem()
+        return self._fs
 
     @property
     def min_interval_s(self) -> float:
@@ -74,8 +89,10 @@ class Store:
         async S3 client hands DNS lookups and its connection setup to one: its
         event loop runs them inline instead from now on.
         """
-        loop = getattr(self.fs, "loop", None)  # fsspec's async filesystems have one
+        loop = getattr(self._fs, "loop", None)  # fsspec's async filesystems have one
         if self.is_remote and loop is not None:
+            from stepscope.store._inline import InlineExecutor
+
             loop.set_default_executor(InlineExecutor(max_workers=1))
 
     def __repr__(self) -> str:
@@ -93,7 +110,8 @@ class Store:
         """The store rooted at ``key`` (for example one job of an output folder)."""
         child = Store.__new__(Store)
         child.url = self.url.rstrip("/") + "/" + key
-        child.fs, child.root, child.is_local = self.fs, self.path(key), self.is_local
+        child._fs, child._files = self._fs, self._files
+        child.root, child.is_local = self.path(key), self.is_local
         child.is_remote, child._root_made = (
             self.is_remote,
             self.is_local and os.path.isdir(child.root),
@@ -123,7 +141,7 @@ class Store:
 
     def read_bytes(self, key: str) -> bytes:
         with self._errors("read", key):
-            return bytes(self.fs.cat_file(self.path(key)))
+            return bytes(self._files.cat_file(self.path(key)))
 
     def read_many(self, keys: builtins.list[str]) -> builtins.list[bytes]:
         """Whole files, in the order of ``keys``; object stores fetch them concurrently."""
@@ -131,7 +149,7 @@ class Store:
             return []
         paths = [self.path(k) for k in keys]
         if not self.is_remote:
-            return [self.fs.cat_file(p) for p in paths]
+            return [self._files.cat_file(p) for p in paths]
         with self._errors("read", f"{keys[0]} and {len(keys) - 1} more"):
             found: dict[str, bytes] = self.fs.cat(paths, on_error="raise")
         return [found[p] for p in paths]
@@ -154,16 +172,16 @@ class Store:
 
     def exists(self, key: str) -> bool:
         with self._errors("look up", key):
-            return bool(self.fs.exists(self.path(key)))
+            return bool(self._files.exists(self.path(key)))
 
     def isdir(self, key: str = "") -> bool:
         with self._errors("look up", key):
-            return bool(self.fs.isdir(self.path(key)))
+            return bool(self._files.isdir(self.path(key)))
 
     def list(self, prefix: str = "", suffix: str = "") -> builtins.list[str]:
         """Keys of all files under ``prefix`` (recursively), sorted, temporaries skipped."""
         base = self.path(prefix)
-        self.fs.invalidate_cache(base)
+        self._files.invalidate_cache(base)
         with self._errors("list", prefix):
             found = [p for p in self._find(base) if p.rstrip("/") != base]
         keys = [posixpath.relpath(p, self.root) for p in found]
@@ -176,26 +194,39 @@ class Store:
         requests), unless given a key prefix: the control/ polls are mostly empty.
         """
         bucket, _, key = base.partition("/")
-        if self.is_remote and key and "s3" in self.fs.protocol:
+        if self.is_remote and key and "s3" in self._files.protocol:
             found: builtins.list[str] = self.fs.find(bucket, prefix=key + "/")
             return found
-        return list(self.fs.find(base))
+        return list(self._files.find(base))
 
     def listdir(self, prefix: str = "") -> builtins.list[str]:
         """Names of the direct children of ``prefix`` (files and folders)."""
         base = self.path(prefix)
-        self.fs.invalidate_cache(base)
+        self._files.invalidate_cache(base)
         try:
             with self._errors("list", prefix):
-                listed = self.fs.ls(base, detail=False)
+                listed = self._files.ls(base, detail=False)
         except (FileNotFoundError, NotADirectoryError):
             return []
         names = [posixpath.basename(p.rstrip("/")) for p in listed if p.rstrip("/") != base]
         return sorted(n for n in names if TMP_MARKER not in n)
 
     def delete(self, key: str) -> None:
-        if self.fs.exists(self.path(key)):
-            self.fs.rm(self.path(key), recursive=True)
+        if self._files.exists(self.path(key)):
+            self._files.rm(self.path(key), recursive=True)
+
+
+def _fsspec(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """fsspec's filesystem for ``url`` (memory://, s3://, ...) and the path in it."""
+    import fsspec
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **storage_options(url))
+    except (ImportError, ValueError) as exc:
+        raise missing_extra(url, exc) from exc
+    if hasattr(fs, "retries"):
+        fs.retries = 1  # s3fs's own retry loop on top of botocore's: one attempt
+    return fs, str(root)
 
 
 def open_store(url: str | os.PathLike[str]) -> Store:

@@ -1,0 +1,63 @@
+"""What `stepscope run`'s processes import: each heavy library only where it is needed
+(issue 32: their imports were most of the CPU a short job paid; BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.process
+
+DATA = Path(__file__).resolve().parent / "data"
+HEAVY = ("duckdb", "pandas", "pyarrow", "numpy", "fsspec", "psutil", "torch")
+
+_AFTER = """
+import json, sys
+{code}
+print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _imported(code: str) -> list[str]:
+    """The heavy modules a fresh interpreter holds after ``code``."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _AFTER.format(code=code, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+def test_the_launcher_imports_none_of_them(tmp_path: Path) -> None:
+    run = ["run", "-o", str(tmp_path), "--job", "j", "--no-rules", "--", "true"]
+    code = f"from stepscope.cli import main; assert main({run!r}) == 0"
+    assert _imported(code) == []
+    assert json.loads((tmp_path / "j" / "job.json").read_text())["status"] == "Completed"
+
+
+def test_the_sampler_imports_what_it_writes_and_reads_with() -> None:
+    assert _imported("import stepscope.sampler.main") == ["numpy", "psutil", "pyarrow"]
+
+
+def test_the_rule_runner_waits_for_data_with_none_of_them() -> None:
+    assert _imported("import stepscope.rules.runner") == []
+
+
+def test_the_final_evaluation_reads_without_duckdb(tmp_path: Path) -> None:
+    """A job that ends before the first live scan is judged by pyarrow and pandas."""
+    job = shutil.copytree(DATA / "healthy", tmp_path / "job")
+    shutil.rmtree(job / "rules", ignore_errors=True)
+    code = (
+        "from stepscope.rules.runner import main; "
+        f"assert main(['--job-url', {str(job)!r}, '--once']) == 0"
+    )
+    assert _imported(code) == ["numpy", "pandas", "pyarrow"]
+    verdict = json.loads((job / "rules" / "StepOutlier.json").read_text())
+    assert verdict["status"] != "InProgress" and verdict["datapoints"] > 0  # judged
