@@ -253,8 +253,11 @@ def test_an_s3_outage_is_survived_and_sampled_through(tmp_path: Path, bare: str)
     server = SeaweedServer(tmp_path / "s3data", buckets=("stepscope",))
     server.start()
     env = env_for_tests(**server.env())
-    try:  # 0.3 s a step: the training outlasts the outage
-        proc = start("s3://stepscope/runs", tmp_path, env=env, pace=["--step-sleep", "0.3"])
+    # 0.4 s a step (64 s) outlasts the outage; once the store is back, the rest at once
+    release = tmp_path / "store-is-back"
+    pace = ["--step-sleep", "0.4", "--pace-until", str(release)]
+    try:
+        proc = start("s3://stepscope/runs", tmp_path, env=env, pace=pace)
         try:
             wait_for(lambda: server.keys("stepscope", "runs/j/steps"), "a first segment")
             server.stop()
@@ -262,6 +265,8 @@ def test_an_s3_outage_is_survived_and_sampled_through(tmp_path: Path, bare: str)
             time.sleep(OUTAGE_S)
             up = time.time()
             server.start()
+            time.sleep(2)  # paced a little longer: samples after the outage
+            release.touch()
         finally:
             finish(proc, timeout=300)
         assert proc.returncode == 0, (tmp_path / "stderr").read_text()
