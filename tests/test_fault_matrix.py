@@ -253,9 +253,10 @@ def test_an_s3_outage_is_survived_and_sampled_through(tmp_path: Path, bare: str)
     server = SeaweedServer(tmp_path / "s3data", buckets=("stepscope",))
     server.start()
     env = env_for_tests(**server.env())
-    # 0.4 s a step (64 s) outlasts the outage; once the store is back, the rest at once
+    # Paced to outlast the outage and the first segment's 10 s flush with room (0.4 s a
+    # step: 64 s for a 30 s outage); once the store is back, the remaining steps at once.
     release = tmp_path / "store-is-back"
-    pace = ["--step-sleep", "0.4", "--pace-until", str(release)]
+    pace = ["--step-sleep", f"{(OUTAGE_S + 34) / STEPS:.3f}", "--pace-until", str(release)]
     try:
         proc = start("s3://stepscope/runs", tmp_path, env=env, pace=pace)
         try:
