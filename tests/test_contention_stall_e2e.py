@@ -21,10 +21,8 @@ wait the job folder records.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,8 @@ import numpy as np
 import pytest
 
 import stepscope
-from conftest import BIN, SCRIPTS, Run, env_for_tests
+from busy import BusyLoops, stepscope_run_beside
+from conftest import SCRIPTS
 from stepscope.analysis.host import run_wait_in
 
 pytestmark = pytest.mark.process
@@ -48,67 +47,17 @@ parameters = { n_outliers = 0 }
 LOOPS_PER_CORE = 4
 
 
-class BusyLoops:
-    """Four busy-loop processes per core, each in a session of its own (as in conftest's
-    busy_loops): with autogroup scheduling, the job's session then gets about a ninth
-    of two cores, and its loop waits for a core most of the time."""
-
-    def __init__(self) -> None:
-        self.loops: list[subprocess.Popen[bytes]] = []
-
-    def start(self) -> None:
-        cmd = [sys.executable, "-c", "while True: pass"]
-        for _ in range(LOOPS_PER_CORE * (os.cpu_count() or 1)):
-            self.loops.append(subprocess.Popen(cmd, start_new_session=True))
-
-    def stop(self) -> None:
-        for p in self.loops:
-            p.kill()
-            p.wait()
-        self.loops = []
-
-
 @pytest.fixture
 def many_busy_loops() -> Iterator[BusyLoops]:
-    """The test starts and stops them; it holds the machine alone from its setup on
-    (conftest: the fixture's name)."""
-    loops = BusyLoops()
+    """Four busy-loop processes per core, each in a session of its own: with autogroup
+    scheduling, the job's session then gets about a ninth of two cores, and its loop
+    waits for a core most of the time. The test starts and stops them; it holds the
+    machine alone from its setup on (conftest: the fixture's name)."""
+    loops = BusyLoops(LOOPS_PER_CORE, own_session=True)
     try:
         yield loops
     finally:
         loops.stop()
-
-
-def _wait_for_file(path: Path, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 300
-    while not path.exists() and proc.poll() is None:
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def stepscope_run_beside(tmp: Path, script: list[str], config: Path, load: BusyLoops | None) -> Run:
-    """``stepscope run`` of mlp.py with ``load`` during its steps: started once the
-    script is ready to take its first step, stopped after its last (``--wait-for``)."""
-    go = tmp / "go"
-    cmd = [str(BIN / "stepscope"), "run", "-o", str(tmp), "--job", "job"]
-    cmd += ["--config", str(config), "--", sys.executable, *script, "--wait-for", str(go)]
-    with open(tmp / "run.out", "w") as out, open(tmp / "run.err", "w") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env_for_tests())
-    try:
-        _wait_for_file(tmp / "go.ready", proc, "the script's start-up")
-        if load is not None:
-            load.start()
-        go.touch()
-        _wait_for_file(tmp / "go.done", proc, "the script's last step")
-        if load is not None:
-            load.stop()
-        proc.wait(timeout=400)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    out_text, err_text = (tmp / "run.out").read_text(), (tmp / "run.err").read_text()
-    return Run(proc.returncode, out_text, err_text, tmp / "job")
 
 
 def run(
@@ -118,7 +67,7 @@ def run(
     config.write_text(CONFIG)
     script = [str(SCRIPTS / "mlp.py"), "--steps", str(STEPS), "--step-sleep", "0.02"]
     script += ["--stall-every", str(EVERY), *stall]
-    done = stepscope_run_beside(tmp_path, script, config, load)
+    done = stepscope_run_beside(tmp_path, script, load, "--config", str(config))
     assert done.code == 0, done.stderr
     verdict: dict[str, Any] = json.loads((done.job_path / "rules" / "StepOutlier.json").read_text())
     return verdict, stepscope.open(str(done.job_path))
@@ -190,7 +139,7 @@ def diagnosed(tmp_path: Path, load: BusyLoops | None) -> tuple[list[dict[str, An
     config.write_text(WHOLE_JOB)
     script = [str(SCRIPTS / "mlp.py"), "--steps", "3000"]  # CPU-bound: no sleep a step
     script += ["--stall-at", "1500", "--stall-s", "1"]
-    done = stepscope_run_beside(tmp_path, script, config, load)
+    done = stepscope_run_beside(tmp_path, script, load, "--config", str(config))
     assert done.code == 0, done.stderr
     show = subprocess.run(
         [str(Path(sys.executable).parent / "stepscope"), "show", "--json", str(done.job_path)],
