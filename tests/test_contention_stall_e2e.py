@@ -9,6 +9,10 @@ training beside several busy processes per core, with stalls every 40th step.
   excused for that wait beyond a usual step's, no more ("it waited ... for a core";
   its own part counted when still an outlier).
 
+The busy processes run from just before the job's first step to just after its last
+(the script waits for them; beside them, the job's start-up and end took most of each
+test), except in the first test, whose median of the wait counts the whole job.
+
 The per-thread run-queue wait (``proc_thread_run_wait``) tells them apart: it is cut
 at each step's ends (docs/rules.md). No wall-clock assertion: the verdicts, and the
 wait the job folder records.
@@ -17,7 +21,6 @@ wait the job folder records.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,7 +31,8 @@ import numpy as np
 import pytest
 
 import stepscope
-from conftest import SCRIPTS, stepscope_run
+from busy import BusyLoops, stepscope_run_beside
+from conftest import SCRIPTS
 from stepscope.analysis.host import run_wait_in
 
 pytestmark = pytest.mark.process
@@ -44,28 +48,26 @@ LOOPS_PER_CORE = 4
 
 
 @pytest.fixture
-def many_busy_loops() -> Iterator[list[int]]:
-    """Four busy-loop processes per core, each in a session of its own (as in
-    conftest's busy_loops): with autogroup scheduling, the job's session then gets
-    about a ninth of two cores, and its loop waits for a core most of the time."""
-    loops = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-        for _ in range(LOOPS_PER_CORE * (os.cpu_count() or 1))
-    ]
+def many_busy_loops() -> Iterator[BusyLoops]:
+    """Four busy-loop processes per core, each in a session of its own: with autogroup
+    scheduling, the job's session then gets about a ninth of two cores, and its loop
+    waits for a core most of the time. The test starts and stops them; it holds the
+    machine alone from its setup on (conftest: the fixture's name)."""
+    loops = BusyLoops(LOOPS_PER_CORE, own_session=True)
     try:
-        yield [p.pid for p in loops]
+        yield loops
     finally:
-        for p in loops:
-            p.kill()
-            p.wait()
+        loops.stop()
 
 
-def run(tmp_path: Path, *stall: str) -> tuple[dict[str, Any], stepscope.Job]:
+def run(
+    tmp_path: Path, load: BusyLoops | None, *stall: str
+) -> tuple[dict[str, Any], stepscope.Job]:
     config = tmp_path / "stepscope.toml"
     config.write_text(CONFIG)
     script = [str(SCRIPTS / "mlp.py"), "--steps", str(STEPS), "--step-sleep", "0.02"]
     script += ["--stall-every", str(EVERY), *stall]
-    done = stepscope_run(tmp_path, script, "--config", str(config), timeout=400)
+    done = stepscope_run_beside(tmp_path, script, load, "--config", str(config))
     assert done.code == 0, done.stderr
     verdict: dict[str, Any] = json.loads((done.job_path / "rules" / "StepOutlier.json").read_text())
     return verdict, stepscope.open(str(done.job_path))
@@ -80,16 +82,18 @@ def stall_waits(job: stepscope.Job) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_a_sleep_stall_beside_busy_processes_is_counted(
-    tmp_path: Path, many_busy_loops: list[int]
+    tmp_path: Path, many_busy_loops: BusyLoops
 ) -> None:
-    res, job = run(tmp_path, "--stall-s", "0.8")
+    many_busy_loops.start()  # for the whole job: the median below counts its start and end
+    res, job = run(tmp_path, None, "--stall-s", "0.8")
     found = {f["steps"][0] for f in res["findings"]}
     excused = {f["steps"][0] for f in res["findings"] if "not counted" in f["message"]}
     assert res["status"] == "IssuesFound" and res["datapoints"] > 0, res["message"]
     assert len(found & STALLS) >= 3, sorted(found)  # the stalls are outliers...
     assert not excused & STALLS, res["findings"]  # ...and none is excused
     assert res["cost_seconds"] >= 0.5 * 0.8 * len(found & STALLS)
-    # the loop waited for a core around the stalls (the load), not inside them
+    # the loop waited for a core around the stalls (the load), not inside them; beside
+    # the loops, the job's start and end wait most (80 %), its 20 ms sleeping steps less
     system = job.system()
     assert np.nanmedian(system["proc_thread_run_wait"]) > 20, system["proc_thread_run_wait"]
     waits, durations = stall_waits(job)
@@ -97,12 +101,12 @@ def test_a_sleep_stall_beside_busy_processes_is_counted(
 
 
 def test_a_stall_that_waits_for_a_core_is_excused_for_the_wait(
-    tmp_path: Path, many_busy_loops: list[int]
+    tmp_path: Path, many_busy_loops: BusyLoops
 ) -> None:
     """The stalls compute 0.1 s (the job's own work) and wait for a core most of the
     time: each is excused for the wait inside it beyond a usual step's, no more; its own
     part counts when it is still an outlier (docs/rules.md, StepOutlier)."""
-    res, job = run(tmp_path, "--stall-s", "0.1", "--stall-cpu")
+    res, job = run(tmp_path, many_busy_loops, "--stall-s", "0.1", "--stall-cpu")
     stalls = [f for f in res["findings"] if f["steps"][0] in STALLS]
     assert res["datapoints"] > 0, res["message"]
     assert len(stalls) >= 3, res["findings"]  # the stalls are outliers...
@@ -129,15 +133,13 @@ parameters = { n_outliers = 0 }
 """
 
 
-def diagnosed(tmp_path: Path) -> tuple[list[dict[str, Any]], stepscope.Job]:
+def diagnosed(tmp_path: Path, load: BusyLoops | None) -> tuple[list[dict[str, Any]], stepscope.Job]:
     """A job with one 1 s sleep stall (a checkpoint's worth), diagnosed by ``show``."""
     config = tmp_path / "stepscope.toml"
     config.write_text(WHOLE_JOB)
     script = [str(SCRIPTS / "mlp.py"), "--steps", "3000"]  # CPU-bound: no sleep a step
-    done = stepscope_run(
-        tmp_path, [*script, "--stall-at", "1500", "--stall-s", "1"], "--config", str(config),
-        timeout=400,
-    )  # fmt: skip
+    script += ["--stall-at", "1500", "--stall-s", "1"]
+    done = stepscope_run_beside(tmp_path, script, load, "--config", str(config))
     assert done.code == 0, done.stderr
     show = subprocess.run(
         [str(Path(sys.executable).parent / "stepscope"), "show", "--json", str(done.job_path)],
@@ -148,12 +150,12 @@ def diagnosed(tmp_path: Path) -> tuple[list[dict[str, Any]], stepscope.Job]:
 
 
 def test_whole_job_contention_is_costed_and_ranked_above_a_stall(
-    tmp_path: Path, many_busy_loops: list[int]
+    tmp_path: Path, many_busy_loops: BusyLoops
 ) -> None:
-    """Busy processes from before the start to the end: no step outside contention
+    """Busy processes from before the first step to the end: no step outside contention
     to compare with. Its cost is what the job's threads waited for a core, most of
     the step time, ranked above the 1 s stall (counted: the loop slept)."""
-    entries, job = diagnosed(tmp_path)
+    entries, job = diagnosed(tmp_path, many_busy_loops)
     rules = [e["rule"] for e in entries]
     assert rules[:2] == ["HostContention", "StepOutlier"], entries
     contention, stall = entries[0]["cost_seconds"], entries[1]["cost_seconds"]
@@ -167,7 +169,7 @@ def test_the_same_job_alone_has_only_the_stall(tmp_path: Path) -> None:
     """The twin, same parameters, without the busy processes: the stall is found (the
     rest of the machine's load is what other tests leave: contention may be found
     too, then costed by what the job waited)."""
-    entries, job = diagnosed(tmp_path)
+    entries, job = diagnosed(tmp_path, None)
     assert "StepOutlier" in [e["rule"] for e in entries], entries
     assert len(job.steps()) > 0 and len(job.system()) > 0
     contention = [e for e in entries if e["rule"] == "HostContention"]

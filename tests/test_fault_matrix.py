@@ -253,8 +253,12 @@ def test_an_s3_outage_is_survived_and_sampled_through(tmp_path: Path, bare: str)
     server = SeaweedServer(tmp_path / "s3data", buckets=("stepscope",))
     server.start()
     env = env_for_tests(**server.env())
-    try:  # 0.3 s a step: the training outlasts the outage
-        proc = start("s3://stepscope/runs", tmp_path, env=env, pace=["--step-sleep", "0.3"])
+    # Paced to outlast the outage and the first segment's 10 s flush with room (0.4 s a
+    # step: 64 s for a 30 s outage); once the store is back, the remaining steps at once.
+    release = tmp_path / "store-is-back"
+    pace = ["--step-sleep", f"{(OUTAGE_S + 34) / STEPS:.3f}", "--pace-until", str(release)]
+    try:
+        proc = start("s3://stepscope/runs", tmp_path, env=env, pace=pace)
         try:
             wait_for(lambda: server.keys("stepscope", "runs/j/steps"), "a first segment")
             server.stop()
@@ -262,6 +266,8 @@ def test_an_s3_outage_is_survived_and_sampled_through(tmp_path: Path, bare: str)
             time.sleep(OUTAGE_S)
             up = time.time()
             server.start()
+            time.sleep(2)  # paced a little longer: samples after the outage
+            release.touch()
         finally:
             finish(proc, timeout=300)
         assert proc.returncode == 0, (tmp_path / "stderr").read_text()

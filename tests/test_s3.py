@@ -174,14 +174,18 @@ def test_an_unreachable_store_is_a_clear_error_before_training(
 
 # -- the outage: the server dies mid-run and comes back -----------------------------
 
+OUTAGE_STEPS = 600
+
 
 @pytest.mark.process
 @needs_weed
 def test_training_survives_an_outage_and_data_from_both_sides_is_kept(
     s3: SeaweedServer, tmp_path: Path
 ) -> None:
-    args = ["--steps", "400", "--step-sleep", "0.1"]
-    plain_result, plain_state = _plain(tmp_path, "--steps", "400")
+    # Paced (0.1 s a step) until the store is back, then the rest at once: the outage,
+    # not a fixed length, sets the training's; 600 steps outlast it with room to spare.
+    release = tmp_path / "store-is-back"
+    args = ["--steps", str(OUTAGE_STEPS), "--step-sleep", "0.1", "--pace-until", str(release)]
     url = f"s3://{BUCKET}/runs"
     save = tmp_path / "traced.pt"
     proc = subprocess.Popen(
@@ -195,11 +199,16 @@ def test_training_survives_an_outage_and_data_from_both_sides_is_kept(
         _wait_for(lambda: bool(s3.keys(BUCKET, "runs/out/steps")), "a first steps segment")
         s3.stop()
         down = time.time()
-        # Longer than a flush interval (10 s) plus the client's own retries (~6 s):
-        # a shorter outage can be hidden from the writers by those retries.
-        time.sleep(25)
-        up = time.time()
-        s3.start()
+        try:  # the bare run, to compare with, inside the outage
+            plain_result, plain_state = _plain(tmp_path, "--steps", str(OUTAGE_STEPS))
+            # Longer than a flush interval (10 s) plus the client's own retries (~6 s):
+            # a shorter outage can be hidden from the writers by those retries.
+            time.sleep(max(0.0, down + 25 - time.time()))
+        finally:
+            up = time.time()
+            s3.start()
+        time.sleep(2)  # paced a little longer: steps and system samples after the outage
+        release.touch()
         stdout, stderr = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
@@ -213,7 +222,9 @@ def test_training_survives_an_outage_and_data_from_both_sides_is_kept(
 
     job = _read_job(s3, f"{url}/out")
     assert job["status"] == "Completed"
-    assert job["steps"] == list(range(400)), "every step: before, during and after the outage"
+    assert job["steps"] == list(range(OUTAGE_STEPS)), (
+        "every step: before, during and after the outage"
+    )
     ends = job["step_ends"]
     assert ends[0] < down and any(down < t < up for t in ends) and ends[-1] > up
     times = job["system_times"]

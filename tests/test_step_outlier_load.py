@@ -1,22 +1,21 @@
 """StepOutlier on a loaded machine: real training beside one busy process per core.
 
 A 0.6 s stall every 40th step of 20 ms steps is found while other processes take
-the CPU; the same job without stalls, under the same load and parameters, is not.
+the CPU; the same job without stalls, under the same load and parameters, is not. The
+load runs from just before the first step to just after the last (tests/busy.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import SCRIPTS, stepscope_run
+from busy import BusyLoops, stepscope_run_beside
+from conftest import SCRIPTS
 
 pytestmark = pytest.mark.process
 
@@ -29,33 +28,28 @@ parameters = { n_outliers = 4 }
 
 
 @pytest.fixture
-def cpu_load() -> Iterator[None]:
-    """One busy loop per core for the duration of the test."""
-    busy = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(os.cpu_count() or 1)
-    ]
+def cpu_load() -> Iterator[BusyLoops]:
+    """One busy loop per core, during the job's steps (the test holds the machine alone
+    from its setup on: conftest, the fixture's name)."""
+    loops = BusyLoops()
     try:
-        yield
+        yield loops
     finally:
-        for p in busy:
-            p.kill()
-            p.wait()
+        loops.stop()
 
 
-def run(tmp_path: Path, *args: str) -> dict[str, Any]:
+def run(tmp_path: Path, load: BusyLoops, *args: str) -> dict[str, Any]:
     config = tmp_path / "stepscope.toml"
     config.write_text(CONFIG)
     script = [str(SCRIPTS / "mlp.py"), "--steps", str(STEPS), "--step-sleep", "0.02", *args]
-    job = stepscope_run(tmp_path, script, "--config", str(config))
+    job = stepscope_run_beside(tmp_path, script, load, "--config", str(config))
     assert job.code == 0, job.stderr
     verdict: dict[str, Any] = json.loads((job.job_path / "rules" / "StepOutlier.json").read_text())
     return verdict
 
 
-@pytest.mark.usefixtures("cpu_load")
-def test_periodic_stalls_are_found_under_cpu_load(tmp_path: Path) -> None:
-    res = run(tmp_path, "--stall-every", str(EVERY), "--stall-s", "0.6")
+def test_periodic_stalls_are_found_under_cpu_load(tmp_path: Path, cpu_load: BusyLoops) -> None:
+    res = run(tmp_path, cpu_load, "--stall-every", str(EVERY), "--stall-s", "0.6")
     assert res["status"] == "IssuesFound", res["message"]
     found = {f["steps"][0] for f in res["findings"]}
     stalls = set(range(EVERY, STEPS, EVERY))  # 9 stalls
@@ -63,8 +57,9 @@ def test_periodic_stalls_are_found_under_cpu_load(tmp_path: Path) -> None:
     assert res["cost_seconds"] >= 0.5 * 0.6 * len(found & stalls)
 
 
-@pytest.mark.usefixtures("cpu_load")
-def test_the_same_job_without_stalls_is_silent_under_cpu_load(tmp_path: Path) -> None:
-    res = run(tmp_path)
+def test_the_same_job_without_stalls_is_silent_under_cpu_load(
+    tmp_path: Path, cpu_load: BusyLoops
+) -> None:
+    res = run(tmp_path, cpu_load)
     assert res["status"] == "NoIssuesFound", res["message"]
     assert res["datapoints"] > 0 and res["triggers"] <= 4

@@ -3,16 +3,23 @@
 Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
        [--stall-every K] [--stall-cpu]
        [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N] [--workers W]
-       [--slow-export S]
+       [--slow-export S] [--step-sleep S [--pace-until PATH]] [--wait-for PATH]
 ``--slow-export`` makes the background export of every detailed profiling window take S
 seconds more (under ``stepscope run`` only), as a many-module model's trace does.
 ``--stall-cpu`` makes a stall compute for ``--stall-s`` seconds of the thread's CPU time
 instead of sleeping: beside busy processes it then waits for a core most of its time.
+``--pace-until`` ends the ``--step-sleep`` pace once PATH exists: a test that waits on
+something outside the training (a store's outage) lets the remaining steps run at once
+(sleeps change no result).
+``--wait-for`` writes PATH.ready before the first step, then waits until PATH exists, and
+PATH.done after the last step: a test loads the machine during the steps only (beside
+busy processes the job's start-up and end are slow, and buy the test nothing).
 It prints one JSON line at the end with what it did, for the tests to compare.
 """
 
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -68,6 +75,8 @@ def main() -> None:
     p.add_argument("--sleep-after", type=float, default=0.0)
     p.add_argument("--slow-data", type=float, default=0.0)
     p.add_argument("--step-sleep", type=float, default=0.0)
+    p.add_argument("--pace-until", default="")
+    p.add_argument("--wait-for", default="")
     p.add_argument("--fail-at", type=int, default=-1)
     p.add_argument("--save", default="")
     p.add_argument("--workers", type=int, default=0)
@@ -83,6 +92,11 @@ def main() -> None:
     loss_fn = nn.CrossEntropyLoss()
     loader = DataLoader(Data(512, a.slow_data), batch_size=16, shuffle=False, num_workers=a.workers)
     steps = evals = forwards = 0
+    if a.wait_for:
+        with open(a.wait_for + ".ready", "w"):
+            pass
+        while not os.path.exists(a.wait_for):
+            time.sleep(0.05)
     while steps < a.steps:
         for i, (x, y) in enumerate(loader):
             model.train()
@@ -98,7 +112,7 @@ def main() -> None:
                         pass
                 else:
                     time.sleep(a.stall_s)
-            if a.step_sleep:
+            if a.step_sleep and not (a.pace_until and os.path.exists(a.pace_until)):
                 time.sleep(a.step_sleep)
             opt.step()
             opt.zero_grad()
@@ -115,6 +129,9 @@ def main() -> None:
                         evals += 1
             if steps >= a.steps:
                 break
+    if a.wait_for:
+        with open(a.wait_for + ".done", "w"):
+            pass
     if a.save:
         torch.save(model.state_dict(), a.save)
     if a.sleep_after:
