@@ -73,11 +73,14 @@ def test_busy_loops_on_every_core_fire_host_contention(
 
 def background_peak(job: stepscope.Job) -> float:
     """The highest share (%) of contended samples in any of the rule's windows (10
-    samples, aligned to the job's start), contended as HostContention's defaults say
-    (other processes >= 25% of all cores, node >= 90%, more runnable tasks than
-    cores): the load other tests left on this machine."""
+    samples, aligned to the job's start, counted after the patience of 4 samples as
+    the rule counts them: a first window may hold fewer than 10), contended as
+    HostContention's defaults say (other processes >= 25% of all cores, node >= 90%,
+    more runnable tasks than cores): the load other tests left on this machine."""
     system, info = job.system(), job.node_info(job.nodes()[0])
-    cores, width = info["cpu_count"] or 1, 10 * (info["interval_ms"] or 500) / 1000
+    interval = (info["interval_ms"] or 500) / 1000
+    cores, width = info["cpu_count"] or 1, 10 * interval
+    system = system[system["time"] >= float(job.meta["start_time"] or 0) + 4 * interval]
     others = system["cpu"] - system["proc_cpu"] / cores
     hit = (others >= 25) & (system["cpu"] >= 90) & (system["run_queue"] > cores)
     window = (system["time"] - float(job.meta["start_time"] or 0)) // width
