@@ -31,17 +31,24 @@ A_LEVELS = (0.90, 1.00, 1.15)
 B_LEVELS = (0.95, 1.10, 0.88)
 
 
-def run(path: Path, seed: int, level: float, other: float = 0.0, backward: float = 1.0) -> Path:
+def run(
+    path: Path,
+    seed: int,
+    level: float,
+    other: float = 0.0,
+    backward: float = 1.0,
+    wait: float = 0.0,
+) -> Path:
     """One run of ``N`` steady steps (2% step noise): forward 40 ms and backward 90 ms
-    times ``level`` (``backward`` times more), data wait 5 ms, optimizer 4 ms and
-    ``other`` 7 ms plus ``other`` seconds (a planted sleep)."""
+    times ``level`` (``backward`` times more), data wait 5 ms plus ``wait``, optimizer
+    4 ms and ``other`` 7 ms plus ``other`` seconds (a planted sleep)."""
     rng = np.random.default_rng(seed)
 
     def noisy(x: float) -> np.ndarray:
         return x * (1 + np.abs(rng.normal(0.0, 0.02, N)))
 
     parts = {
-        "data_wait": noisy(0.005),
+        "data_wait": noisy(0.005 + wait),
         "forward": noisy(0.040 * level),
         "backward": noisy(0.090 * level * backward),
         "optimizer": noisy(0.004),
@@ -69,6 +76,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
         "b": side(tmp, "b", B_LEVELS, 20),
         "slept": side(tmp, "slept", B_LEVELS, 20, other=0.015),
         "backward": side(tmp, "backward", B_LEVELS, 20, backward=1.05),
+        "waited": side(tmp, "waited", A_LEVELS, 40, wait=0.015),  # A's runs, 15 ms more wait
     }
 
 
@@ -91,6 +99,7 @@ def test_identical_sides_with_a_spread_between_runs_are_no_difference(runs: Any)
     assert not any(p.beyond_noise for p in got.parts)
     assert got.runs is not None and got.runs.known and got.runs.df == 4
     assert 5 < (got.runs.spread_pct or 0) < 20  # the levels' spread, not the steps'
+    assert "unknown" not in got.verdict
     assert got.base_left_out.total == 3 * N
 
 
@@ -130,6 +139,15 @@ def test_its_twin_a_compute_change_within_the_spread_is_no_difference(runs: Any)
     backward = next(p for p in got.parts if p.part == "backward")
     assert backward.change.value > 0 and not backward.beyond_noise
     assert backward.family is not None and backward.family.low < 0 < backward.family.high
+
+
+def test_parts_that_moved_both_ways_are_named_and_no_difference_called(runs: Any) -> None:
+    """15 ms less data wait, 15 ms more other: the step did not move, both parts did."""
+    got = train(runs["waited"], runs["slept"])
+    assert got.direction == "same" and got.mostly is None, got.verdict
+    assert got.verdict.startswith("no difference: the step time's change")
+    assert "parts moved both ways beyond the spread between runs: " in got.verdict
+    assert {p.part for p in got.parts if p.beyond_noise} == {"data_wait", "other"}
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
