@@ -3,9 +3,9 @@
 Each side (A, the baseline, and B) is one run or several runs of the same setup. Per
 phase, each run's steady steps (:mod:`.compare_steps`) are compared:
 
-* **one run on a side**: the runs' steps pooled per side, by their medians, with a 95%
-  block-bootstrap interval (:mod:`.compare_stats`). It cannot see the spread between
-  runs, and the verdict says so;
+* **one run on a side**: each side's steps pooled, by their medians, with a 95%
+  block-bootstrap interval (:mod:`.compare_stats`); blind to the spread between runs,
+  which the verdict says;
 * **two runs or more on each side**: each run's medians, with a 95% t interval that
   carries the spread between runs (:mod:`.compare_runs`).
 
@@ -224,6 +224,8 @@ def compare_sides(base: list[Job], new: list[Job]) -> Comparison:
     the phases every run recorded, training first; those only one side recorded in
     all its runs are named (``missing_phases``). The setups compared are each side's
     first run's."""
+    if not base or not new:
+        raise ValueError("compare_sides needs one run a side or more")
     of_a = sorted(set.intersection(*(set(_phases(j)) for j in base)))
     of_b = sorted(set.intersection(*(set(_phases(j)) for j in new)))
     common = sorted(set(of_a) & set(of_b), key=lambda p: (p != "train", p))
