@@ -1,13 +1,17 @@
 """``stepscope compare``: is B faster or slower than A, by how much for sure, and why.
 
-Per phase, each job's **steady steps**: the steps StepOutlier judges (from its
-``skip_steps`` on, not profiled as :mod:`.profiled` caps the flag) that are not its
-outliers (:func:`.outliers.judge_steps`, with the job's own StepOutlier parameters).
-What was left out is counted. A step of several ranks counts once, each column the
-median over its ranks. The step time and each part of the step (seconds per step)
-are compared by their medians, with a 95% block-bootstrap interval
-(:mod:`.compare_stats`). The verdict calls a change only when the interval of the
-ratio of medians excludes 1. Pure functions: nothing here prints.
+Each side (A, the baseline, and B) is one run or several runs of the same setup. Per
+phase, each run's steady steps (:mod:`.compare_steps`) are compared:
+
+* **one run on a side**: each side's steps pooled, by their medians, with a 95%
+  block-bootstrap interval (:mod:`.compare_stats`); blind to the spread between runs,
+  which the verdict says;
+* **two runs or more on each side**: each run's medians, with a 95% t interval that
+  carries the spread between runs (:mod:`.compare_runs`).
+
+The verdict (:mod:`.compare_verdict`) calls a change only when the interval of the
+step time's ratio excludes 1, or (several runs a side) a part's change is beyond its
+own noise. Pure functions: nothing here prints.
 """
 
 from __future__ import annotations
@@ -17,14 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stepscope.analysis._plain import read_rules
-from stepscope.analysis.compare_contention import (
-    WAIT,
-    Contention,
-    contention_of,
-    judged_steps,
-    with_core_wait,
-)
+from stepscope.analysis.compare_contention import Contention, contention_of, judged_steps
 from stepscope.analysis.compare_lacks import (
     MissingPart,
     MissingPhase,
@@ -32,46 +29,45 @@ from stepscope.analysis.compare_lacks import (
     lacking_phases,
     recorded,
 )
+from stepscope.analysis.compare_runs import RunSpread, between_runs, beyond_noise, spread_of
 from stepscope.analysis.compare_setup import Setup, SetupDiff, diff_setups, read_setup
 from stepscope.analysis.compare_stats import Interval, bootstrap
-from stepscope.analysis.compare_verdict import (
-    DEVICE_PARTS,
-    basis_text,
-    mostly_part,
-    verdict_text,
+from stepscope.analysis.compare_steps import (
+    HOST_PARTS,
+    LeftOut,
+    Run,
+    steady_steps,
+    total_left_out,
 )
-from stepscope.analysis.outliers import Definition, judge_steps
-from stepscope.analysis.profiled import KINDS, cap_profiled
+from stepscope.analysis.compare_verdict import DEVICE_PARTS, verdict_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from stepscope.analysis.downsample import FloatArray
     from stepscope.read import Job
 
-__all__ = ["Comparison", "LeftOut", "PartChange", "PhaseComparison", "compare", "compare_jobs"]
+__all__ = [
+    "Comparison",
+    "LeftOut",
+    "PartChange",
+    "PhaseComparison",
+    "compare",
+    "compare_jobs",
+    "compare_sides",
+    "steady_steps",
+]
 
-HOST_PARTS = ("data_wait", "forward", "backward", "optimizer", "other")
 MIN_STEPS = 10  # fewer steady steps in a run: too few to say anything about its noise
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """A run's steps of one phase (per step number) and those left out of the comparison."""
-
-    total: int
-    warmup: int
-    profiled: int
-    outliers: int
-
-    @property
-    def kept(self) -> int:
-        return self.total - self.warmup - self.profiled - self.outliers
+PARTS = (*HOST_PARTS, *DEVICE_PARTS)
 
 
 @dataclass(frozen=True)
 class PartChange:
     """One part of the step: median seconds per step and share of the median step in
-    each run; ``change`` is B - A (seconds) with its interval."""
+    each side; ``change`` is B - A (seconds) with its 95% interval. With several runs a
+    side, ``family`` is its family-wise interval and ``beyond_noise`` whether the
+    change is past the spread between runs (:mod:`.compare_runs`)."""
 
     part: str
     base_s: float
@@ -79,6 +75,8 @@ class PartChange:
     base_share: float
     new_share: float
     change: Interval
+    family: Interval | None = None
+    beyond_noise: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +98,7 @@ class PhaseComparison:
     basis: str = "step time"  # or "uncontended steps", "own time" (compare_contention)
     contention: tuple[Contention, Contention] | None = None
     missing_parts: list[MissingPart] = field(default_factory=list)  # compare_lacks
+    runs: RunSpread | None = None  # each run's median step, the spread between runs
 
     @property
     def throughput(self) -> tuple[float, float]:
@@ -114,7 +113,8 @@ class PhaseComparison:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Job B (``new``) against the baseline A (``base``)."""
+    """B (``new``) against the baseline A (``base``); a side of several runs is named
+    by its runs' names joined with commas (``base_runs``, ``new_runs``: each run)."""
 
     base: str
     new: str
@@ -123,6 +123,8 @@ class Comparison:
     base_setup: Setup = field(repr=False)
     new_setup: Setup = field(repr=False)
     missing_phases: list[MissingPhase] = field(default_factory=list)  # compare_lacks
+    base_runs: list[str] = field(default_factory=list)
+    new_runs: list[str] = field(default_factory=list)
 
     def samples_per_s(self, phase: PhaseComparison) -> tuple[float | None, float | None]:
         """Samples per second of A and B: steps per second times the batch size of the
@@ -134,67 +136,74 @@ class Comparison:
         return out[0], out[1]
 
 
-def steady_steps(job: Job, phase: str) -> tuple[pd.DataFrame, LeftOut]:
-    """The steady steps of ``phase`` (one row per step number, in order) and the count
-    of what was left out (module docstring)."""
-    steps = job.steps(phase=phase)
-    if not len(steps):
-        return steps, LeftOut(0, 0, 0, 0)
-    steps = cap_profiled(steps, job.events(kinds=list(KINDS)))
-    definition = Definition.of_job(read_rules(job))
-    judged = judge_steps(steps, definition)
-    kept = with_core_wait(job, judged[~judged["outlier"].to_numpy(dtype=bool)])
-    per_step = _per_step(kept)
-    total = int(steps["step"].nunique())
-    warmup = int(steps.loc[steps["step"] < definition.skip_steps, "step"].nunique())
-    late = steps[steps["step"] >= definition.skip_steps]
-    profiled = int(late.loc[late["profiled"].fillna(False).astype(bool), "step"].nunique())
-    outliers = max(0, total - warmup - profiled - len(per_step))
-    return per_step, LeftOut(total, warmup, profiled, outliers)
-
-
-def _per_step(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per step number: each column the median over the ranks, and the
-    device idle within the step where the device parts are known."""
-    cols = [c for c in ("duration", *HOST_PARTS, *DEVICE_PARTS[:3], WAIT, "others") if c in rows]
-    frame = rows[["step", *cols]].astype({c: np.float64 for c in cols})
-    out = frame.groupby("step", sort=True).median().reset_index()
-    if all(c in out for c in DEVICE_PARTS[:3]):
-        busy = out[list(DEVICE_PARTS[:3])].sum(axis=1, min_count=3)
-        out["device_idle"] = np.maximum(out["duration"] - busy, 0.0)
-    return out
-
-
-def compare_phase(
-    phase: str, base: tuple[pd.DataFrame, LeftOut], new: tuple[pd.DataFrame, LeftOut], name: str
-) -> PhaseComparison:
-    """B's steady steps of ``phase`` against A's (``name``: B's, for the verdict)."""
-    (a, a_out), (b, b_out) = base, new
-    if len(a) < MIN_STEPS or len(b) < MIN_STEPS:
-        text = (
-            f"too few steady {phase} steps to compare ({len(a)} and {len(b)}; {MIN_STEPS} needed)"
-        )
-        p, missing = _quantiles(a, b), lacking_parts(a, b, (*HOST_PARTS, *DEVICE_PARTS))
-        return PhaseComparison(phase, a_out, b_out, *p, None, [], "unknown", None, text,
-                               missing_parts=missing)  # fmt: skip
-    contention = contention_of(a), contention_of(b)
-    a, b, basis = judged_steps(a, b, contention)
-    parts = [p for p in (*HOST_PARTS, *DEVICE_PARTS) if recorded(a, p) and recorded(b, p)]
+def compare_phase(phase: str, base: list[Run], new: list[Run], name: str) -> PhaseComparison:
+    """B's runs of ``phase`` against A's (``name``: B's, for the verdict)."""
+    a_out, b_out = total_left_out(base), total_left_out(new)
+    a_runs, b_runs = [f for f, _ in base], [f for f, _ in new]
+    fewest = min(len(f) for f in a_runs), min(len(f) for f in b_runs)
+    if min(fewest) < MIN_STEPS:
+        a, b = _pool(a_runs), _pool(b_runs)
+        text = f"too few steady {phase} steps to compare ({fewest[0]} and {fewest[1]}"
+        text += f"{' in a run' if len(base) + len(new) > 2 else ''}; {MIN_STEPS} needed)"
+        return PhaseComparison(phase, a_out, b_out, *_quantiles(a, b), None, [], "unknown", None,
+                               text, missing_parts=lacking_parts(a, b, PARTS))  # fmt: skip
+    contention = contention_of(_pool(a_runs)), contention_of(_pool(b_runs))
+    a_runs, b_runs, basis = judged_steps(a_runs, b_runs, contention)
+    a, b = _pool(a_runs), _pool(b_runs)
+    parts = [p for p in PARTS if recorded(a, p) and recorded(b, p)]
     cols = ["duration", *parts]
-    boot = bootstrap(a[cols].to_numpy(np.float64), b[cols].to_numpy(np.float64))
-    ratio = boot.ratio(0)
+    arrays = (
+        [f[cols].to_numpy(np.float64) for f in a_runs],
+        [f[cols].to_numpy(np.float64) for f in b_runs],
+    )
+    quantiles = _quantiles(a, b)
+    if len(a_runs) >= 2 and len(b_runs) >= 2:
+        ratio, changes, medians = _between(*arrays, parts)
+        quantiles = (*medians, *quantiles[2:])
+    else:
+        ratio, changes = _within(a[cols], b[cols], parts)
+    spread = spread_of(*(np.array([np.median(r[:, 0]) for r in side]) for side in arrays))
+    direction, mostly, text = verdict_of(name, ratio, changes, basis, contention, spread)
+    return PhaseComparison(phase, a_out, b_out, *quantiles, ratio, changes, direction, mostly,
+                           text, basis, contention, lacking_parts(a, b, PARTS), spread)  # fmt: skip
+
+
+def _pool(runs: list[pd.DataFrame]) -> pd.DataFrame:
+    """A side's runs' steps as one frame, run after run."""
+    import pandas as pd
+
+    return runs[0] if len(runs) == 1 else pd.concat(runs, ignore_index=True)
+
+
+def _within(
+    a: pd.DataFrame, b: pd.DataFrame, parts: list[str]
+) -> tuple[Interval, list[PartChange]]:
+    """One run on a side: the block bootstrap over the pooled steps of each side."""
+    boot = bootstrap(a.to_numpy(np.float64), b.to_numpy(np.float64))
     changes = [
         PartChange(part, float(boot.base[i]), float(boot.new[i]),
                    float(boot.base[i] / boot.base[0]), float(boot.new[i] / boot.new[0]),
                    boot.difference(i))
-        for i, part in enumerate(cols) if i
+        for i, part in enumerate(parts, start=1)
     ]  # fmt: skip
-    direction = "slower" if ratio.low > 1 else "faster" if ratio.high < 1 else "same"
-    mostly = mostly_part(changes, direction)
-    text = verdict_text(name, ratio, direction, mostly) + basis_text(basis, contention)
-    return PhaseComparison(phase, a_out, b_out, *_quantiles(a, b), ratio, changes, direction,
-                           mostly, text, basis, contention,
-                           lacking_parts(a, b, (*HOST_PARTS, *DEVICE_PARTS)))  # fmt: skip
+    return boot.ratio(0), changes
+
+
+def _between(
+    a: list[FloatArray], b: list[FloatArray], parts: list[str]
+) -> tuple[Interval, list[PartChange], tuple[float, float]]:
+    """Several runs a side: the t intervals on run medians, the parts of the verdict's
+    pool (the device's on a GPU job, as for ``mostly``) judged as one family."""
+    pool = [p for p in parts if p in DEVICE_PARTS] or parts
+    stats = between_runs(a, b, family_size=len(pool))
+    base, new = stats.base, stats.new
+    changes = [
+        PartChange(part, float(base[i]), float(new[i]), float(base[i] / base[0]),
+                   float(new[i] / new[0]), stats.changes[i - 1], stats.family[i - 1],
+                   part in pool and beyond_noise(stats.family[i - 1], float(base[0])) != 0)
+        for i, part in enumerate(parts, start=1)
+    ]  # fmt: skip
+    return stats.ratio, changes, (float(base[0]), float(new[0]))
 
 
 def _quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, float]:
@@ -210,17 +219,32 @@ def _phases(job: Job) -> list[str]:
     return [str(p) for p in job.sql("SELECT DISTINCT phase FROM steps")["phase"].dropna()]
 
 
-def compare(base: Job, new: Job) -> Comparison:
-    """Job ``new`` (B) against the baseline ``base`` (A): the phases both recorded,
-    training first; those only one recorded are named (``missing_phases``)."""
-    of_a, of_b = _phases(base), _phases(new)
+def compare_sides(base: list[Job], new: list[Job]) -> Comparison:
+    """B's runs (``new``) against the baseline A's (``base``), one run a side or more:
+    the phases every run recorded, training first; those only one side recorded in
+    all its runs are named (``missing_phases``). The setups compared are each side's
+    first run's."""
+    if not base or not new:
+        raise ValueError("compare_sides needs one run a side or more")
+    of_a = sorted(set.intersection(*(set(_phases(j)) for j in base)))
+    of_b = sorted(set.intersection(*(set(_phases(j)) for j in new)))
     common = sorted(set(of_a) & set(of_b), key=lambda p: (p != "train", p))
+    name = ",".join(j.name for j in new)
     phases = [
-        compare_phase(p, steady_steps(base, p), steady_steps(new, p), new.name) for p in common
+        compare_phase(
+            p, [steady_steps(j, p) for j in base], [steady_steps(j, p) for j in new], name
+        )
+        for p in common
     ]
-    a, b = read_setup(base), read_setup(new)
+    a, b = read_setup(base[0]), read_setup(new[0])
     missing = lacking_phases(of_a, of_b)
-    return Comparison(base.name, new.name, phases, diff_setups(a, b), a, b, missing)
+    return Comparison(",".join(j.name for j in base), name, phases, diff_setups(a, b), a, b,
+                      missing, [j.name for j in base], [j.name for j in new])  # fmt: skip
+
+
+def compare(base: Job, new: Job) -> Comparison:
+    """Job ``new`` (B) against the baseline ``base`` (A), one run a side."""
+    return compare_sides([base], [new])
 
 
 def compare_jobs(jobs: list[Job]) -> list[Comparison]:

@@ -11,7 +11,8 @@ A step is taken **under contention** when it waited at least :data:`CONTENDED` o
 time for a core while the node's other processes used at least :data:`OTHERS` % of it
 (both), and a run is **contended** when at least :data:`STEPS` of its steps were. Both
 measures, so that a job whose own threads oversubscribe the cores (its own problem,
-which a comparison must show) is not excused. When either run is contended, compare
+which a comparison must show) is not excused. A side of several runs is judged on its
+runs' steps together. When either side is contended, compare
 judges (:func:`judged_steps`), and says so:
 
 1. the **uncontended steps** of both runs (other processes under :data:`OTHERS` %)
@@ -113,13 +114,14 @@ def own_time(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def judged_steps(
-    a: pd.DataFrame, b: pd.DataFrame, contention: tuple[Contention, Contention]
-) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """The steps of A and B to judge and their basis: "step time", "uncontended steps"
-    or "own time" (module docstring)."""
+    a: list[pd.DataFrame], b: list[pd.DataFrame], contention: tuple[Contention, Contention]
+) -> tuple[list[pd.DataFrame], list[pd.DataFrame], str]:
+    """The steps of A's and B's runs to judge and their basis: "step time",
+    "uncontended steps" (where every run has :data:`MIN_CALM` of them) or "own time"
+    (module docstring); ``contention``: each side's, of its runs' steps together."""
     if not any(c.contended for c in contention):
         return a, b, "step time"
-    calm = [frame[frame["others"] < OTHERS] if "others" in frame else frame[:0] for frame in (a, b)]
-    if all(len(c) >= MIN_CALM for c in calm):
+    calm = [[f[f["others"] < OTHERS] if "others" in f else f[:0] for f in side] for side in (a, b)]
+    if all(len(c) >= MIN_CALM for side in calm for c in side):
         return calm[0], calm[1], "uncontended steps"
-    return own_time(a), own_time(b), "own time"
+    return [own_time(f) for f in a], [own_time(f) for f in b], "own time"

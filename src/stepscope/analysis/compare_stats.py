@@ -30,11 +30,12 @@ CHUNK_CELLS = 4_000_000  # resampled values held at once: a long job's memory st
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate and its 95% bootstrap interval."""
+    """A point estimate and its interval (``level``: 0.95 unless a family's)."""
 
     value: float
     low: float
     high: float
+    level: float = 0.95
 
 
 def block_length(n: int) -> int:

@@ -1,9 +1,12 @@
 """``stepscope compare A B [C ...]``: the verdict line, then a compact table (docs/compare.md).
 
-Rendering only: the numbers are :func:`stepscope.analysis.compare.compare_jobs`'s. The
-gate (``--fail-if-slower PCT``) reads the first phase of each comparison (training,
-where both jobs trained) and fails only when the lower bound of its 95% interval of
-the slowdown is past the limit: a slowdown within the noise of the runs passes.
+Each argument is a side: one job, or several runs of one setup separated by commas
+(``A1,A2,A3 B1,B2,B3``). Rendering only: the numbers are
+:func:`stepscope.analysis.compare.compare_sides`'s. The gate (``--fail-if-slower PCT``)
+reads the first phase of each comparison (training, where both sides trained) and
+fails only when the lower bound of its 95% interval of the slowdown is past the limit
+(with several runs a side, the interval that carries the spread between runs): a
+slowdown within the noise of the runs passes.
 """
 
 from __future__ import annotations
@@ -11,18 +14,21 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from typing import TYPE_CHECKING
 
-from stepscope.cli._jobs import add_jobs_argument, jobs_arg
+from stepscope.cli._jobs import add_jobs_argument, resolve_job
 from stepscope.errors import UsageError
 
 if TYPE_CHECKING:
     from stepscope.analysis.compare import Comparison, LeftOut, PhaseComparison
+    from stepscope.analysis.compare_runs import RunSpread
     from stepscope.analysis.compare_stats import Interval
 
 JOBS_HELP = (
     "the jobs: the baseline first, then one or more to compare with it "
-    "(names as `stepscope ls` prints them, or folders' paths or URLs)"
+    "(names as `stepscope ls` prints them, or folders' paths or URLs); "
+    "several runs of one side separated by commas: A1,A2,A3 B1,B2,B3"
 )
 
 
@@ -54,18 +60,41 @@ def percent(text: str) -> float:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from stepscope.analysis.compare import compare_jobs
+    from stepscope.analysis.compare import compare_sides
     from stepscope.read import open as open_job
 
-    paths = jobs_arg(args)
-    if len(paths) < 2:
+    if len(args.jobs) < 2:
         raise UsageError(
-            f"compare needs two jobs or more (got {len(paths)}): "
-            "stepscope compare BASELINE JOB [JOB ...]"
+            f"compare needs two jobs or more (got {len(args.jobs)}): "
+            "stepscope compare BASELINE JOB [JOB ...] (several runs a side: A1,A2 B1,B2)"
         )
-    comparisons = compare_jobs([open_job(p) for p in paths])
+    sides = [[open_job(p) for p in side] for side in sides_arg(args)]
+    comparisons = [compare_sides(sides[0], side) for side in sides[1:]]
     print(to_json(comparisons) if args.json else "\n\n".join(map(render, comparisons)))
     return gate(comparisons, args.fail_if_slower)
+
+
+def sides_arg(args: argparse.Namespace) -> list[list[str]]:
+    """Each side's jobs' paths or URLs: an argument is one job, or several separated by
+    commas (a folder whose name holds a comma is one job)."""
+    out = []
+    for n, given in enumerate(args.jobs):
+        side = "A (the baseline)" if n == 0 else f"side {n + 1}"
+        names = [given] if os.path.isdir(given) else [x.strip() for x in given.split(",")]
+        if not all(names):
+            raise UsageError(
+                f"{side} {given!r} names no job between its commas: give one job or several "
+                "runs separated by commas, e.g. base-1,base-2 (names as `stepscope ls` prints them)"
+            )
+        paths = [resolve_job(x, args.jobs_in, flag=args.jobs_in_flag) for x in names]
+        twice = sorted({x for x, p in zip(names, paths, strict=True) if paths.count(p) > 1})
+        if twice:
+            raise UsageError(
+                f"{side} {given!r} names the same job twice ({', '.join(twice)}): a side's "
+                "runs must be different runs, or the spread between them reads as 0"
+            )
+        out.append(paths)
+    return out
 
 
 def gate(comparisons: list[Comparison], limit: float | None) -> int:
@@ -123,15 +152,29 @@ def _phase_table(c: Comparison, phase: PhaseComparison) -> list[str]:
     if phase.contention is not None:
         a_text, b_text = (_share(c.wait_share) for c in phase.contention)
         rows.append(f"  {'core wait':<14}{a_text:>12}{b_text:>12}   judged on {phase.basis}")
+    if phase.runs is not None:
+        rows.append(f"  {'run medians':<14}{_runs(phase.runs)}")
     for p in phase.parts:
         i = p.change
         rows.append(
             f"  {p.part:<14}{_s(p.base_s):>12}{_s(p.new_s):>12}   "
             f"{1000 * i.value:+.1f} ms ({1000 * i.low:+.1f} to {1000 * i.high:+.1f}); "
             f"share {100 * p.base_share:.0f}% -> {100 * p.new_share:.0f}%"
+            + ("; beyond the spread between runs" if p.beyond_noise else "")
         )
     rows += [f"  {m.part:<14}{m.text()}, not compared" for m in phase.missing_parts]
     return rows
+
+
+def _runs(r: RunSpread) -> str:
+    """Each run's median step, and the spread between runs (or why it is unknown)."""
+    a, b = (", ".join(f"{1000 * x:.1f}" for x in side) for side in (r.base_medians, r.new_medians))
+    spread = (
+        f"spread between runs {r.spread_pct:.1f}% ({r.df} df)"
+        if r.spread_pct is not None
+        else "spread between runs unknown (one run on a side)"
+    )
+    return f"A: {a} ms   B: {b} ms   {spread}"
 
 
 def _share(x: float | None) -> str:
@@ -142,11 +185,22 @@ def _or(value: str | None, missing: str) -> str:
     return f"({missing})" if value is None else value
 
 
+def _n(runs: list[str], sep: str = ", ") -> str:
+    """``, 3 runs`` (or `` (3 runs)``) for a side of several runs."""
+    if len(runs) < 2:
+        return ""
+    return f"{sep}{len(runs)} runs" + (")" if sep.endswith("(") else "")
+
+
 def render(c: Comparison) -> str:
     """The verdict line first (the first phase's), then the table of each phase, the
     setup facts that differ and the rules whose status changed."""
     first = c.phases[0].verdict if c.phases else "no phase recorded by both jobs"
-    lines = [first, f"A: {c.base} (baseline)   B: {c.new}", ""]
+    lines = [
+        first,
+        f"A: {c.base} (baseline{_n(c.base_runs)})   B: {c.new}{_n(c.new_runs, ' (')}",
+        "",
+    ]
     for phase in c.phases:
         lines += _phase_table(c, phase)
     lines += [m.text() for m in c.missing_phases]
