@@ -1,6 +1,7 @@
 """Everything GPU in one call: the *_gpu.py tests, the GPU overhead benchmark, and
-three planted GPU jobs (plus a healthy twin) with their expected verdicts, and the
-kernel breakdown of a detailed window of a GPU-bound job.
+three planted GPU jobs (plus a healthy twin) with their expected verdicts, the
+kernel breakdown of a detailed window of a GPU-bound job, and a memory window asked
+in the dashboard of a running one (scripts/gpu_memory_window.py).
 
     scripts/gpu-check OUT            # on a machine with an NVIDIA GPU (docs/gpu.md)
     scripts/gpu-check --dry-run OUT  # anywhere: the same steps on the CPU, no benchmark
@@ -21,6 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from gpu_memory_window import memory_window  # scripts/, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPSCOPE = [sys.executable, "-m", "stepscope.cli"]
@@ -251,6 +254,7 @@ def main() -> None:
         steps.append(gpu_tests(a.out, dry))
     if "jobs" not in a.skip:
         steps += planted(a.out, dry)
+        steps.append(memory_window(a.out, dry))
     if "bench" not in a.skip:
         steps.append(benchmark(a.out, dry))
     (a.out / "summary.json").write_text(json.dumps(steps, indent=1))

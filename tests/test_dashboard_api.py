@@ -208,10 +208,18 @@ def test_profile_bodies(client: TestClient, root: Path) -> None:
     kinds = [w["kind"] for w in json.loads((root / "live/control" / r.json()["request"])
                                            .read_text())["windows"]]  # fmt: skip
     assert kinds == ["detailed", "dataloader"]
-    for bad, says in (({}, "Nothing to profile"), ({"python": "perf"}, "cprofile, pyinstrument"),
+    r = client.post("/api/jobs/live/profile", json={"memory": True, "num_steps": 3,
+                    "max_entries": 5000}, headers=GOOD)  # fmt: skip
+    (window,) = json.loads((root / "live/control" / r.json()["request"]).read_text())["windows"]
+    assert window == {"kind": "memory", "start_step": None, "num_steps": 3, "max_entries": 5000}
+    for bad, says in (({}, "dataloader or memory"), ({"python": "perf"}, "cprofile, pyinstrument"),
                       ({"detailed": True, "start_step": 3, "duration": 1}, "not both"),
                       ({"detailed": True, "steps": 3}, "Valid keys"),
-                      ({"detailed": True, "num_steps": -1}, ">= 0")):  # fmt: skip
+                      ({"detailed": True, "num_steps": -1}, ">= 0"),
+                      ({"memory": True, "num_steps": 0}, "(memory: 1 to 200)"),
+                      ({"memory": True, "num_steps": 201}, "(num_steps 1 to 200)"),
+                      ({"memory": True, "max_entries": 0}, "max_entries. Accepted values"),
+                      ({"detailed": True, "max_entries": 10}, "goes with memory")):  # fmt: skip
         r = client.post("/api/jobs/live/profile", json=bad, headers=GOOD)
         assert r.status_code == 400 and says in r.json()["error"], bad
 

@@ -25,7 +25,7 @@ def test_the_dry_run_runs_every_job_and_writes_its_summary(tmp_path):
     steps = {s["step"]: s for s in json.loads((tmp_path / "summary.json").read_text())}
     assert set(steps) == {
         "environment", "gpu tests", "job stall", "job loader", "job leak", "job healthy",
-        "job kernels", "gpu overhead benchmark",
+        "job kernels", "job memory window", "gpu overhead benchmark",
     }  # fmt: skip
     assert steps["environment"]["result"]["differs_from_src"] == []
     # the loader's starvation is planted on the CPU too: its verdicts are required
@@ -39,6 +39,14 @@ def test_the_dry_run_runs_every_job_and_writes_its_summary(tmp_path):
         "matmul the largest kind": "False (not required on a dry run)",
         "the GPU busy over 80% of the window": "False (not required on a dry run)",
     }
+    # a memory window asked in the dashboard: on the CPU, refused for want of CUDA
+    assert steps["job memory window"]["checks"] == {
+        "0 steps refused with the valid range": True,
+        "the job's answer (a GPU: accepted; the CPU: no CUDA device)": True,
+        "a snapshot PyTorch's memory viewer reads": "False (not required on a dry run)",
+        "the job stopped from the dashboard": True,
+    }
+    assert "cannot run: no CUDA device" in steps["job memory window"]["result"]
     for name in ("stall", "leak", "healthy"):  # GPU verdicts: reported, not required
         assert all("not required" in str(v) for v in steps[f"job {name}"]["checks"].values())
         assert (tmp_path / "runs" / name / "job.json").exists()

@@ -104,6 +104,18 @@ def test_the_cli_asks_for_a_memory_window_and_the_parser_takes_it():
         parse_request("r", {"windows": [{**window, "num_steps": 201}]}, now=1.0)
 
 
+def test_a_live_memory_window_without_cuda_is_refused_in_the_answer(monkeypatch):
+    import torch
+
+    req = parse_request("r", {"windows": [{"kind": "memory", "num_steps": 2}]}, now=1.0)
+    windows = [state.resolve(p, 7, 1.0) for p in req.windows]
+    said = state.refusal(windows, 7, 1.0)  # this process has not initialised CUDA
+    assert said is not None and said.startswith("memory steps 7-8 cannot run: no CUDA device")
+    # its twin: a process that uses CUDA (as the allocator stand-in makes it look)
+    monkeypatch.setattr(torch.cuda, "_initialized", True)
+    assert state.refusal(windows, 7, 1.0) is None
+
+
 def test_the_cli_leaves_now_to_the_job():
     (window,) = profile_windows(_args(detailed=True, start_time="now", duration=2.0))
     assert window["start_unix_time"] is None and window["duration"] == 2.0

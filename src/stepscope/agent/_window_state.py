@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from stepscope.agent.profilers import JSON, Export, WindowProfiler
+from stepscope.agent.profilers import JSON, Export, WindowProfiler, no_cuda
 from stepscope.config import ProfilingWindow
-from stepscope.jobfolder import Planned
+from stepscope.jobfolder import Planned, describe
 
 
 @dataclass
@@ -45,6 +45,27 @@ def past(w: ProfilingWindow, nxt: int, now: float) -> bool:
     if not w.is_time_window:
         return (w.end_step or 0) <= nxt
     return w.duration is not None and (w.start_unix_time or now) + w.duration <= now
+
+
+def refusal(windows: list[Planned], nxt: int, now: float) -> str | None:
+    """Why a live request's resolved ``windows`` are refused at this boundary (None:
+    applied): one is already over, or a memory window asks a process without CUDA
+    (said now, in the answer, rather than only in the record of a window with no file)."""
+    late = [p for p in windows if past(p.window, nxt, now)]
+    if late:
+        return (
+            f"{describe(late[0])} is already over: the job is at step {nxt}. Leave the "
+            "start blank for the next step, or give a later step or time."
+        )
+    memory = [p for p in windows if p.window.kind == "memory"]
+    why = no_cuda() if memory else None
+    if why is None:
+        return None
+    return (
+        f"{describe(memory[0])} cannot run: {why}. A memory window records the CUDA "
+        "caching allocator: ask for one on a job that uses a GPU, and for the other "
+        "kinds without memory (nothing of this request was applied)."
+    )
 
 
 def missed_or_due(w: ProfilingWindow, nxt: int, now: float) -> tuple[bool, bool]:

@@ -141,15 +141,9 @@ class WindowScheduler:
         """Apply one live request; True if it closed an open window."""
         now = self.now()
         windows = [state.resolve(p, nxt, now) for p in req.windows]
-        late = [p for p in windows if state.past(p.window, nxt, now)]
-        if late:
-            self._acknowledge(
-                req.name,
-                False,
-                f"{describe(late[0])} is already over: the job "
-                f"is at step {nxt}. Leave the start blank for the next step, or "
-                "give a later step or time.",
-            )
+        refused = state.refusal(windows, nxt, now)
+        if refused is not None:
+            self._acknowledge(req.name, False, refused)
             return False
         closing = [a for a in self.active if a.planned.label in req.off]
         for active in closing:

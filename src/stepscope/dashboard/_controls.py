@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 from typing import TypedDict
 
-from stepscope.config import SYSTEM_MONITOR_INTERVALS, ConfigError
+from stepscope.config import LIVE_WINDOW_LIMITS, SYSTEM_MONITOR_INTERVALS, ConfigError
 from stepscope.errors import JobFolderError, UsageError
 from stepscope.jobfolder import JsonObject, control
 from stepscope.store import Store
 
 BY = "dashboard"
 REQUEST_NAME = re.compile(r"^(stop|config|profile)-\d{13}-[0-9a-f]{8}\.json$")
-PROFILE_KEYS = ("detailed", "python", "timer", "dataloader", "start_step", "num_steps",
-                "start_time", "duration")  # fmt: skip
+PROFILE_KEYS = ("detailed", "python", "timer", "dataloader", "memory", "max_entries",
+                "start_step", "num_steps", "start_time", "duration")  # fmt: skip
 PYTHON_PROFILERS = ("cprofile", "pyinstrument")
 TIMERS = ("total_time", "cpu_time", "off_cpu_time")
 
@@ -123,13 +123,38 @@ def profile_windows(given: object) -> list[JsonObject]:
                         "cprofile_timer": timer if python == "cprofile" else None})  # fmt: skip
     if body.get("dataloader"):
         windows.append({"kind": "dataloader", **span})
+    entries = _max_entries(body)
+    if body.get("memory"):
+        windows.append({"kind": "memory", **span, **entries})
+    elif entries:
+        raise BadRequest("max_entries goes with memory: set memory to true, or leave it out.")
     if not windows:
-        raise BadRequest("Nothing to profile: set detailed, python or dataloader.")
+        raise BadRequest("Nothing to profile: set detailed, python, dataloader or memory.")
+    _check_steps(windows)
     try:
         control.check_windows(windows)
     except ConfigError as exc:
         raise BadRequest(str(exc)) from None
     return windows
+
+
+def _max_entries(body: JsonObject) -> JsonObject:
+    """A memory window's ``max_entries`` when given (the parser checks it; blank: default)."""
+    value = body.get("max_entries")
+    return {} if value in (None, "") else {"max_entries": value}
+
+
+def _check_steps(windows: list[JsonObject]) -> None:
+    """``num_steps`` 0 gets the valid range of each kind asked, not only ">= 1"."""
+    if windows[0].get("num_steps") != 0:
+        return
+    names = [w["kind"] if w["kind"] != "python" else f"python ({w['python_profiler']})"
+             for w in windows]  # fmt: skip
+    ranges = "; ".join(f"{n}: 1 to {LIVE_WINDOW_LIMITS[str(n)].steps:,}" for n in names)
+    raise BadRequest(
+        f"Invalid value 0 for num_steps: profile at least one step ({ranges}), "
+        "or leave it blank for one step."
+    )
 
 
 def profile(store: Store, body: object) -> str:

@@ -117,6 +117,8 @@ _PROFILE: JsonObject = {"type": "object", "additionalProperties": False, "proper
     "python": {"enum": ["cprofile", "pyinstrument", None], "description": "Python profiler"},
     "timer": {"enum": ["total_time", "cpu_time", "off_cpu_time"], "description": "cProfile timer"},
     "dataloader": {"type": "boolean", "description": "data loader timings"},
+    "memory": {"type": "boolean", "description": "CUDA allocator history (a job on a GPU)"},
+    "max_entries": {"type": ["integer", "null"], "description": "memory: events kept"},
     "start_step": {"type": ["integer", "null"], "description": "blank: the current step"},
     "num_steps": {"type": ["integer", "null"], "description": "blank: one step"},
     "start_time": {"type": ["number", "string", "null"], "description": "unix seconds or 'now'"},

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from stepscope.agent.profilers._dataloader import DataloaderProfiler
 from stepscope.agent.profilers._detailed import DetailedProfiler
-from stepscope.agent.profilers._memory import MemoryProfiler
+from stepscope.agent.profilers._memory import MemoryProfiler, no_cuda
 from stepscope.agent.profilers._python import python_profiler
 from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, FileBounds, Finish
 from stepscope.config import ProfilingWindow
@@ -69,4 +69,5 @@ __all__ = [
     "ProfileHookBusy",
     "WindowProfiler",
     "make_profiler",
+    "no_cuda",
 ]

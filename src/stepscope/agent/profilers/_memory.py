@@ -12,13 +12,15 @@ CUDA itself.
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from stepscope.agent.profilers._sink import JSON, ArtifactSink, Export, Finish
 from stepscope.config import ProfilingWindow
 
-NO_CUDA = "not recorded: no CUDA device (the process has not initialised CUDA)"
+NO_CUDA_WHY = "no CUDA device (the process has not initialised CUDA)"
+NO_CUDA = f"not recorded: {NO_CUDA_WHY}"
 
 
 def _cuda() -> Any | None:
@@ -27,6 +29,14 @@ def _cuda() -> Any | None:
 
     cuda: Any = torch.cuda  # its memory calls are private and untyped
     return cuda if cuda.is_initialized() or cuda.is_available() else None
+
+
+def no_cuda() -> str | None:
+    """Why this process can keep no memory snapshot (None: it can). A process that has
+    not imported torch has no CUDA either, and is not made to import it here."""
+    if "torch" not in sys.modules:
+        return NO_CUDA_WHY
+    return None if _cuda() is not None else NO_CUDA_WHY
 
 
 class MemoryProfiler:

@@ -179,14 +179,27 @@
     $("faults-empty").hidden = faults.length > 0;
   }
 
+  /* A memory snapshot opens in PyTorch's viewer, a page of its own: the dashboard
+     links it and loads nothing from it (the viewer reads the dropped file in the browser). */
+  const viewerHint = () => h("span", {className: "muted"}, "Open it in PyTorch's memory viewer: download it, then drop it on ",
+    h("a", {href: "https://pytorch.org/memory_viz", target: "_blank", rel: "noopener noreferrer",
+      textContent: "pytorch.org/memory_viz"}), " (a local file: the viewer reads it in your browser)");
+
+  /* A snapshot's figures, from its record: what it holds before it is opened. */
+  const memoryFigures = (a) => `${a.segments} segments, ${(a.reserved_bytes / 2 ** 20).toFixed(1)} MiB reserved, ` +
+    `${a.trace_events} allocator events${a.history_full ? " (history full: the oldest were dropped)" : ""}. `;
+
   function renderArtifacts(d) {
     const items = [];
     for (const a of d.artifacts || []) {
       const files = (a.files && a.files.length ? a.files : [a.path]).filter(Boolean);
       const label = `${a.kind} · rank ${a.rank} · steps ${a.start_step}-${a.end_step}`;
-      items.push(h("li", {}, h("span", {textContent: label + (a.truncated ? " (truncated)" : "") + ": "}),
+      items.push(h("li", {dataset: {kind: a.kind}},
+        h("span", {textContent: label + (a.truncated ? " (truncated)" : "") + ": "}),
         ...files.map((f) => h("a", {className: "artifact", textContent: f.split("/").pop(),
-          href: `${base()}/artifacts/${f.split("/").map(encodeURIComponent).join("/")}`}))));
+          href: `${base()}/artifacts/${f.split("/").map(encodeURIComponent).join("/")}`})),
+        files.length ? null : h("span", {className: "note", textContent: a.note || "no file kept"}),
+        a.kind === "memory" && files.length ? h("span", {className: "viewer"}, memoryFigures(a), viewerHint()) : null));
     }
     $("artifacts").replaceChildren(...items);
     $("artifacts-empty").hidden = items.length > 0;
@@ -366,7 +379,7 @@
     const num = (id) => ($(id).value === "" ? null : Number($(id).value));
     const t = $("p-start-time").value.trim();
     return {detailed: $("p-detailed").checked, python: $("p-python").value || null,
-      timer: $("p-timer").value, dataloader: $("p-dataloader").checked,
+      timer: $("p-timer").value, dataloader: $("p-dataloader").checked, memory: $("p-memory").checked,
       start_step: num("p-start-step"), num_steps: num("p-num-steps"),
       start_time: t === "" ? null : (t === "now" ? "now" : Number(t)), duration: num("p-duration")};
   }
