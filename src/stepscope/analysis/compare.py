@@ -3,15 +3,13 @@
 Each side (A, the baseline, and B) is one run or several runs of the same setup. Per
 phase, each run's steady steps (:mod:`.compare_steps`) are compared:
 
-* **one run on a side**: each side's steps pooled, by their medians, with a 95%
-  block-bootstrap interval (:mod:`.compare_stats`); blind to the spread between runs,
-  which the verdict says;
-* **two runs or more on each side**: each run's medians, with a 95% t interval that
-  carries the spread between runs (:mod:`.compare_runs`).
+* **one run on a side**: the steps pooled, by their medians, with a 95% block-bootstrap
+  interval (:mod:`.compare_stats`), blind to the spread between runs (the verdict says);
+* **several runs on each side**: each run's medians, with a 95% t interval that carries
+  the spread between runs (:mod:`.compare_runs`).
 
-The verdict (:mod:`.compare_verdict`) calls a change only when the interval of the
-step time's ratio excludes 1, or (several runs a side) a part's change is beyond its
-own noise. Pure functions: nothing here prints.
+The verdict (:mod:`.compare_verdict`) calls a change only when the step time's interval
+excludes 1, or (several runs a side) a part's change is beyond its own noise.
 """
 
 from __future__ import annotations
