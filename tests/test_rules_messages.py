@@ -125,3 +125,16 @@ def test_show_gives_cpu_as_a_share_of_the_node_with_its_cores(
     assert cores == 2
     assert m["proc_cpu_node"]["p50"] == pytest.approx(m["proc_cpu"]["p50"] / cores, rel=1e-6)
     assert " 1.0 % (0.02 core) " in lines["training CPU"]  # 2.0% of a core, recorded
+
+
+def test_show_gives_stepscopes_own_cpu_as_a_share_of_the_node_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """own_cpu is recorded as % of one core (40: 0.4 core): shown of the node's 4 cores,
+    as the training's and the other processes' CPU beside it."""
+    from test_rules_cpu import cpu_job
+
+    job = cpu_job(tmp_path / "job", [], own_cpu=40.0)
+    assert main(["show", str(job)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "stepscope's own CPU" in ln]
+    assert re.search(r" 10\.0 % \(0\.40 core\) +10\.0 % \(0\.40 core\)$", line), line

@@ -145,33 +145,40 @@ def test_where_sessions_share_the_cores_first_workers_get_no_larger_share(
 def test_with_autogroup_on_only_the_jobs_session_shares_by_task(tmp_path: Path) -> None:
     """The same queue, the kernel sharing by session first: where the others (2.5
     cores) are all in the job's autogroup, the workers get their fair share by task as
-    with autogroup off; where they are in one other busy autogroup, the job's group
-    takes back an equal half of the node (2 cores) and its tasks have it to
-    themselves: the same 2 cores; where three other groups are busy, a quarter is less
-    than the 1.5 cores the job has, and nothing is saved."""
+    with autogroup off; where they are in other busy autogroups (at least 2.5 of them:
+    they keep 2.5 cores busy), the job's group, with a worker per core, weighs as one
+    group beside each core's part of them: 4 / (1 + 2.5 / 4) = 2.46 cores against one
+    other group, 2.29 against three; against twelve (three a core) a quarter of each
+    core, 1 core, is less than the 1.5 cores the job has: nothing is saved."""
     fair = T * (1 - 1.5 / 2.0)
     same = judge(contended_job(tmp_path / "same", 8, True, (250.0, 0)), "DataLoaderWorkers")
     fires(same)
     assert same.saving_seconds == pytest.approx(fair, rel=1e-3)
     why = str(same.details["saving_bound"])
     assert "about 2.00 cores in all (its fair share in its session's autogroup)" in why
-    one = judge(contended_job(tmp_path / "one", 8, True, (0.0, 1)), "DataLoaderWorkers")
-    fires(one)
-    assert one.saving_seconds == pytest.approx(fair, rel=1e-3)
-    three = judge(contended_job(tmp_path / "three", 8, True, (0.0, 3)), "DataLoaderWorkers")
-    fires(three)
-    assert three.saving_seconds == pytest.approx(0.0, abs=1e-6)
-    assert "(its fair share" not in str(three.details["saving_bound"])
+    for groups, rivals in ((1, 2.5), (3, 3.0)):
+        res = judge(
+            contended_job(tmp_path / f"g{groups}", 8, True, (0.0, groups)), "DataLoaderWorkers"
+        )
+        fires(res)
+        share = 4 * 4 / (4 + rivals)
+        assert res.saving_seconds == pytest.approx(T * (1 - 1.5 / share), rel=1e-3)
+    twelve = judge(contended_job(tmp_path / "twelve", 8, True, (0.0, 12)), "DataLoaderWorkers")
+    fires(twelve)
+    assert twelve.saving_seconds == pytest.approx(0.0, abs=1e-6)
+    assert "(its fair share" not in str(twelve.details["saving_bound"])
 
 
 def test_competitors_split_between_sessions_share_in_proportion(tmp_path: Path) -> None:
     """Half the others (1.25 cores) in the job's autogroup, half in one other: the
-    job's group keeps 2.75 cores; of the 6 runnable tasks not the job's, half (3) are
-    taken as its group's: with 4 workers the job's 6 of 9 tasks get 1.83 cores. The
-    twin without the split (an older job): the others keep what they use, none idle."""
+    job's group takes 4 / (1 + 1.25 / 4) = 3.05 cores (more than the 2.75 the other
+    leaves it); of the 6 runnable tasks not the job's, half (3) are taken as its
+    group's: with 4 workers the job's 6 of 9 tasks get 2.03 cores. The twin without
+    the split (an older job): the others keep what they use, none idle."""
     res = judge(contended_job(tmp_path / "half", 8, True, (125.0, 1)), "DataLoaderWorkers")
     fires(res)
-    assert res.saving_seconds == pytest.approx(T * (1 - 1.5 / (2.75 * 6 / 9)), rel=1e-3)
+    share = 16 / 5.25 * 6 / 9
+    assert res.saving_seconds == pytest.approx(T * (1 - 1.5 / share), rel=1e-3)
     older = judge(contended_job(tmp_path / "older", 8, True), "DataLoaderWorkers")
     fires(older)
     assert older.saving_seconds == pytest.approx(0.0, abs=1e-6)

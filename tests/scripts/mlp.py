@@ -2,10 +2,13 @@
 
 Usage: python mlp.py [--steps N] [--eval-every K] [--accum A] [--stall-at S --stall-s X]
        [--stall-every K] [--stall-cpu]
-       [--sleep-before S] [--slow-data S] [--save PATH] [--fail-at N] [--workers W]
+       [--sleep-before S] [--slow-data S] [--burn-data S] [--save PATH] [--fail-at N]
+       [--workers W]
        [--slow-export S] [--step-sleep S [--pace-until PATH]] [--wait-for PATH]
 ``--slow-export`` makes the background export of every detailed profiling window take S
 seconds more (under ``stepscope run`` only), as a many-module model's trace does.
+``--burn-data`` makes each sample cost S seconds of the loading thread's CPU (a
+decode), where ``--slow-data`` sleeps S seconds (slow storage).
 ``--stall-cpu`` makes a stall compute for ``--stall-s`` seconds of the thread's CPU time
 instead of sleeping: beside busy processes it then waits for a core most of its time.
 ``--pace-until`` ends the ``--step-sleep`` pace once PATH exists: a test that waits on
@@ -28,11 +31,11 @@ from torch.utils.data import DataLoader, Dataset
 
 
 class Data(Dataset):
-    def __init__(self, n: int, slow: float) -> None:
+    def __init__(self, n: int, slow: float, burn: float = 0.0) -> None:
         g = torch.Generator().manual_seed(0)
         self.x = torch.randn(n, 32, generator=g)
         self.y = (self.x.sum(1) > 0).long()
-        self.slow = slow
+        self.slow, self.burn = slow, burn
 
     def __len__(self) -> int:
         return len(self.x)
@@ -40,6 +43,9 @@ class Data(Dataset):
     def __getitem__(self, i: int):
         if self.slow:
             time.sleep(self.slow)
+        done = time.thread_time() + self.burn
+        while self.burn and time.thread_time() < done:
+            pass
         return self.x[i], self.y[i]
 
 
@@ -74,6 +80,7 @@ def main() -> None:
     p.add_argument("--sleep-before", type=float, default=0.0)
     p.add_argument("--sleep-after", type=float, default=0.0)
     p.add_argument("--slow-data", type=float, default=0.0)
+    p.add_argument("--burn-data", type=float, default=0.0)
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--pace-until", default="")
     p.add_argument("--wait-for", default="")
@@ -90,7 +97,8 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = nn.CrossEntropyLoss()
-    loader = DataLoader(Data(512, a.slow_data), batch_size=16, shuffle=False, num_workers=a.workers)
+    data = Data(512, a.slow_data, a.burn_data)
+    loader = DataLoader(data, batch_size=16, shuffle=False, num_workers=a.workers)
     steps = evals = forwards = 0
     if a.wait_for:
         with open(a.wait_for + ".ready", "w"):

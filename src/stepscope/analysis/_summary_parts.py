@@ -143,6 +143,8 @@ def _node_summary(system: Columns, rows: npt.NDArray[np.bool_]) -> NodeSummary:
             metrics["others_cpu"] = _quantiles(others)
         if not np.isnan(job).all():  # proc_cpu is % of one core: also as % of the node
             metrics["proc_cpu_node"] = _quantiles(job / cores)
+        if own is not None and not np.isnan(own).all():  # so is own_cpu
+            metrics["own_cpu_node"] = _quantiles(own / cores)
     times, intervals = system.floats("time")[rows], system.floats("interval_ms")[rows]
     last = intervals[np.argmax(times)] if len(times) else math.nan  # the newest sample's
     return {

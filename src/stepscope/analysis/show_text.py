@@ -26,7 +26,7 @@ _SHOWN_METRICS = (
     ("proc_cpu_node", "training CPU", "%"),
     ("proc_rss", "training memory", "B"),
     ("others_cpu", "other processes' CPU", "%"),
-    ("own_cpu", "stepscope's own CPU", "%"),
+    ("own_cpu_node", "stepscope's own CPU", "%"),
     ("cpu_steal", "CPU steal", "%"),
 )
 
@@ -185,9 +185,10 @@ def _render_system(sy: SystemSummary) -> list[str]:
         )
         metrics, cores = info["metrics"], info.get("cores")
         shown: tuple[tuple[str, str, str], ...] = _SHOWN_METRICS
-        if "proc_cpu_node" not in metrics:  # no core count: the training CPU as recorded
-            mine = ("proc_cpu", "training CPU (% of a core)", "%")
-            shown = tuple(mine if m[0] == "proc_cpu_node" else m for m in shown)
+        for key, label in _PER_CORE:  # no core count: the CPU as recorded, of one core
+            if f"{key}_node" not in metrics:
+                as_recorded = (key, f"{label} (% of a core)", "%")
+                shown = tuple(as_recorded if m[0] == f"{key}_node" else m for m in shown)
         rows = [
             (
                 label,
@@ -205,7 +206,9 @@ def _render_system(sy: SystemSummary) -> list[str]:
 
 
 # CPU of the node (% of all its cores): shown with the cores it amounts to.
-_NODE_CPU = ("cpu", "proc_cpu_node", "others_cpu")
+_NODE_CPU = ("cpu", "proc_cpu_node", "others_cpu", "own_cpu_node")
+# Recorded as % of one core summed: shown as % of the node where the cores are known.
+_PER_CORE = (("proc_cpu", "training CPU"), ("own_cpu", "stepscope's own CPU"))
 
 
 def _metric_cell(

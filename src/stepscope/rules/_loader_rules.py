@@ -1,12 +1,12 @@
 """Waiting for data: DataLoaderWorkers says why a rank waits (DataLoading, that it
 waits: ``_data_loading``), from the DataLoader's settings (the agent's
 ``dataloader`` events) and the CPU of the workers (``proc_cpu - proc_cpu_main``,
-docs/format.md): no workers at all, or workers each busy near a whole core
-(saturated). Waiting with idle workers (slow storage, a lock) is left to DataLoading
-and IOBottleneck.
+docs/format.md): no workers at all, or workers each busy near a whole core, running
+or waiting for one (``proc_pool_run_wait``: saturated). Waiting with idle workers (slow
+storage, a lock) is left to DataLoading and IOBottleneck.
 
-What more workers would save is the wait bounded by the idle cores (``_saving``): they
-move the loader's work, they do not remove it.
+What more workers would save is the wait bounded by the idle cores and their fair
+share of busy ones (``_saving``): they move the loader's work, they do not remove it.
 
 On a GPU it counts a step's data wait only up to the device idle within the step
 (``rules._device``): while the device works through queued kernels, a host that
@@ -137,20 +137,31 @@ class DataLoaderWorkers(NodeRule):
             return self._few_workers(data, rank, rows, facts, share, (start, end), priced)
         if main is None:
             return None  # the workers' CPU is unknown: DataLoading reports the wait
-        per_worker = max(busy - main, 0.0) / workers
-        if per_worker < float(self.p_float("worker_cpu_threshold")):
+        # A worker waiting for a core is as busy as one running: starved by other
+        # processes, it uses less than the threshold and still feeds the loop too slowly.
+        queued = sample_median(data.system, "proc_pool_run_wait", start, end) or 0.0
+        used = max(busy - main, 0.0) / workers
+        if used + queued / workers < float(self.p_float("worker_cpu_threshold")):
             return None
-        cpu = sample_median(data.system, "cpu", start, end)
         cores = node_cores(data, {rank: facts})
+        what = f"while its {facts.workers} worker(s) each used a median {_cpu(used, cores)}"
+        if queued / workers >= 1.0:
+            what += f" and waited {_cpu(queued / workers, cores)} for a core"
+        fix = self._more_workers(data, (start, end), cores, priced)
+        return self._finding(rows, rank, share, what + " (saturated)", fix + priced.text())
+
+    def _more_workers(
+        self, data: RuleInput, span: tuple[float, float], cores: int | None, priced: Priced
+    ) -> str:
+        """Where more workers help: idle cores, or a fair share of busy ones that saves
+        at least ``min_cost_s``; else cheaper transforms."""
+        cpu = sample_median(data.system, "cpu", *span)
         idle = cores * (1.0 - cpu / 100.0) if cores and cpu is not None else None
-        each = cpu_text(per_worker / cores, cores, 0) if cores else f"{per_worker / 100:.2f} core"
-        what = f"while its {facts.workers} worker(s) each used a median {each} (saturated)"
-        fix = (
-            f"add workers: about {idle:.1f} core(s) idle"
-            if idle is not None and idle >= 1.0
-            else "make the transforms cheaper: no core is idle"
-        )
-        return self._finding(rows, rank, share, what, fix + priced.text())
+        if idle is not None and idle >= 1.0:
+            return f"add workers: about {idle:.1f} core(s) idle"
+        if priced.saving >= max(float(self.p_float("min_cost_s")), 1e-9):
+            return "add workers: no core is idle, but they would take a fair share of the busy ones"
+        return "make the transforms cheaper: no core is idle"
 
     def _few_workers(
         self,
@@ -192,3 +203,8 @@ class DataLoaderWorkers(NodeRule):
             share,
             threshold,
         )
+
+
+def _cpu(per_core: float, cores: int | None) -> str:
+    """CPU as % of one core summed, shown as % of the node with the cores."""
+    return cpu_text(per_core / cores, cores, 0) if cores else f"{per_core / 100:.2f} core"

@@ -27,10 +27,12 @@ How the busy cores are shared depends on the scheduler (``sched_autogroup`` in
 on (Linux's default on many machines): among sessions first, each session's
 autogroup weighing as one task, then among a group's tasks. So only competitors in
 the job's autogroup (``others_cpu_group``, of the others' ``others``) share by task
-with the new workers; those of other groups keep their CPU (``apart``), or, where
-the job's group used less than an equal share, give it back down to that share:
-the job's group gets ``group = max(cores - apart, cores / (1 + groups))`` cores,
-``groups`` the other busy autogroups (``others_groups``), and the job's tasks, with
+with the new workers; those of other groups keep their CPU (``apart``), or give
+back what the job's group takes on the cores its tasks run on, where it weighs as one
+group beside each core's part of the others: the job's group gets ``group =
+max(cores - apart, spread * cores / (cores + rivals))`` cores, ``spread = min(n + w,
+cores)``, ``rivals = max(groups, apart)``, ``groups`` the other busy autogroups
+(``others_groups``), and the job's tasks, with
 ``n`` of its own, ``m`` of the same group's competitors (the others' runnable tasks,
 ``run_queue - n``, in proportion to their CPU) and ``w`` workers, get about ``group
 * (n + w) / (n + m + w)``. Autogroup off is the case ``apart = 0``. Without the split
@@ -163,11 +165,24 @@ def _fair_share(
         return 0.0
     workers = float(usable or cores)
     group = cores - others.apart
-    if others.groups:  # the job's group may take back up to an equal share
-        group = max(group, cores / (1.0 + others.groups))
+    if others.groups:  # the job's group takes back its share of each core it runs on
+        group = max(group, _group_share(runnable + workers, cores, others))
     total = others.same + others.apart
     mates = max(queue - runnable, 0.0) * (others.same / total if total > 0 else 0.0)
     return group * (runnable + workers) / (runnable + mates + workers)
+
+
+def _group_share(tasks: float, cores: float, others: _Others) -> float:
+    """The cores the job's autogroup gets against the other busy groups with ``tasks``
+    runnable: on each core it runs on (``spread``, one per task) it weighs as one group
+    beside that core's part of the ``rivals`` (each busy group on at least one core,
+    each busy core of theirs at least one group). Measured (docs/rules.md): one worker
+    beside a busy loop per core, each in a session of its own, got 0.71 core, two 1.05:
+    more than an equal share of the groups (0.67), as the kernel weighs a group on each
+    core by its load there."""
+    spread = min(tasks, cores)
+    rivals = max(float(others.groups or 0), others.apart)
+    return spread * cores / (cores + rivals)
 
 
 def autogroup_of(data: RuleInput) -> bool | None:
