@@ -7,16 +7,12 @@ re-exports these names.
 
 from __future__ import annotations
 
-import time
 import traceback
-from collections.abc import Callable
 
 from stepscope.jobfolder import folder_trouble, read_meta
 from stepscope.process import ExitWatch, Word
-from stepscope.read import Job
 from stepscope.rules._live_parts import SCAN_COMPONENT, asked_live
 from stepscope.rules._live_scans import LiveScans, one_line
-from stepscope.rules._registry import RuleSpec
 from stepscope.rules._schedule import next_delay
 from stepscope.rules._types import RuleResult
 
@@ -27,20 +23,11 @@ COMPONENT = "rules-runner"
 class Runner(LiveScans):
     """Scans one job until it ends, then evaluates it completely."""
 
-    def __init__(
-        self,
-        job: Job,
-        specs: list[RuleSpec],
-        clock: Callable[[], float] = time.time,
-        mono: Callable[[], float] | None = None,
-    ) -> None:
-        super().__init__(job, specs, clock, mono)
-        # What run() waits with (tests drive it with a fake clock).
-        self.sleep: Callable[[float], None] = time.sleep
-        self.startup_cpu = 0.0  # the CPU of the runner's process before run() (main sets it)
-        self._meta_due = 0.0  # job.json is read at most every store.min_interval_s
-        self.word: Word | None = None  # the launcher's word that the job ended
-        self.lost: str | None = None  # the job folder was deleted or made read-only
+    # Immutable class defaults: an assignment makes each the instance's own.
+    startup_cpu = 0.0  # the CPU of the runner's process before run() (main sets it)
+    _meta_due = 0.0  # job.json is read at most every store.min_interval_s
+    word: Word | None = None  # the launcher's word that the job ended
+    lost: str | None = None  # the job folder was deleted or made read-only
 
     def job_over(self, parent: ExitWatch | None) -> bool:
         if self.word is not None:  # the launcher tells: job.json is not read

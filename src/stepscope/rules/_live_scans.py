@@ -60,7 +60,9 @@ class LiveScans:
         self.scans = self.quiet_scans = 0  # quiet: the scans that read no new row
         self._results: list[RuleResult] | None = None  # the last scan's verdicts
         self._unjudged = False  # rows added to the buffer since its last evaluation
-        self.cpu: Callable[[], float] = time.process_time  # the scans' cost (run() paces)
+        # What the loop (Runner.run) waits and measures with (tests drive it with a fake clock).
+        self.sleep: Callable[[float], None] = time.sleep
+        self.cpu: Callable[[], float] = time.process_time
         self._last: dict[str, JsonObject] = {}  # verdicts as last written (object stores)
         # its records' times: its clock (the job's timeline, as its verdicts')
         where, pid = socket.gethostname(), os.getpid()
