@@ -250,6 +250,16 @@ class Run:
         return json.loads(self.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture
+def mlflow_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow's file store allowed and its telemetry off, for the test's own MlflowClient
+    too (``QUIET`` of tests/mlflow_store.py)."""
+    from mlflow_store import QUIET
+
+    for key, value in QUIET.items():
+        monkeypatch.setenv(key, value)
+
+
 def env_for_tests(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"

@@ -20,21 +20,15 @@ import torch
 
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
+from mlflow_store import QUIET, training_mlflow_run
 from notify_server import dead_url, hook_server
 
-pytestmark = pytest.mark.process
-mlflow_tracking = pytest.importorskip("mlflow.tracking")
+pytestmark = [pytest.mark.process, pytest.mark.usefixtures("mlflow_quiet")]
+pytest.importorskip("mlflow.tracking")
 pytest.importorskip("wandb")
 
 MLP = str(SCRIPTS / "mlp.py")
 TRAIN = ["--steps", "60", "--stall-at", "40", "--stall-s", "3"]  # StepOutlier fires
-QUIET = {"MLFLOW_ALLOW_FILE_STORE": "true", "MLFLOW_DISABLE_TELEMETRY": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in QUIET.items():  # the test's own MlflowClient too
-        monkeypatch.setenv(key, value)
 
 
 def _config(tmp: Path, webhook: str, command: list[str]) -> str:
@@ -78,13 +72,11 @@ def _taken_port() -> Iterator[int]:
 def test_every_integration_on_gets_its_part_and_training_is_bit_identical(
     tmp_path: Path,
 ) -> None:
-    uri = (tmp_path / "mlruns").as_uri()
-    client = mlflow_tracking.MlflowClient(tracking_uri=uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    _, client, run_id, mlflow_env = training_mlflow_run(tmp_path)
     got = tmp_path / "command.jsonl"
     command = [sys.executable, "-c", f"import sys; open({str(got)!r}, 'a').write(sys.stdin.read())"]
-    env = env_for_tests(MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run_id, WANDB_MODE="offline",
-                        WANDB_DIR=str(tmp_path), WANDB_RUN_ID="all1", **QUIET)  # fmt: skip
+    env = env_for_tests(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_RUN_ID="all1",
+                        **mlflow_env)  # fmt: skip
     bare = _weights(tmp_path, "bare")
     with hook_server() as hook:
         config = _config(tmp_path, f"{hook.url}/hook", command)

@@ -234,11 +234,11 @@ def test_a_root_whose_mode_cannot_be_read_gets_a_fault_not_a_row(native: bool) -
     faults = FaultBoundary(open_store("memory://mode-unreadable"), {"rank": 0})
     rec = _recorder.new_recorder(deque(), native)
     rec.boundary = 0.0
-    hooks = TorchHooks(rec, faults)
+    forwards = TorchHooks(rec, faults).forwards
     module = _ModeUnreadable()
-    hooks._roots = {id(module): module}
+    forwards.roots[id(module)] = module
     inherited = _ModeUnreadable.__call__
-    call = hooks._native_call(inherited) if native else hooks._python_call(inherited)
+    call = forwards.native_call(inherited) if native else forwards.python_call(inherited)
     assert call(module, 1) == 2  # the forward's result, untouched
     assert not rec.rows and rec.eval_steps == 0 and not rec._in_forward
     assert "mode unreadable" in str(faults.log.records["step-hooks"]["error"])

@@ -16,9 +16,10 @@ import torch
 
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
+from mlflow_store import QUIET, training_mlflow_run
 from wandb_log import logged
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.usefixtures("mlflow_quiet")]
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
 
 MLP = str(SCRIPTS / "mlp.py")
@@ -30,13 +31,6 @@ parameters = { threshold = 35 }  # a tiny model's own loader takes ~20% on a loa
 """
 STARVED = ["--steps", "40", "--slow-data", "0.02"]
 HEALTHY = ["--steps", "60"]
-QUIET = {"MLFLOW_ALLOW_FILE_STORE": "true", "MLFLOW_DISABLE_TELEMETRY": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in QUIET.items():  # the test's own MlflowClient too
-        monkeypatch.setenv(key, value)
 
 
 def _config(tmp_path: Path) -> str:
@@ -47,10 +41,8 @@ def _config(tmp_path: Path) -> str:
 
 def _mlflow_run(tmp_path: Path, args: list[str]) -> tuple[str, str, Path]:
     """A job under ``stepscope run`` with ``MLFLOW_RUN_ID`` set: (uri, run id, job)."""
-    uri = (tmp_path / "mlruns").as_uri()
-    client = mlflow_tracking.MlflowClient(tracking_uri=uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    env = env_for_tests(MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run_id, **QUIET)
+    uri, _, run_id, mlflow_env = training_mlflow_run(tmp_path)
+    env = env_for_tests(**mlflow_env)
     run = stepscope_run(tmp_path, [MLP, *args], "--config", _config(tmp_path), env=env)
     assert run.code == 0, run.stderr
     return uri, run_id, run.job_path

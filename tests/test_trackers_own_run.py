@@ -15,20 +15,14 @@ import pytest
 
 import stepscope
 from conftest import SCRIPTS, env_for_tests, stepscope_run
+from mlflow_store import training_mlflow_run
 from wandb_log import logged, run_records
 
-pytestmark = pytest.mark.process
-mlflow_tracking = pytest.importorskip("mlflow.tracking")
+pytestmark = [pytest.mark.process, pytest.mark.usefixtures("mlflow_quiet")]
+pytest.importorskip("mlflow.tracking")
 
 TRAIN = str(SCRIPTS / "tracked_train.py")
 STEPS = 40
-QUIET = {"MLFLOW_ALLOW_FILE_STORE": "true", "MLFLOW_DISABLE_TELEMETRY": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in QUIET.items():  # the test's own MlflowClient too
-        monkeypatch.setenv(key, value)
 
 
 def _train(tmp_path: Path, tracker: str, env: dict[str, str]) -> dict[str, object]:
@@ -76,11 +70,8 @@ def test_wandb_logs_to_its_own_run_grouped_with_the_trainings(tmp_path: Path) ->
 def test_mlflow_adds_its_keys_to_the_trainings_run_and_changes_nothing_else(
     tmp_path: Path,
 ) -> None:
-    uri = (tmp_path / "mlruns").as_uri()
-    client = mlflow_tracking.MlflowClient(tracking_uri=uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    env = env_for_tests(MLFLOW_TRACKING_URI=uri, MLFLOW_RUN_ID=run_id, **QUIET)
-    left = _train(tmp_path, "mlflow", env)
+    _, client, run_id, mlflow_env = training_mlflow_run(tmp_path)
+    left = _train(tmp_path, "mlflow", env_for_tests(**mlflow_env))
     now = json.loads(json.dumps(client.get_run(run_id).to_dictionary()))
     assert now["info"] == left["info"]  # FINISHED by the training, its end time kept
     ours = {k for part in ("metrics", "tags", "params") for k in now["data"].get(part, {})

@@ -10,20 +10,21 @@ profiler) and the steps during which its export still runs on the background
 thread are marked ``profiled``; no step after the export ends is (the export's end
 pokes the recorder, and the next boundary takes the mark off). Live requests
 (profilers/_live.py) arrive in an inbox and are applied here, at the next boundary.
-The rules of a window's timing are in :mod:`._window_state`. See docs/profiling.md.
+The rules of a window's timing are in :mod:`._window_state`; the start and stop of its
+profiler, and its export, in :mod:`._window_switch`. See docs/profiling.md.
 """
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable
 
 from stepscope.agent import _window_state as state
 from stepscope.agent._faults import FaultBoundary
 from stepscope.agent._recorder import EVERY_STEP, NEVER, StepRecorder
-from stepscope.agent._window_state import Active, WindowRecord
-from stepscope.agent.profilers import ArtifactSink, Finish, ProfileHookBusy, WindowProfiler
+from stepscope.agent._window_state import Active
+from stepscope.agent._window_switch import ProfilerSwitch
+from stepscope.agent.profilers import ArtifactSink
 from stepscope.agent.profilers import make_profiler as _make_profiler
 from stepscope.jobfolder import LiveRequest, Planned, describe
 
@@ -47,13 +48,18 @@ class WindowScheduler:
         self.event, self.now, self.wall, self.faults = event, now, wall, faults
         self.active: list[Active] = []
         self.inbox: deque[LiveRequest] = deque()
-        self.submit: Callable[[Callable[[], None]], None] = lambda job: job()
         self.ack: Ack | None = None
         self._tail = False
-        self._exporting = 0  # windows whose export runs on the background thread
-        self._deferred: deque[Callable[[], None]] = deque()
-        self._safe = False  # True where the PyTorch profiler may start and stop at once
-        self._lock = threading.Lock()
+        self.switch = ProfilerSwitch(recorder, sink, self._emit, faults)
+
+    @property
+    def submit(self) -> Callable[[Callable[[], None]], None]:
+        """Where exports and acknowledgements run (the agent's background thread)."""
+        return self.switch.submit
+
+    @submit.setter
+    def submit(self, submit: Callable[[Callable[[], None]], None]) -> None:
+        self.switch.submit = submit
 
     # -- called by the agent ------------------------------------------------------------
     def on_boundary(self, phase: str, step: int, _t: float) -> tuple[int, int]:
@@ -66,10 +72,12 @@ class WindowScheduler:
         """
         if not (self.plan or self.active or self.inbox or self._tail):
             # Only an export left, or nothing: no call per step until the export pokes.
-            self.rec.profiled = self._exporting > 0
+            self.rec.profiled = self.switch.exporting > 0
             return NEVER
         train = phase == "train"
-        self._guarded(lambda: self._advance(step + 1 if train else self.rec.train_steps, train))
+        self.switch.guarded(
+            lambda: self._advance(step + 1 if train else self.rec.train_steps, train)
+        )
         return EVERY_STEP
 
     def request(self, request: LiveRequest) -> None:
@@ -79,17 +87,17 @@ class WindowScheduler:
 
     def attach(self) -> None:
         """Before the first step (torch was just imported): windows that start at once."""
-        self._safe = True  # not inside optimizer.step(): the profiler may start here
+        self.switch.safe = True  # not inside optimizer.step(): the profiler may start here
         try:
-            self._guarded(lambda: self._advance(self.rec.train_steps, False))
+            self.switch.guarded(lambda: self._advance(self.rec.train_steps, False))
         finally:
-            self._safe = False
+            self.switch.safe = False
 
     def stop(self) -> None:
         """Close every open window (at exit); planned windows that never ran are dropped."""
-        self._safe = True
+        self.switch.safe = True
         self.rec.deferred = None
-        self._run_deferred()
+        self.switch.run_deferred()
         while self.active:
             active = self.active[0]
             try:
@@ -107,12 +115,6 @@ class WindowScheduler:
             detail["profile_kind"] = detail.pop("kind")
         self.event(name, **detail)
 
-    def _guarded(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except Exception as exc:
-            self.faults.record("profiling", exc)
-
     def _advance(self, nxt: int, train: bool) -> None:
         now = self.now()
         if train:
@@ -129,7 +131,7 @@ class WindowScheduler:
             self._consider(planned, nxt, now)
         self._tail = closed
         # The export competes with training for the interpreter: steps it slows are marked.
-        self.rec.profiled = bool(self.active) or closed or self._exporting > 0
+        self.rec.profiled = bool(self.active) or closed or self.switch.exporting > 0
 
     def _take_inbox(self, nxt: int) -> bool:
         closed = False
@@ -182,10 +184,7 @@ class WindowScheduler:
         shown = p.window.to_dict()
         if reason is None:
             profiler = _make_profiler(p.window, self.rec, self.wall, self.sink)
-            if p.window.kind == "detailed" and not self._safe:
-                self._later(profiler.start)
-            else:
-                reason = self._start(profiler)
+            reason = self.switch.start(profiler, p.window.kind == "detailed")
         if reason is not None:
             self._emit(
                 "profiling_skipped", kind=p.label, window=shown, request=p.request, reason=reason
@@ -194,56 +193,9 @@ class WindowScheduler:
         self.active.append(Active(p, profiler, nxt, now))
         self._emit("profiling_start", kind=p.label, window=shown, first_step=nxt, request=p.request)
 
-    def _start(self, profiler: WindowProfiler) -> str | None:
-        try:
-            profiler.start()
-        except ProfileHookBusy as exc:
-            return str(exc)
-        except Exception as exc:
-            self.faults.record("profiling", exc)
-            return f"the profiler failed to start: {type(exc).__name__}: {exc}"
-        return None
-
-    def _later(self, op: Callable[[], None]) -> None:
-        """Run ``op`` at the next data fetch or forward, outside ``optimizer.step()``."""
-        self._deferred.append(op)
-        self.rec.deferred = self._run_deferred
-
-    def _run_deferred(self) -> None:
-        while self._deferred:
-            self._guarded(self._deferred.popleft())
-
     def _close(self, a: Active, nxt: int) -> None:
         self.active.remove(a)
         last = max(nxt - 1, a.first_step)
         base = self.sink.base(a.planned.label, a.first_step, last)
         record = state.window_record(a, self.sink.rank, last, self.now())
-        with self._lock:
-            self._exporting += 1
-        if a.planned.window.kind == "detailed" and not self._safe:
-            self._later(lambda: self._stop_and_submit(a.profiler, base, record))
-        else:
-            self._stop_and_submit(a.profiler, base, record)
-
-    def _stop_and_submit(self, profiler: WindowProfiler, base: str, record: WindowRecord) -> None:
-        try:
-            finish = profiler.stop()
-        except Exception:
-            with self._lock:
-                self._exporting -= 1
-            self.rec.poke = True
-            raise
-        self.submit(lambda: self._finish(finish, base, record))
-
-    def _finish(self, finish: Finish, base: str, record: WindowRecord) -> None:
-        """Background thread: export, then the window's record (docs/format.md)."""
-        try:
-            doc = record.to_dict(finish(self.sink, base))
-            self.sink.write_json(f"{base}.window.json", doc)
-            self._emit("profiling_window", **doc)
-        finally:
-            with self._lock:
-                self._exporting -= 1
-            # After the decrement: the boundary that sees the poke sees the export done
-            # and takes the mark off the steps after it.
-            self.rec.poke = True
+        self.switch.stop(a.profiler, a.planned.window.kind == "detailed", base, record)

@@ -33,8 +33,8 @@ from stepscope.jobfolder import (
     write_meta,
 )
 from stepscope.launch._clocksync import Offset, TimeServer, measure, skewed_clock
+from stepscope.launch._command_watch import say
 from stepscope.launch._ending import incomplete_of_ranks, node_status, record_abrupt
-from stepscope.launch._launcher import say
 from stepscope.launch._torchrun import Plan
 from stepscope.store import Store
 

@@ -1,8 +1,9 @@
-"""What a helper that stopped making progress was doing, for its fault record.
+"""What a helper that stopped making progress was doing, for its fault record, and its kill.
 
 The launcher kills a helper that is hung while the job runs (no progress for
-``HUNG_S``) or that has not finished ``STOP_S`` after the job's end. Before it
-does, it notes what the helper was doing, where the platform can tell:
+``HUNG_S``) or that has not finished ``STOP_S`` after the job's end, both through
+:func:`kill_stuck`. Before it does, it notes what the helper was doing, where the
+platform can tell:
 
 * its state and kernel wait channel (``/proc/<pid>/stat`` and ``wchan``, Linux):
   ``T`` is stopped (``SIGSTOP``), ``D`` waits in the kernel (storage?);
@@ -19,15 +20,17 @@ import contextlib
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stepscope.process import STACK_SIGNAL
+from stepscope.process import STACK_SIGNAL, wait_child
 
 if TYPE_CHECKING:
     from stepscope.launch._helpers import Helper
 
 STACK_WAIT_S = 0.3  # for every asked helper together: a running one dumps in microseconds
 STACK_LINES = 60
+KILLED_WAIT_S = 1.0  # a killed helper in the kernel (storage) dies when its call returns
 STATES = {
     "T": "stopped (SIGSTOP): a stopped process cannot dump its stack",
     "t": "stopped by a tracer: a stopped process cannot dump its stack",
@@ -117,3 +120,33 @@ def hung_for(h: Helper, mono: float) -> float:
     if progress is None:
         return (mono - h.started_mono) / 2
     return mono - progress
+
+
+@dataclass(frozen=True)
+class Stuck:
+    """What a killed helper was doing (:func:`kill_stuck`)."""
+
+    phrase: str  # its state and last progress, for the fault's line
+    fields: dict[str, object]  # the fault record's: state, wait channel, stack, ...
+    progress: float  # the unix time of its last progress (its start if it made none)
+    mark: float | None  # its newest stored sample's time (the sampler's), if it said
+    pid: int | None
+
+
+def kill_stuck(h: Helper, stack: list[str] | None) -> Stuck:
+    """Note what a helper that stopped making progress was doing, then kill it."""
+    phrase, fields = doing(h, stack)
+    _, mark = h.last_progress()
+    pid = h.proc.pid if h.proc is not None else None
+    stuck = Stuck(phrase, fields, last_progress_wall(h), mark, pid)
+    kill(h)
+    return stuck
+
+
+def kill(h: Helper) -> None:
+    """SIGKILL (it ends a stopped process too) and reap, a bounded wait."""
+    if h.proc is None:
+        return
+    with contextlib.suppress(OSError):
+        h.proc.kill()
+    wait_child(h.proc, None, KILLED_WAIT_S)

@@ -3,8 +3,9 @@
 The launcher creates the job folder, injects the agent into the Python process
 (``sitecustomize`` on ``PYTHONPATH``, no change to the script), starts the node's
 system sampler and the live rule runner in their own processes, keeps a
-heartbeat, forwards signals, takes stop requests from the control channel, and
-records how the job ended. It exits with the command's own exit code.
+heartbeat, forwards signals, takes stop requests from the control channel
+(``_command_watch``), and records how the job ended. It exits with the command's
+own exit code.
 """
 
 from __future__ import annotations
@@ -14,37 +15,26 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from stepscope.config import missing_rule_inputs
 from stepscope.jobfolder import (
     FaultLog,
-    Heartbeat,
     JobClock,
     JobJson,
     JobMeta,
     JsonObject,
-    control,
     update_meta,
     use_clock,
-    write_heartbeat,
     write_meta,
 )
-from stepscope.launch._ending import (
-    clock_step,
-    incomplete_reason,
-    node_status,
-    rank_error,
-    record_abrupt,
-)
-from stepscope.launch._folder import FolderWatch, disk_full, start_error
+from stepscope.launch._command_watch import CommandWatch, say
+from stepscope.launch._ending import incomplete_reason, node_status, rank_error, record_abrupt
+from stepscope.launch._folder import disk_full, start_error
 from stepscope.launch._supervise import Helpers
-from stepscope.process import pidfd, spawn_interruptible, wait_child
+from stepscope.process import spawn_interruptible
 from stepscope.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -52,8 +42,6 @@ if TYPE_CHECKING:
 
 # The agent's sitecustomize, put on the command's PYTHONPATH by path (never imported here).
 BOOTSTRAP_DIR = str(Path(__file__).parents[1] / "agent" / "_bootstrap")
-HEARTBEAT_S = 2.0
-STOP_GRACE_S = 10.0
 
 
 @dataclass
@@ -81,10 +69,6 @@ class RunSpec:
     timeline_s: float | None = None
 
 
-def say(msg: str) -> None:
-    print(f"stepscope: {msg}", file=sys.stderr, flush=True)
-
-
 def _job_meta(spec: RunSpec, clock: JobClock, warnings: list[str]) -> JobMeta:
     meta = JobMeta.new(spec.job, spec.command, spec.config, [spec.node], clock)
     if warnings:  # rules whose input the configuration does not save (docs/tensors.md)
@@ -109,86 +93,8 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-class _Supervisor:
-    """Waits for the command; heartbeats, signals and stop requests meanwhile."""
-
-    def __init__(
-        self,
-        store: Store,
-        spec: RunSpec,
-        child: subprocess.Popen[bytes],
-        helpers: Helpers,
-        clock: JobClock,
-    ) -> None:
-        self.store, self.spec, self.child, self.helpers = store, spec, child, helpers
-        self.clock = clock  # schedules and stamps: the job's timeline, never a stepped wall
-        self.stop_reason: str | None = None
-        self._stop_sent = 0.0
-        self._requests = control.Requests(self.store, "stop")
-        self.beat_s = max(HEARTBEAT_S, store.min_interval_s)  # object stores: fewer requests
-        self.folder = FolderWatch(store, say)  # a deleted or read-only folder: told once
-
-    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        self.stop_reason = self.stop_reason or f"interrupted by {signal.Signals(signum).name}"
-        if signum == signal.SIGINT and _terminal_sent_it():
-            return  # the terminal already sent it to the whole foreground group
-        self.child.send_signal(signum)
-
-    def wait(self) -> int:
-        last_beat = 0.0
-        fd = pidfd(self.child.pid)  # sleep until the command ends, without polling it
-        try:
-            while (code := wait_child(self.child, fd, 0.25)) is None:
-                now = self.clock.now()
-                self.helpers.check(now)
-                if now - last_beat >= self.beat_s:
-                    last_beat = now
-                    if (step := clock_step(self.clock, self.helpers.faults)) is not None:
-                        say(step)
-                    self._guarded(self._beat)
-                    self._guarded(self._take_stop_requests)
-                    disk_full(self.store, self.helpers.faults)
-                self._escalate(now)
-        finally:
-            if fd is not None:
-                os.close(fd)
-        return code
-
-    def _guarded(self, fn: Callable[[], object]) -> None:
-        self.folder.guarded(fn)  # storage trouble must not end the supervision
-
-    def _beat(self) -> None:
-        write_heartbeat(self.store, self.spec.node, Heartbeat.now(self.beat_s))
-
-    def _take_stop_requests(self) -> None:
-        for name, body in self._requests.pending():
-            if not isinstance(body, dict):
-                control.acknowledge(self.store, name, False, "not a JSON object")
-                continue
-            reason = str(body.get("reason", "stop requested"))
-            self.stop_reason = f"{reason} (by {body.get('by', 'unknown')})"
-            control.acknowledge(self.store, name, True, "stopping")
-            say(f"stopping the job: {self.stop_reason}")
-            if not self._stop_sent:
-                self._stop_sent = self.clock.now()
-                self.child.send_signal(signal.SIGINT)
-
-    def _escalate(self, now: float) -> None:
-        """A graceful stop that is ignored becomes SIGTERM, then SIGKILL."""
-        if self._stop_sent and now - self._stop_sent > STOP_GRACE_S:
-            sig = signal.SIGKILL if now - self._stop_sent > 2 * STOP_GRACE_S else signal.SIGTERM
-            self.child.send_signal(sig)
-
-
-def _terminal_sent_it() -> bool:
-    try:
-        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
-    except OSError:
-        return False
-
-
 def _finish(
-    store: Store, spec: RunSpec, child: subprocess.Popen[bytes], clock: JobClock, sup: _Supervisor
+    store: Store, spec: RunSpec, child: subprocess.Popen[bytes], clock: JobClock, sup: CommandWatch
 ) -> JobJson:
     faults, stop_reason, code = sup.helpers.faults, sup.stop_reason, _exit_code(child.returncode)
     abrupt = record_abrupt(store, spec.node, clock.now(), faults, (child.pid, child.returncode))
@@ -225,7 +131,7 @@ def run(spec: RunSpec) -> int:
     child = spawn_interruptible(spec.command, _child_env(spec, store))
     faults = FaultLog(store, spec.node, os.getpid(), wall=clock.now)
     helpers = Helpers(spec, store, child.pid, faults, clock.now)
-    sup = _Supervisor(store, spec, child, helpers, clock)
+    sup = CommandWatch(store, spec, child, helpers, clock)
     old = {s: signal.signal(s, sup.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     helpers.start()
     try:

@@ -1,5 +1,5 @@
 """The launcher's watch over its helpers while the training runs, and their stop at the
-end (see ``_helpers``; what a hung helper was doing: ``_hung``)."""
+end (see ``_helpers``; what a hung or late helper was doing, and its kill: ``_hung``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from stepscope.launch._helpers import (
     describe_exit,
     seconds_from_env,
 )
-from stepscope.launch._hung import ask_stacks, doing, hung_for, last_progress_wall
+from stepscope.launch._hung import ask_stacks, hung_for, kill_stuck
 from stepscope.launch._stale import mark_stale
 from stepscope.process import wait_child
 
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 SAMPLER, RULES = "sampler", "rules-runner"
 FORWARD_S = 2.0  # how often the helpers' stderr is copied to the launcher's
 GAP_COMPONENT, GAP_INTERVALS, GAP_MIN_S = "sampling-gap", 3.0, 1.0  # as the sampler's
-KILLED_WAIT_S = 1.0  # a killed helper in the kernel (storage) dies when its call returns
 MARK_WAIT_S = 1.0  # for the stale marks: the store may be what held the rule runner
 
 
@@ -100,11 +99,9 @@ class Helpers:
     def _hung(self, h: Helper, now: float) -> None:
         """Record what the hung helper was doing, kill it: restarted like a dead one."""
         assert h.proc is not None
-        phrase, fields = doing(h, ask_stacks([h]).get(h.name))
-        since = last_progress_wall(h)
-        _kill(h)
-        how = f"hung ({phrase}), killed"
-        self._died(h, -signal.SIGKILL, now, how=how, gap_start=since, **fields)
+        stuck = kill_stuck(h, ask_stacks([h]).get(h.name))
+        how = f"hung ({stuck.phrase}), killed"
+        self._died(h, -signal.SIGKILL, now, how=how, gap_start=stuck.progress, **stuck.fields)
 
     def _died(
         self,
@@ -179,20 +176,20 @@ class Helpers:
 
     def _late(self, h: Helper, stack: list[str] | None, ended: float) -> None:
         """Record and kill a helper that did not finish in time (see :meth:`stop`)."""
-        phrase, fields = doing(h, stack)
-        _, stored = h.last_progress()  # the sampler's newest stored sample
-        since = stored if stored is not None else last_progress_wall(h)
-        pid = h.proc.pid if h.proc is not None else None
-        _kill(h)
+        stuck = kill_stuck(h, stack)
+        phrase = stuck.phrase
         error = f"{h.name} did not finish within {self.stop_s:g} s of the job's end ({phrase})"
         error += "; killed"
         if h.name == RULES:
             error += f"; {self._stale()}"
-        elif h.name == SAMPLER:
+        elif h.name == SAMPLER:  # the gap starts at the newest sample it stored
+            since = stuck.mark if stuck.mark is not None else stuck.progress
             self._end_gap(since, ended, f"the sampler was hung at the end of the job ({phrase})")
         print(f"stepscope: {error}", flush=True, file=sys.stderr)
         h.forward()
-        self.faults.record(f"helper-{h.name}", error, stderr=h.tail(), helper_pid=pid, **fields)
+        self.faults.record(
+            f"helper-{h.name}", error, stderr=h.tail(), helper_pid=stuck.pid, **stuck.fields
+        )
 
     def _stale(self) -> str:
         """Mark the running verdicts stale (bounded: the store may be what hung)."""
@@ -215,15 +212,6 @@ class Helpers:
 
     def alive(self) -> bool:
         return any(h.proc is not None and h.proc.poll() is None for h in self.helpers)
-
-
-def _kill(h: Helper) -> None:
-    """SIGKILL (it ends a stopped process too) and reap, a bounded wait."""
-    if h.proc is None:
-        return
-    with contextlib.suppress(OSError):
-        h.proc.kill()
-    wait_child(h.proc, None, KILLED_WAIT_S)
 
 
 def _notifies(config: JsonObject) -> bool:

@@ -32,9 +32,8 @@ from stepscope.jobfolder import (
     record_problem,
     without_bad_keys,
 )
-from stepscope.read._efficiency_frame import EfficiencyViews
-from stepscope.read._kernel_frame import KernelViews
 from stepscope.read._streams import RowStreams
+from stepscope.read._trace_frames import EfficiencyViews, KernelViews
 from stepscope.read._trace_views import TraceMemo
 from stepscope.store import Store, open_store
 

@@ -205,7 +205,7 @@ class LiveState:
             system=system[node] if len(system.get(node, ())) else empty_system(),
             events=mine,
             others=empty_others(),
-            nodes={node: base.nodes[node]} if node in base.nodes else {},
+            nodes=base.nodes_of(node),
             cache={},
         )
 

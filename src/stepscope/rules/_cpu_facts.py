@@ -122,10 +122,8 @@ def sample_median(system: pd.DataFrame, column: str, start: float, end: float) -
 
 def node_cores(data: RuleInput, facts: dict[int, RankFacts]) -> int | None:
     """The node's cores: ``nodes/<node>.json``, else what a rank's ``threads`` event says."""
-    for info in data.nodes.values():
-        count = _count(info.get("cpu_count"))
-        if count:
-            return count
+    if count := _count(data.cores()):
+        return count
     return next((f.cpu_count for f in facts.values() if f.cpu_count), None)
 
 

@@ -150,7 +150,7 @@ def node_inputs(job: Job, base: RuleInput) -> Iterator[RuleInput]:
             others=_or(
                 read_streams(store, others.get(node, []), ("time",), check=check), empty_others
             ),
-            nodes={node: base.nodes[node]} if node in base.nodes else {},
+            nodes=base.nodes_of(node),
             now=base.now,
             origin=base.origin,
             meta=base.meta,

@@ -127,7 +127,7 @@ class HostContention(HostRule):
         return np.asarray(np.minimum(waits, steps["duration"].to_numpy(np.float64)), np.float64)
 
     def unjudged(self, data: RuleInput) -> str | None:
-        if not any(info.get("cpu_count") for info in data.nodes.values()):
+        if data.cores() is None:
             return "no core count (nodes/<node>.json) to share the node's CPU by"
         return None
 
@@ -135,7 +135,7 @@ class HostContention(HostRule):
         return {"top": top_others(data.others, -np.inf, np.inf)}
 
     def _series(self, framed: pd.DataFrame, data: RuleInput) -> dict[str, pd.Series]:
-        cores = float(next(iter(data.nodes.values()))["cpu_count"] or 1)
+        cores = data.cores() or 1.0
         job = framed["proc_cpu"].astype(np.float64) / cores
         steal = framed["cpu_steal"] if "cpu_steal" in framed else pd.Series(np.nan, framed.index)
         others = others_cpu(framed, cores)

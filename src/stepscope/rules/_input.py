@@ -102,16 +102,29 @@ class RuleInput:
                 return frame
             return frame[frame["node"] == node]
 
-        nodes = {node: self.nodes[node]} if node in self.nodes else {}
         return replace(
             self,
             steps=only(self.steps),
             system=only(self.system),
             events=only(self.events),
             others=only(self.others),
-            nodes=nodes,
+            nodes=self.nodes_of(node),
             cache={},
         )
+
+    def nodes_of(self, node: str) -> dict[str, NodeInfo]:
+        """``nodes`` restricted to ``node`` (empty where it has no ``nodes/<node>.json``)."""
+        return {node: self.nodes[node]} if node in self.nodes else {}
+
+    def cores(self, node: str | None = None) -> float | None:
+        """The cores of ``node`` (None: of the first node that says) from its
+        ``nodes/<node>.json``; None where unknown."""
+        infos = list(self.nodes.values()) if node is None else list(self.nodes_of(node).values())
+        for info in infos:
+            count = info.get("cpu_count")
+            if isinstance(count, int | float) and not isinstance(count, bool) and count > 0:
+                return float(count)
+        return None
 
     def start(self) -> float:
         """The origin of the time windows: the job's start, else its first datum."""

@@ -21,8 +21,7 @@ def node_cores(data: RuleInput, flagged: pd.DataFrame) -> float | None:
     """The cores of the flagged steps' node (None: unknown)."""
     if not len(flagged):
         return None
-    info = data.nodes.get(str(flagged["node"].iloc[0]), {})
-    return float(info.get("cpu_count") or 0) or None
+    return data.cores(str(flagged["node"].iloc[0]))
 
 
 def others_cpu(data: RuleInput, flagged: pd.DataFrame) -> FloatArray:

@@ -137,7 +137,7 @@ class BatchSize(SystemRule):
     _cores: float | None = None
 
     def check(self, data: RuleInput) -> Part:
-        self._cores = _cores(data)
+        self._cores = data.cores()
         return super().check(data)
 
     def columns(self, gpus: list[int]) -> list[str]:
@@ -224,12 +224,3 @@ class LowGPUUtilization(SystemRule):
         return run_finding(
             text, self.recommendation, run, value, threshold, 0.0, node=node, device=device
         )
-
-
-def _cores(data: RuleInput) -> float | None:
-    """The node's cores (``nodes/<node>.json``), None when unknown."""
-    for info in data.nodes.values():
-        count = info.get("cpu_count")
-        if isinstance(count, int | float) and count > 0:
-            return float(count)
-    return None

@@ -56,9 +56,11 @@ from stepscope.store import Store, open_store
 if TYPE_CHECKING:
     from stepscope.read import Job
     from stepscope.rules._live_parts import SCAN_COMPONENT, Observer, chunk_seconds, write_results
-    from stepscope.rules._live_runner import DEFAULT_S, MIN_PERIOD_S, POLL_S, Runner
+    from stepscope.rules._live_runner import POLL_S, Runner
+    from stepscope.rules._live_scans import DEFAULT_S, MIN_PERIOD_S
 
-# The loop's names (Runner and friends) live in _live_runner; they stay importable here.
+# The loop's names (Runner and friends) live in _live_runner, _live_scans and _live_parts;
+# they stay importable here.
 __all__ = [
     "COMPONENT",
     "DEFAULT_S",
@@ -86,9 +88,10 @@ def __getattr__(name: str) -> object:
     # The loop (pandas, DuckDB) only once there is something to judge: see main().
     if name not in _LOOP_NAMES | {"write_results"}:
         raise AttributeError(f"module 'stepscope.rules.runner' has no attribute {name!r}")
-    from stepscope.rules import _live_parts, _live_runner
+    from stepscope.rules import _live_parts, _live_runner, _live_scans
 
-    return getattr(_live_parts if hasattr(_live_parts, name) else _live_runner, name)
+    home = next((m for m in (_live_parts, _live_scans) if hasattr(m, name)), _live_runner)
+    return getattr(home, name)
 
 
 def write_fault(store: Store, exc: BaseException) -> None:

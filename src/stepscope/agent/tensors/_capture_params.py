@@ -50,7 +50,7 @@ class ParamCapture:
         return self._names
 
     def _roots(self) -> list[nn.Module]:
-        return list(self._hooks._roots.values()) if self._hooks is not None else []
+        return list(self._hooks.forwards.roots.values()) if self._hooks is not None else []
 
     def _on_optimizer(self, optimizer: Optimizer, *_: object) -> None:
         step = self.rec.train_steps
