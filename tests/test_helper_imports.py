@@ -69,3 +69,19 @@ def test_the_final_evaluation_reads_without_duckdb(tmp_path: Path) -> None:
     assert _imported(leaner) == ["numpy", "pandas", "pyarrow"]
     verdict = json.loads((job / "rules" / "StepOutlier.json").read_text())
     assert verdict["status"] != "InProgress" and verdict["datapoints"] > 0  # judged
+
+
+def test_imports_without_gc_freezes_what_they_made_and_collects_again() -> None:
+    """The helpers' imports run with the collector off; after them it is on again, and
+    what they made is frozen (never walked again), new cycles are still collected."""
+    code = (
+        "import gc\n"
+        "from stepscope.process import imports_without_gc\n"
+        "with imports_without_gc():\n"
+        "    assert not gc.isenabled()\n"
+        "    import pyarrow\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 10_000, gc.get_freeze_count()\n"
+        "a = []; a.append(a); del a\n"
+        "assert gc.collect() >= 1\n"
+    )
+    assert _imported(code) == ["numpy", "pyarrow"]
