@@ -20,7 +20,8 @@ def _processes(tmp: str) -> dict[str, list[str]]:
     run = ["-m", "stepscope.cli", "run", "-o", tmp, "--job"]
     return {
         "launcher (`stepscope run -- true`)": [*run, "JOB", "--", "true"],
-        "sampler": ["-c", "import stepscope.sampler.main"],
+        # the module and the loop its main() imports (at the module's import before)
+        "sampler": ["-c", "import stepscope.sampler.main, stepscope.sampler._sampler"],
         "rule runner": ["-c", "import stepscope.rules.runner"],
         "agent (in the training)": ["-c", "import stepscope.agent.bootstrap"],
     }

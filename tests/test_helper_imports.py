@@ -43,7 +43,12 @@ def test_the_launcher_imports_none_of_them(tmp_path: Path) -> None:
 
 
 def test_the_sampler_imports_what_it_writes_and_reads_with() -> None:
-    assert _imported("import stepscope.sampler.main") == ["numpy", "psutil", "pyarrow"]
+    """Its module imports none (main() imports its loop after the arguments, with the
+    garbage collector off); the loop imports pyarrow (numpy) and psutil, not the
+    configuration's parser (stepscope.config: the live requests' parser is lazy)."""
+    assert _imported("import stepscope.sampler.main") == []
+    loop = "import stepscope.sampler._sampler; assert 'stepscope.config' not in sys.modules"
+    assert _imported(loop) == ["numpy", "psutil", "pyarrow"]
 
 
 def test_the_rule_runner_waits_for_data_with_none_of_them() -> None:
@@ -59,5 +64,24 @@ def test_the_final_evaluation_reads_without_duckdb(tmp_path: Path) -> None:
         f"assert main(['--job-url', {str(job)!r}, '--once']) == 0"
     )
     assert _imported(code) == ["numpy", "pandas", "pyarrow"]
+    # nor the configuration's parser, nor pyarrow.dataset (a job without tensors)
+    leaner = f"{code}; assert not {{'stepscope.config', 'pyarrow.dataset'}} & set(sys.modules)"
+    assert _imported(leaner) == ["numpy", "pandas", "pyarrow"]
     verdict = json.loads((job / "rules" / "StepOutlier.json").read_text())
     assert verdict["status"] != "InProgress" and verdict["datapoints"] > 0  # judged
+
+
+def test_imports_without_gc_freezes_what_they_made_and_collects_again() -> None:
+    """The helpers' imports run with the collector off; after them it is on again, and
+    what they made is frozen (never walked again), new cycles are still collected."""
+    code = (
+        "import gc\n"
+        "from stepscope.process import imports_without_gc\n"
+        "with imports_without_gc():\n"
+        "    assert not gc.isenabled()\n"
+        "    import pyarrow\n"
+        "assert gc.isenabled() and gc.get_freeze_count() > 10_000, gc.get_freeze_count()\n"
+        "a = []; a.append(a); del a\n"
+        "assert gc.collect() >= 1\n"
+    )
+    assert _imported(code) == ["numpy", "pyarrow"]

@@ -59,12 +59,6 @@ from stepscope.jobfolder._records import (
     update_meta,
     write_meta,
 )
-from stepscope.jobfolder._requests import (
-    LiveRequest,
-    Planned,
-    describe,
-    parse_request,
-)
 from stepscope.jobfolder._unwritable import DELETED as FOLDER_DELETED
 from stepscope.jobfolder._unwritable import folder_trouble, missing_job_json
 from stepscope.jobfolder._validate import (
@@ -79,8 +73,14 @@ from stepscope.jobfolder._validate import (
 )
 
 # The Arrow schemas and the tensors' names are resolved on first use: importing
-# pyarrow costs ~0.1 s, which `stepscope ls`, `--help` and `run` need not pay.
+# pyarrow costs ~0.1 s, which `stepscope ls`, `--help` and `run` need not pay. The
+# live requests' parser too: it imports stepscope.config (tomllib, the profiling
+# options: 10-20 ms), which the sampler never reads.
 _LAZY = {
+    "LiveRequest": "_requests",
+    "Planned": "_requests",
+    "describe": "_requests",
+    "parse_request": "_requests",
     "AGENT_STEPS_SCHEMA": "_schemas",
     "EVENTS_SCHEMA": "_schemas",
     "IMPORTED_STEPS_SCHEMA": "_schemas",
@@ -97,6 +97,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from stepscope.jobfolder._requests import LiveRequest, Planned, describe, parse_request
     from stepscope.jobfolder._schemas import (
         AGENT_STEPS_SCHEMA,
         EVENTS_SCHEMA,

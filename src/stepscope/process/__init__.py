@@ -17,6 +17,7 @@ from stepscope.process._background import (
     add_nice_option,
     exit_at_once,
     helper_env,
+    imports_without_gc,
     lower_priority,
 )
 from stepscope.process._exitwatch import ExitWatch, pidfd, process, wait_child
@@ -42,6 +43,7 @@ __all__ = [
     "give_back_freed_memory",
     "give_word",
     "helper_env",
+    "imports_without_gc",
     "lower_priority",
     "pidfd",
     "process",

@@ -17,12 +17,11 @@ asked for, so a lookup does not scan the other tensors' data. Works on every sto
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from stepscope.jobfolder import (
@@ -34,6 +33,9 @@ from stepscope.jobfolder import (
 )
 from stepscope.read._decode import RawTensor, TensorValue, decode, np_reduce
 from stepscope.store import SegmentCheck, Store, clean_floats
+
+if TYPE_CHECKING:  # imported on first lookup: a job's rules open Tensors without one
+    import pyarrow.dataset as ds
 
 __all__ = ["RawTensor", "Tensor", "TensorValue", "Tensors", "decode", "np_reduce"]
 
@@ -73,6 +75,8 @@ class Tensors:
         return keys
 
     def _dataset(self, keys: list[str], schema: pa.Schema) -> ds.Dataset:
+        import pyarrow.dataset as ds
+
         paths = [self.store.path(k) for k in keys]
         return ds.dataset(paths, schema=schema, format="parquet", filesystem=self.store.fs)
 
@@ -88,6 +92,8 @@ class Tensors:
         keys = self._keys(stream)
         if not keys or (names is not None and not len(names)):
             return schema.empty_table().to_pandas()
+        import pyarrow.dataset as ds
+
         where = ds.field("rank") == self.rank_id
         if names is not None:
             where &= ds.field("name").isin(list(names))

@@ -105,7 +105,8 @@ def stream_node(store: Store, prefix: str, check: SegmentCheck | None = None) ->
     if not keys:
         return None
     fs = None if store.is_local else store.fs  # a local path: pyarrow's own, no fsspec import
-    table = pq.read_table(store.path(keys[0]), columns=["node"], filesystem=fs)
+    with pq.ParquetFile(store.path(keys[0]), filesystem=fs) as segment:  # not a dataset
+        table = segment.read(columns=["node"])
     return str(table.column("node")[0]) if table.num_rows else None
 
 

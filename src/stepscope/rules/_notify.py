@@ -18,11 +18,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from stepscope.config import CommandAction, RuleAction, WebhookAction
 from stepscope.jobfolder import FaultLog, JsonObject
 from stepscope.rules._types import Finding, RuleResult, Status
+
+if TYPE_CHECKING:  # stepscope.config (tomllib, its tables) when an action is delivered
+    from stepscope.config import CommandAction, RuleAction, WebhookAction
 
 COMPONENT = "rule-action"
 MAX_QUEUED = 32  # deliveries waiting; past it a notification is dropped (and recorded)
@@ -32,7 +35,7 @@ MAX_PER_RULE = 5  # kinds of finding sent per rule and job: a flapping rule is n
 DRAIN_S = 10.0
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 
-Delivery = tuple[RuleAction, JsonObject]
+Delivery = tuple["RuleAction", JsonObject]
 
 
 def finding_kind(finding: Finding) -> str:
@@ -120,6 +123,8 @@ def run_command(action: CommandAction, doc: JsonObject) -> None:
 
 def deliver(action: RuleAction, doc: JsonObject) -> None:
     """One notification, bounded by the action's timeout."""
+    from stepscope.config import WebhookAction
+
     if isinstance(action, WebhookAction):
         post(action, doc)
     else:
@@ -128,6 +133,8 @@ def deliver(action: RuleAction, doc: JsonObject) -> None:
 
 def _target(action: RuleAction) -> str:
     """The action in a fault record: a webhook's host only (its path may be a secret)."""
+    from stepscope.config import WebhookAction
+
     if isinstance(action, WebhookAction):
         return f"webhook {urlsplit(action.url).netloc if action.url else '$' + action.url_env}"
     return f"command {action.command[0]}"
@@ -137,6 +144,8 @@ def _safe(exc: Exception, action: RuleAction) -> str:
     """The error without the webhook's URL: urllib's messages repeat it, and its path
     (a Slack or Teams URL's token) is a secret; an HTTP error keeps its status."""
     text = f"{type(exc).__name__}: {exc}"
+    from stepscope.config import WebhookAction
+
     if isinstance(action, WebhookAction):
         url = (action.url or os.environ.get(action.url_env, "")).strip()
         path = urlsplit(url).path if url else ""

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import SupportsFloat, SupportsIndex, TypeAlias
 
-from stepscope.config import suggest
 from stepscope.errors import RuleConfigError
 
 #: A parameter's value once validated: a number, a string or a flag (None: no default).
@@ -80,6 +79,8 @@ def _convert(kind: type[float | int | str | bool], value: object) -> float | int
 
 def did_you_mean(given: str, valid: Iterable[str]) -> str:
     """`` Did you mean 'x'?`` for the valid name ``given`` was probably meant to be, or ""."""
+    from stepscope.config import suggest  # here: the runner's rules need no config
+
     close = suggest(given, valid)
     return f" Did you mean {close!r}?" if close else ""
 

@@ -17,8 +17,8 @@ import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from stepscope.config import RuleAction, parse_action
 from stepscope.errors import ConfigError, RuleConfigError
 from stepscope.rules._balance import LoadBalancing
 from stepscope.rules._base import Rule
@@ -40,6 +40,9 @@ from stepscope.rules._system_rules import BatchSize, CPUBottleneck, IOBottleneck
 from stepscope.rules._thread_rules import CPUBoundThreads
 from stepscope.rules.debugging import DEBUGGING_RULES
 from stepscope.rules.straggler import Straggler
+
+if TYPE_CHECKING:
+    from stepscope.config import RuleAction
 
 BUILTIN: dict[str, type[Rule]] = {
     c.name: c
@@ -181,6 +184,8 @@ def _actions(
         actions = (*actions, "stop") if "stop" not in actions else actions
     names: list[str] = []
     notify: list[RuleAction] = []
+    if actions:  # stepscope.config (tomllib, its tables: 10-20 ms) only for them
+        from stepscope.config import parse_action
     for action in actions:
         try:
             parsed = parse_action(action, str(entry.get("name")))

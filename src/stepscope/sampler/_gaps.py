@@ -11,7 +11,6 @@ sample its predecessor stored to its own first sample.
 
 from __future__ import annotations
 
-import io
 from collections import deque
 
 from stepscope.jobfolder import FaultLog, paths
@@ -26,12 +25,12 @@ ERROR_CHARS = 160  # of the store's error, in a gap's cause
 def stored_until(store: Store, node: str, fallback: float) -> float:
     """The newest sample time in ``system/<node>/`` (its newest segment), else ``fallback``."""
     try:
-        import pyarrow.parquet as pq
+        from stepscope.store import read_segment
 
         keys = store.list(paths.system_stream(node), suffix=".parquet")
         if not keys:
             return fallback
-        table = pq.read_table(io.BytesIO(store.read_bytes(keys[-1])), columns=["time"])
+        table = read_segment(store.read_bytes(keys[-1]), columns=["time"])
         newest = table.column("time").to_pylist()
         return max([float(t) for t in newest if t is not None], default=fallback)
     except Exception:  # unreadable: the launcher's last sight of the dead sampler

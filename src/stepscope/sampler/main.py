@@ -11,7 +11,8 @@ on SIGTERM or SIGINT, or when the watched process has exited. When the parent
 (the launcher) has gone first, it goes on while the training runs, keeps the
 node's heartbeat, and records the job's end (:mod:`._gaps`); with no watched
 process, it ends then. Spans without samples are recorded as gaps (:mod:`._gaps`).
-It never imports torch, pandas or duckdb: start-up is pyarrow's import.
+It never imports torch, pandas or duckdb: start-up is pyarrow's import, made by :func:`main`
+after its arguments, with the garbage collector off (:func:`imports_without_gc`).
 
 Fault boundary: every exception of sampling or storing goes to :meth:`Sampler._guard`,
 which logs the first one to stderr, records all in ``faults/sampler-<node>-<pid>.json``
@@ -33,6 +34,7 @@ import argparse
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from stepscope.jobfolder import use_clock
 from stepscope.process import (
@@ -40,13 +42,25 @@ from stepscope.process import (
     add_nice_option,
     dump_stack_on_signal,
     exit_at_once,
+    imports_without_gc,
     lower_priority,
 )
-from stepscope.sampler._probe import validate_interval_ms
-from stepscope.sampler._sampler import FLUSH_S, Sampler, next_tick
 from stepscope.store import StoreError, open_store
 
+if TYPE_CHECKING:
+    from stepscope.sampler._sampler import FLUSH_S, Sampler, next_tick
+
 __all__ = ["FLUSH_S", "Sampler", "main", "next_tick"]
+_LOOP_NAMES = ("FLUSH_S", "Sampler", "next_tick")
+
+
+def __getattr__(name: str) -> object:
+    # The sampling loop (pyarrow, psutil) is imported by main(), after its arguments.
+    if name not in _LOOP_NAMES:
+        raise AttributeError(f"module 'stepscope.sampler.main' has no attribute {name!r}")
+    from stepscope.sampler import _sampler
+
+    return getattr(_sampler, name)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--interval-ms", type=int, default=500, help="100, 200, 500, 1000, 5000, 60000")
     p.add_argument("--watch-pid", type=int, help="training process: end when it has exited")
     p.add_argument("--parent-pid", type=int, help="end when it has gone (default: our parent)")
-    p.add_argument("--flush-seconds", type=float, default=FLUSH_S, help="store rows this often")
+    p.add_argument("--flush-seconds", type=float, help="store rows this often (default 2: FLUSH_S)")
     p.add_argument(
         "--clock-offset-s",
         type=_offset,
@@ -87,7 +101,10 @@ def _offset(value: str) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     dump_stack_on_signal()  # the launcher asks a hung sampler for its stack
     args = _parser().parse_args(argv)
-    lower_priority(args.nice)
+    lower_priority(args.nice)  # before pyarrow starts its threads: they inherit it
+    with imports_without_gc():  # pyarrow, numpy, psutil: a seventh less CPU
+        from stepscope.sampler._probe import validate_interval_ms
+        from stepscope.sampler._sampler import FLUSH_S, Sampler
     try:
         validate_interval_ms(args.interval_ms)
         store = open_store(args.job_url).keep_root()
@@ -100,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         interval_ms=args.interval_ms,
         watch_pid=args.watch_pid,
         parent_pid=args.parent_pid if args.parent_pid is not None else os.getppid(),
-        flush_s=args.flush_seconds,
+        flush_s=FLUSH_S if args.flush_seconds is None else args.flush_seconds,
         clock_offset_s=args.clock_offset_s,
         clock_skew_s=args.clock_skew_s,
         timeline_s=args.timeline_offset_s,

@@ -20,6 +20,7 @@ _LAZY = {
     "record_batch": "_columns",
     "SegmentWriter": "_segments",
     "encode_parquet": "_segments",
+    "read_segment": "_segments",
     "read_tables": "_segments",
     "segment_name": "_segments",
 }
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from stepscope.store._segments import (
         SegmentWriter,
         encode_parquet,
+        read_segment,
         read_tables,
         segment_name,
     )
@@ -51,6 +53,7 @@ __all__ = [
     "column",
     "encode_parquet",
     "open_store",
+    "read_segment",
     "read_tables",
     "record_batch",
     "segment_name",

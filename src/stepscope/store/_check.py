@@ -210,7 +210,8 @@ def _parse(data: bytes, schema: pa.Schema | None) -> tuple[Checked, pa.Table | N
     if len(data) < 2 * len(MAGIC) + 4 or data[:4] != MAGIC or data[-4:] != MAGIC:
         return Checked("not a Parquet file (no magic bytes): cut short or not a segment"), None
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        with pq.ParquetFile(pa.BufferReader(data)) as segment:  # no pyarrow.dataset import
+            table = segment.read()
     except (OSError, ValueError) as exc:
         return Checked(f"unreadable: {_first_line(exc)}"), None
     return check_table(table, schema), table

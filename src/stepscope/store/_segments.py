@@ -78,7 +78,14 @@ class _Segment:
 
 def read_tables(store: Store, keys: list[str]) -> list[pa.Table]:
     """The segments ``keys`` as tables: one whole-file read each, concurrent on object stores."""
-    return [pq.read_table(pa.BufferReader(data)) for data in store.read_many(keys)]
+    return [read_segment(data) for data in store.read_many(keys)]
+
+
+def read_segment(source: str | bytes, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file as a table. ``ParquetFile``, not ``pq.read_table``: that makes a
+    dataset of the one file, and imports pyarrow.dataset (10 ms of each helper's CPU)."""
+    with pq.ParquetFile(pa.BufferReader(source) if isinstance(source, bytes) else source) as f:
+        return f.read(columns=columns)
 
 
 class SegmentWriter:
