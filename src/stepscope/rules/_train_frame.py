@@ -65,7 +65,7 @@ def typical_rows(
     keep = (duration <= typical * STALL_FACTOR).to_numpy()
     if then is not None:
         keep = keep & np.asarray(then, dtype=bool)[rows]
-    return rows[keep]
+    return np.asarray(rows[keep])
 
 
 def timed(steps: pd.DataFrame) -> bool:
