@@ -49,11 +49,9 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 DIM = 32
-# Empty Python loop iterations per ms of CPU: measured at the start (calibrate()) when
-# --decode-ms or --python-ms asks for work; a fixed count (39,000) made 1 "ms" take
-# 0.43 ms on the development machine (issue 30).
-ITERATIONS_PER_MS = 39_000.0
-CALIBRATION_CPU_MS = 50.0
+# Empty loop iterations a ms of CPU, measured at the start (calibrate()) for --decode-ms and
+# --python-ms: the fixed 39,000 made 1 "ms" 0.43 ms here (issue 30).
+ITERATIONS_PER_MS, CALIBRATION_CPU_MS = 39_000.0, 50.0
 # Written, not generated, per step: the disk is the bottleneck. Page-aligned (an
 # anonymous mmap), as O_DIRECT needs: the writes wait for the device, not for a copy
 # into the page cache (CPU work that would hide the wait).
@@ -88,9 +86,8 @@ class Points(Dataset[tuple[torch.Tensor, torch.Tensor]]):
 
 
 def busy(ms: float, per_ms: float | None = None) -> None:
-    """CPU work of ``ms`` ms of CPU time (``per_ms`` iterations a ms, by default the
-    calibrated :data:`ITERATIONS_PER_MS`): a fixed amount of work, not of time, so that
-    it slows down under load as real work does."""
+    """``ms`` ms of CPU work (``per_ms`` iterations a ms, by default the calibrated
+    count): a fixed amount of work, not of time: it slows down under load as work does."""
     for _ in range(int(ms * (per_ms or ITERATIONS_PER_MS))):
         pass
 
@@ -98,8 +95,7 @@ def busy(ms: float, per_ms: float | None = None) -> None:
 def calibrate(cpu_ms: float = CALIBRATION_CPU_MS) -> float:
     """Empty loop iterations per ms of this thread's CPU time, counted over ``cpu_ms``
     ms of it: CPU time, not wall time, so a loaded machine does not shrink the count."""
-    count, chunk = 0, 10_000
-    t0 = time.thread_time()
+    count, chunk, t0 = 0, 10_000, time.thread_time()
     while (spent := time.thread_time() - t0) < cpu_ms / 1000:
         for _ in range(chunk):
             pass
@@ -219,11 +215,8 @@ def main() -> None:
     a = parse()
     if a.decode_ms or a.python_ms:
         ITERATIONS_PER_MS = calibrate()
-        print(
-            f"busy(): calibrated {ITERATIONS_PER_MS:,.0f} loop iterations per ms of CPU "
-            f"(over {CALIBRATION_CPU_MS:g} ms): --decode-ms/--python-ms are ms of CPU",
-            flush=True,
-        )
+        print(f"busy(): calibrated {ITERATIONS_PER_MS:,.0f} loop iterations a ms of CPU "
+              f"(over {CALIBRATION_CPU_MS:g} ms): --decode-ms/--python-ms are CPU ms")  # fmt: skip
     torch.manual_seed(0)
     if a.threads:
         torch.set_num_threads(a.threads)

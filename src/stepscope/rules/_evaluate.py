@@ -31,13 +31,7 @@ from stepscope.rules._data import (
     read_streams,
     stream_prefixes,
 )
-from stepscope.rules._input import (
-    RuleInput,
-    empty_events,
-    empty_others,
-    empty_steps,
-    empty_system,
-)
+from stepscope.rules._input import RuleInput, empty_events, empty_others, empty_steps, empty_system
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._registry import RuleSpec, build_rules
 from stepscope.rules._system_base import SystemRule
@@ -74,12 +68,10 @@ class _Evaluation:
             return None
 
     def check_node(self, data: RuleInput) -> None:
-        # The rules of samples' windows last: the framings they share (data.cache, tens
-        # of MB a day of samples) then never sit under the step rules' copies of a long
-        # job's steps (the peak of a day-long node: 532 -> 4xx MB). The rules that share
-        # the training steps first, the frame dropped after them, so that it never sits
-        # under another rule's copies. Results keep the rules' order; no rule reads
-        # another's check.
+        # Shared frames never sit under other rules' copies of a long job's steps (a
+        # day-long node: 532 -> 4xx MB): the rules sharing the training steps first, the
+        # frame dropped after them; the rules of samples' windows, which share framings
+        # (tens of MB a day), last. Results keep the rules' order.
         for rule in sorted(self.rules, key=_order):
             if isinstance(rule, NodeRule):
                 if not rule.reads_train_frame:
@@ -110,10 +102,8 @@ class _Evaluation:
 
 
 def _order(rule: Rule) -> tuple[bool, bool]:
-    """The rules sharing the training steps, then the other node rules, then those of
-    samples' windows."""
-    shares = isinstance(rule, NodeRule) and rule.reads_train_frame
-    return isinstance(rule, SystemRule), not shares
+    """The rules sharing the training steps, the other node rules, samples' windows."""
+    return isinstance(rule, SystemRule), not (isinstance(rule, NodeRule) and rule.reads_train_frame)
 
 
 def evaluate_input(rules: Sequence[Rule], data: RuleInput) -> list[RuleResult]:
