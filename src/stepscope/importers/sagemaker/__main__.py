@@ -26,12 +26,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--name")
     args = p.parse_args(argv)
     from stepscope.importers.sagemaker import import_job
-    from stepscope.process import give_back_freed_memory
-
-    # The system metrics' chunks are Arrow buffers and glibc blocks freed as they go: with
-    # Arrow's pool (mimalloc) and a heap per reader thread they stayed with the child
-    # under the timelines (a day-long node: 403 -> 323 MB at the peak, BENCHMARKS.md).
-    give_back_freed_memory()
 
     try:
         summary = import_job(args.source, args.job, name=args.name)
