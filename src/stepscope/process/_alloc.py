@@ -7,8 +7,7 @@ what it freed too. Measured on a 24-hour imported node (576,000 steps): the rule
 evaluation held 605 MB when done and peaked at 666 MB; with a fixed 128 KiB threshold
 and Arrow on the system allocator, 229 MB when done and 532 MB at the peak
 (BENCHMARKS.md, "SageMaker import"). Only stepscope's own processes (the CLI, the rule
-runner, the import's conversion child) call this: a training process keeps the
-allocator it has.
+runner) call this: a training process keeps the allocator it has.
 """
 
 from __future__ import annotations
