@@ -95,13 +95,15 @@ BUSY = " ~CPUBoundThreads" + CONVERGED
 # The checkpoint is written in the training loop: its time is the steps' `other`,
 # which PythonOverhead rightly names (its fix: no per-step checkpoints).
 IN_LOOP = " ~PythonOverhead" + CONVERGED
-DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 1.5"  # two workers busy decoding
+# Two workers busy decoding (--decode-ms: ms of CPU, calibrated; the fixed count these
+# values replace made 1 "ms" 0.43 ms here).
+DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 0.65"
 # 128 MB to the disk a step (O_DIRECT) and little CPU (one torch thread: two spin at
 # their barriers when a loaded machine preempts one, which multiplied the forward and
 # backward times by ~10 under load): the steps wait for storage even when a busy
 # machine stretches their CPU part.
 IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 128 --compute 0 --threads 1"
-FEW_WORKERS = "--seconds 10 --workers 1 --decode-ms 1"  # one worker decoding, the loop waits
+FEW_WORKERS = "--seconds 10 --workers 1 --decode-ms 0.43"  # one worker decoding, the loop waits
 # Issue 30's cases: small steps, so a problem of a few seconds is a large share of the
 # job. Two torch threads (one leaves a core idle, which CPUBoundThreads rightly names).
 SMALL = "--threads 2 --compute 40"
@@ -111,9 +113,9 @@ PY_SHARE = "--steps 1500 --seconds 12 --threads 1 --compute 9"  # ~2.8 ms steps 
 HOGGED = "--steps 210 --threads 1 --compute 10"
 CHECKPOINTS = f"{HOGGED} --save-every 25 --save-mb 256"  # torch.save + fsync: ~0.4 s idle
 CONTENDED = "--steps 300 --seconds 8 --threads 1 --compute 20"  # ~6 ms steps idle
-# 32 "ms" of decoding a batch; --seconds bounds it on a busy machine (the twins compare
+# 14 ms of decoding a batch; --seconds bounds it on a busy machine (the twins compare
 # step time per step: benchmarks/_diagnosis_twins.py).
-LOADER = "--steps 200 --seconds 10 --threads 1 --compute 4 --decode-ms 1"
+LOADER = "--steps 200 --seconds 10 --threads 1 --compute 4 --decode-ms 0.43"
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).
@@ -124,7 +126,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     # threads on 2 cores made the loop wait 31-34% of its steps: not healthy here).
     s(
         "healthy-workers",
-        "--steps 400 --seconds 10 --workers 1 --persistent --decode-ms 0.05 --compute 3",
+        "--steps 400 --seconds 10 --workers 1 --persistent --decode-ms 0.02 --compute 3",
     ),
     s("healthy-gpu", "--steps 300 --seconds 8 --compute 3", gpu="busy"),
     s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier", fixed="--steps 330"),
@@ -154,7 +156,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     s("io-bottleneck", IO_HEAVY, "IOBottleneck ~LowGPUUtilization" + IN_LOOP, gpu="low"),
     s(
         "python-overhead",
-        "--steps 200 --seconds 10 --python-ms 15",
+        "--steps 200 --seconds 10 --python-ms 6.5",
         "PythonOverhead",
         fixed="--steps 200 --seconds 10",
     ),
@@ -163,14 +165,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     # Under load the loop slows as much as the worker: the wait is no longer the loader's.
     s(
         "few-workers",
-        "--seconds 10 --workers 1 --decode-ms 1",
+        "--seconds 10 --workers 1 --decode-ms 0.43",
         "idle:DataLoaderWorkers DataLoading",
     ),
     # Issue 30: four 0.5 s stalls, under StepOutlier's n_outliers (10) but 2 s of ~4.5 s.
     s("four-stalls", f"{FOUR_STALLS} --stall-s 0.5", "StepOutlier", fixed=FOUR_STALLS),
-    # ~1.8 ms of Python (busy(4) here) on a ~4.7 ms step: under PythonOverhead's 5 ms floor,
+    # 1.8 ms of Python on a ~4.7 ms step: under PythonOverhead's 5 ms floor,
     # it fires on cost. 1500 steps: past convergence (LossNotDecreasing is right).
-    s("python-share", f"{PY_SHARE} --python-ms 4", "PythonOverhead" + CONVERGED, fixed=PY_SHARE),
+    s("python-share", f"{PY_SHARE} --python-ms 1.8", "PythonOverhead" + CONVERGED, fixed=PY_SHARE),
     # Stalls beside a CPU hog: a step is excused only for the wait inside it.
     s("sleep-hog", f"{HOGGED} --stall-every 50 --stall-s 0.5", "StepOutlier", hog=2),
     s("checkpoint-hog", CHECKPOINTS, "StepOutlier", hog=2),

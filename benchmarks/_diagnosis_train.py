@@ -10,7 +10,8 @@ however slow the steps. Knobs, all off by default:
 
 --start-s S          sleep S s before the first step (a dataset download)
 --read-ms MS         sleep MS ms per sample in ``__getitem__`` (slow storage)
---decode-ms MS       CPU work of MS ms (idle) per sample in ``__getitem__`` (decoding)
+--decode-ms MS       CPU work of MS ms (of CPU time, calibrated at the start) per sample
+                     in ``__getitem__`` (decoding)
 --workers W          DataLoader workers
 --persistent         keep the workers between epochs (``persistent_workers``), with
                      4 batches prefetched each: no restart of the workers every epoch
@@ -20,7 +21,8 @@ however slow the steps. Knobs, all off by default:
                      checkpoint in the loop)
 --write-mb MB        write (O_DIRECT, 32 MB at a time) and fsync MB per step in a thread
                      the loop waits for (a checkpoint to storage slower than the step)
---python-ms MS       pure-Python work of MS ms (idle) per step outside the model (logging)
+--python-ms MS       pure-Python work of MS ms (of CPU time, calibrated at the start) per
+                     step outside the model (logging)
 --compute N          N matmuls of 256x256 in the model's forward per step (default 2: a
                      model that outweighs the DataLoader's own overhead; 0: data wait is
                      ~20% of a step)
@@ -47,7 +49,9 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 DIM = 32
-ITERATIONS_PER_MS = 39_000  # empty Python loop iterations a millisecond, best of 50, idle
+# Empty loop iterations a ms of CPU, measured at the start (calibrate()) for --decode-ms and
+# --python-ms: the fixed 39,000 made 1 "ms" 0.43 ms here (issue 30).
+ITERATIONS_PER_MS, CALIBRATION_CPU_MS = 39_000.0, 50.0
 # Written, not generated, per step: the disk is the bottleneck. Page-aligned (an
 # anonymous mmap), as O_DIRECT needs: the writes wait for the device, not for a copy
 # into the page cache (CPU work that would hide the wait).
@@ -65,6 +69,7 @@ class Points(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         if a.task == "regress":
             self.y = self.x.sum(1, keepdim=True).repeat(1, 4)  # type: ignore[assignment]
         self.read_s, self.decode_ms = a.read_ms / 1000, a.decode_ms
+        self.per_ms = ITERATIONS_PER_MS  # calibrated by then; travels to spawned workers
         rank = int(os.environ.get("RANK", "0"))
         if rank == 1:
             self.read_s += a.straggle_ms / 1000 / a.batch
@@ -76,15 +81,26 @@ class Points(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         if self.read_s:
             time.sleep(self.read_s)
         if self.decode_ms:
-            busy(self.decode_ms)
+            busy(self.decode_ms, self.per_ms)
         return self.x[i], self.y[i]
 
 
-def busy(ms: float) -> None:
-    """CPU work of about ``ms`` ms on an idle core of the development machine: a fixed
-    amount of work, not of time, so that it slows down under load as real work does."""
-    for _ in range(int(ms * ITERATIONS_PER_MS)):
+def busy(ms: float, per_ms: float | None = None) -> None:
+    """``ms`` ms of CPU work (``per_ms`` iterations a ms, by default the calibrated
+    count): a fixed amount of work, not of time: it slows down under load as work does."""
+    for _ in range(int(ms * (per_ms or ITERATIONS_PER_MS))):
         pass
+
+
+def calibrate(cpu_ms: float = CALIBRATION_CPU_MS) -> float:
+    """Empty loop iterations per ms of this thread's CPU time, counted over ``cpu_ms``
+    ms of it: CPU time, not wall time, so a loaded machine does not shrink the count."""
+    count, chunk, t0 = 0, 10_000, time.thread_time()
+    while (spent := time.thread_time() - t0) < cpu_ms / 1000:
+        for _ in range(chunk):
+            pass
+        count += chunk
+    return count / (spent * 1000)
 
 
 class Heavy(nn.Module):
@@ -195,7 +211,12 @@ def evaluate(model: nn.Module, val: DataLoader[tuple[torch.Tensor, torch.Tensor]
 
 
 def main() -> None:
+    global ITERATIONS_PER_MS
     a = parse()
+    if a.decode_ms or a.python_ms:
+        ITERATIONS_PER_MS = calibrate()
+        print(f"busy(): calibrated {ITERATIONS_PER_MS:,.0f} loop iterations a ms of CPU "
+              f"(over {CALIBRATION_CPU_MS:g} ms): --decode-ms/--python-ms are CPU ms")  # fmt: skip
     torch.manual_seed(0)
     if a.threads:
         torch.set_num_threads(a.threads)

@@ -84,7 +84,8 @@ def config_text() -> str:
 
 
 def launch(sc: Scenario, args: str, job: str, out: Path, config: Path) -> tuple[int, float, str]:
-    """``stepscope run`` of the training script with ``args``; exit code, wall, stderr."""
+    """``stepscope run`` of the training script with ``args``; exit code, wall, stderr
+    (after the script's busy() calibration line, if it printed one)."""
     env = dict(os.environ, STEPSCOPE_BENCH_NVML=json.dumps(GPUS.get(sc.gpu or "", {})))
     paths = [str(SRC), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(
@@ -99,7 +100,10 @@ def launch(sc: Scenario, args: str, job: str, out: Path, config: Path) -> tuple[
     cmd += ["--", *([sys.executable] if sc.nproc == 1 else []), str(TRAIN), *args.split()]
     t0 = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    return done.returncode, time.monotonic() - t0, done.stderr[-2000:]
+    # the training script's busy() calibration, when it planted CPU work: kept in the row
+    calibrated = [x for x in done.stdout.splitlines() if x.startswith("busy(): calibrated")]
+    tail = "\n".join([*calibrated, done.stderr[-2000:]])
+    return done.returncode, time.monotonic() - t0, tail
 
 
 def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, Any]:
@@ -123,6 +127,7 @@ def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, 
     return {"scenario": sc.name, "condition": condition, "code": code, "load_before": load,
             "wall_s": round(wall, 1), "fired": sorted(fired), "statuses": statuses,
             "messages": messages, "stderr": err if code else "",
+            "calibration": err.split("\n")[0] if err.startswith("busy()") else None,
             "diagnosis": twins.costs(entries), "twin": twin}  # fmt: skip
 
 
@@ -171,7 +176,7 @@ def run_condition(
     for sc in chosen:
         r = run_one(sc, condition, out, config)
         r["score"], r["healthy"] = score(sc, r), sc.healthy
-        print(row(r), flush=True)
+        print(row(r) + (f"\n    {r['calibration']}" if r["calibration"] else ""), flush=True)
         results.append(r)
     return results
 

@@ -151,6 +151,7 @@ class TraceSpec:
     first_step: int = 0  # the step number of the first step (a later file of a rank)
     settings: bool = True  # write the loader's settings event (num_workers)
     per_batch: bool = False  # a DataLoaderWorker event per batch, not one per worker
+    init_s: float = 0.0  # from the trace's start to its first fetch: the process's start-up
 
 
 def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
@@ -167,7 +168,7 @@ def write_timeline(root: Path, spec: TraceSpec) -> list[tuple[float, float]]:
         events.append({"name": "_MultiProcessingDataLoaderIter.__init__", "ph": "X", "ts": 0,
                        "dur": 1000, "pid": 0, "tid": 1, "args": {"num_workers": str(spec.workers),
                        "pin_memory": "False", "pid": spec.pid}})  # fmt: skip
-    t, spans = 2000.0, []
+    t, spans = 2000.0 + spec.init_s * 1e6, []
     for k in range(spec.steps):
         if spec.fetch_s:
             events.append({"name": "DataLoaderIter::GetNext", "ph": "X", "ts": t,

@@ -140,11 +140,34 @@ def test_unknown_values_stay_unknown_in_rules(job: Path) -> None:
     results = {r.rule: r for r in evaluate_job(stepscope.open(job))}
     # rank 1's data wait was never measured: judged on rank 0 only, never as 0 %
     assert results["DataLoading"].datapoints == 29
-    # no process start recorded: judged from the job's start (10 s before its first step)
+    # no process start recorded: judged from each rank's timeline start (a lower bound)
     assert results["MaxInitializationTime"].status == "NoIssuesFound"
     assert results["MaxInitializationTime"].datapoints == 2
     assert results["PythonOverhead"].status == "NotApplicable"  # 'other' holds the optimizer
     assert "optimizer unknown" in results["OverallFrameworkMetrics"].message
+
+
+@pytest.mark.parametrize(("init_min", "fires"), [(25.0, True), (1.5, False)])
+def test_initialization_judged_from_the_timelines_earliest_time(
+    tmp_path: Path, init_min: float, fires: bool
+) -> None:
+    """Issue 30: an imported job's MaxInitializationTime was NotApplicable (no process
+    start). Each rank's ``process_start`` is now its timeline's earliest time: a trace
+    whose first step comes 25 minutes after its start fires, "at least" (a lower bound);
+    its twin, 1.5 minutes, is silent on the same parameters."""
+    root = tmp_path / "src"
+    sm.write_system(root, "algo-1", sm.START + 2330, 60, cores=8, gpus=0)
+    sm.write_timeline(root, sm.TraceSpec("0-algo-1", steps=30, init_s=init_min * 60))
+    import_job(str(root), str(tmp_path / "job"))
+    job = stepscope.open(tmp_path / "job")
+    (start,) = job.events(kinds=["process_start"])["time"]
+    assert start == pytest.approx(sm.START + 2340.0)  # the trace's start, not the job's
+    (result,) = evaluate_job(job, [{"name": "MaxInitializationTime"}])
+    assert result.datapoints == 1
+    assert (result.status == "IssuesFound") is fires, result
+    if fires:
+        message = result.findings[0].message
+        assert "rank 0 took at least 25 min" in message and "a lower bound" in message
 
 
 @pytest.mark.parametrize(("workers", "fires"), [(2, True), (8, False)])

@@ -219,3 +219,30 @@ def test_the_cpu_rules_judge_a_cpu_only_job_in_profiler_report(tmp_path: Path) -
     results = {r.rule: r for r in evaluate_job(stepscope.open(str(path)))}
     for name in ("CPUBoundThreads", "DataLoaderWorkers", "PythonOverhead"):
         silent(results[name])
+
+
+def test_the_step_rules_share_one_frame_of_training_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: the rules that judge typical training steps filter the node's training
+    steps once (rules/_train_frame.py) and give the verdicts each gives alone."""
+    from stepscope.rules import _train_frame
+
+    path = cpu_job(tmp_path / "bad", [threads(4), loader(0)], WAITING)
+    names = ("DataLoaderWorkers", "DataLoading", "PythonOverhead", "CPUBoundThreads")
+    alone = {n: judge(path, n) for n in (*names, "StepOutlier")}
+    made: list[int] = []
+    real = _train_frame._train
+    monkeypatch.setattr(_train_frame, "_train", lambda s: made.append(len(s)) or real(s))
+    # A rule that does not read it between those that do: judged after them.
+    order = (names[0], "StepOutlier", *names[1:])
+    together = evaluate_job(stepscope.open(path), [{"name": n} for n in order])
+    assert made == [N]  # made once for the four
+    assert [r.rule for r in together] == list(order)  # the results keep the rules' order
+
+    def verdict(r: Any) -> tuple[object, ...]:
+        return r.status, r.datapoints, r.message, [f.message for f in r.findings]
+
+    assert {r.rule: verdict(r) for r in together} == {n: verdict(r) for n, r in alone.items()}
+    assert alone["DataLoaderWorkers"].status == Status.ISSUES_FOUND  # judged, not skipped
+    assert alone["DataLoading"].datapoints > 0

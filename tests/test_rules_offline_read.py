@@ -120,11 +120,11 @@ def test_shared_keeps_the_entries_used_last() -> None:
         made.append(key)
         return key
 
-    for key in ("gpus", "a", "b", "gpus", "c", "gpus", "b"):
+    for key in ("gpus", "a", "gpus", "b", "gpus", "b", "a"):
         assert shared(data, key, frame, lambda k=key: make(k)) == key
-    assert len(data.cache) == SHARED_ENTRIES
-    assert list(data.cache) == ["c", "gpus", "b"]
-    assert made == ["gpus", "a", "b", "c"]  # "gpus" and "b" were shared, not remade
+    assert len(data.cache) == SHARED_ENTRIES == 2  # the GPUs and the last framing
+    assert list(data.cache) == ["b", "a"]
+    assert made == ["gpus", "a", "b", "a"]  # "gpus" and "b" were shared; "a" was dropped
 
 
 @pytest.mark.parametrize("name", JOBS)

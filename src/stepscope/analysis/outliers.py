@@ -112,6 +112,9 @@ def judge(
     blocks = np.r_[True, (ser[1:] != ser[:-1]) | (b[1:] != b[:-1])]
     first = np.flatnonzero(blocks)
     counts = np.diff(np.r_[first, len(d)])
+    # A day-long job judges 10^5-10^6 steps at once (8 MB an array): temporaries are
+    # dropped as soon as they are used, and sigma is built in place.
+    del step, b, blocks
 
     def around(values: FloatArray, q: float) -> FloatArray:
         medians = _around(_block_quantiles(values, first, counts, q), ser[first])
@@ -119,9 +122,9 @@ def judge(
 
     baseline = around(d, 0.5)
     excess = d - baseline
-    mad, tail = around(np.abs(excess), 0.5), around(np.abs(excess), TAIL)
-    floor = FLOOR_SHARE * np.abs(baseline)
-    sigma = np.maximum(np.maximum(MAD_TO_STD * mad, tail / TAIL_TO_STD), floor)
+    sigma = MAD_TO_STD * around(np.abs(excess), 0.5)
+    np.maximum(sigma, around(np.abs(excess), TAIL) / TAIL_TO_STD, out=sigma)
+    np.maximum(sigma, FLOOR_SHARE * np.abs(baseline), out=sigma)
     margin = np.maximum(stddev * sigma, min_excess_s)
     outlier = np.abs(excess) > margin
     outlier &= _typical(ser, outlier)

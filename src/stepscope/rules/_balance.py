@@ -15,7 +15,6 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from stepscope.rules._cpu_facts import train_rows
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import Part
 from stepscope.rules._params import Param, patience, window
@@ -23,6 +22,7 @@ from stepscope.rules._reduce import Groups
 from stepscope.rules._straggler_scope import split, why
 from stepscope.rules._system_base import SystemRule, lasted
 from stepscope.rules._text import versus
+from stepscope.rules._train_frame import train_rows
 from stepscope.rules._types import Finding, RuleResult
 from stepscope.rules._windows import Hit, node_gpus, run_finding, runs, window_index
 

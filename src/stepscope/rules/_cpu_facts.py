@@ -18,8 +18,8 @@ import pandas as pd
 from stepscope.rules._device import waited_on
 from stepscope.rules._input import RuleInput
 from stepscope.rules._params import Param
+from stepscope.rules._train_frame import typical_rows
 
-STALL_FACTOR = 3.0  # a step over 3x its rank's median is a stall (StepOutlier's), not typical
 COMPUTE = ("forward", "backward", "optimizer")
 
 
@@ -72,35 +72,21 @@ def rank_facts(events: pd.DataFrame) -> dict[int, RankFacts]:
     return out
 
 
-def train_rows(steps: pd.DataFrame, skip: int) -> np.ndarray:
-    """The positions of the training steps after the first ``skip`` of each rank."""
-    phase = (steps["phase"] == "train").to_numpy(dtype=bool, na_value=False)
-    return np.flatnonzero(phase & (steps["step"].to_numpy() >= skip))
-
-
 def train_steps(
     steps: pd.DataFrame,
     skip: int,
     then: pd.Series | np.ndarray | None = None,
     columns: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
-    """The training steps after the first ``skip`` of each rank, stalls left out (a
-    stall: over ``STALL_FACTOR`` times its rank's median), then those where ``then``
-    (a mask over ``steps``) holds: one copy of the rows kept (of ``columns`` only,
-    those of them ``steps`` has, if given), however long the job."""
+    """The rows of :func:`~stepscope.rules._train_frame.typical_rows` (training steps
+    after the first ``skip`` of each rank, stalls left out, then where ``then`` holds):
+    one copy kept (of ``columns`` only, those of them ``steps`` has, if given)."""
     if not len(steps):
         return steps
-    rows = train_rows(steps, skip)
-    if not len(rows):
-        return steps.iloc[rows]
-    duration = steps["duration"].iloc[rows]  # one column: the rank medians' input
-    typical = duration.groupby(steps["rank"].iloc[rows].to_numpy()).transform("median")
-    keep = (duration <= typical * STALL_FACTOR).to_numpy()
-    if then is not None:
-        keep = keep & np.asarray(then, dtype=bool)[rows]
+    rows = typical_rows(steps, skip, then)
     if columns is not None:
         steps = steps[[c for c in columns if c in steps]]
-    return steps.iloc[rows[keep]]
+    return steps.iloc[rows]
 
 
 def median_share(steps: pd.DataFrame, columns: tuple[str, ...]) -> float:
@@ -116,7 +102,8 @@ def sample_median(system: pd.DataFrame, column: str, start: float, end: float) -
     """The median of ``column`` over the samples in ``[start, end]``; None without any."""
     if column not in system or not len(system):
         return None
-    inside = system[(system["time"] >= start) & (system["time"] <= end)][column].dropna()
+    t = system["time"]
+    inside = system[column][(t >= start) & (t <= end)].dropna()  # one column's copy only
     return float(inside.median()) if len(inside) else None
 
 

@@ -13,22 +13,24 @@ import numpy as np
 import pandas as pd
 
 from stepscope.jobfolder import JsonObject
-from stepscope.rules._cpu_facts import node_cores, rank_facts, skip_steps, train_rows
-from stepscope.rules._device import DATA_WAIT_INPUT, with_waited
+from stepscope.rules._cpu_facts import node_cores, rank_facts, skip_steps
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
 from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
 from stepscope.rules._text import versus, waiting_reason
+from stepscope.rules._train_frame import rows_with_waited, train_frame, train_rows
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding
 
+READ = ("rank", "node", "step", "start", "end", "duration", "data_wait")  # copied: no more
 WAIT_ALLOWANCE = 0.05  # share of step time a well-fed loop still waits (DataLoading's cost)
 
 
 class DataLoading(NodeRule):
     name = "DataLoading"
+    reads_train_frame = True
     description = "Training steps spend a large share of their time waiting for the next batch."
     recommendation = (
         "Feed the loop faster: DataLoader(num_workers=N) with N up to the free CPU cores, "
@@ -44,17 +46,15 @@ class DataLoading(NodeRule):
     )
 
     def check(self, data: RuleInput) -> Part:
-        every = data.steps
+        every = train_frame(data)  # shared with the other step rules: never changed
         rows = train_rows(every, self.p_int("skip_steps")) if len(every) else np.zeros(0, int)
         known = every["data_wait"].notna().to_numpy()[rows] if len(rows) else rows.astype(bool)
         if len(rows) and not known.any():  # never measured (an import)
             return Part(na_reason="the data wait of the steps was not recorded (unknown, not 0)")
-        read = every[[c for c in DATA_WAIT_INPUT if c in every]]
-        # on a GPU: what the device waited for
-        steps = with_waited(read.iloc[rows[known]], "data_wait")
+        # the columns read, on a GPU with what the device waited for
+        steps = rows_with_waited(every, rows[known], READ, "data_wait")
         if not len(steps):
-            train = every[every["phase"] == "train"] if len(every) else every
-            newest = int(train["step"].max()) if len(train) else None
+            newest = int(every["step"].max()) if len(every) else None
             return Part(
                 na_reason=waiting_reason("training steps", newest, self.p_int("skip_steps"))
             )

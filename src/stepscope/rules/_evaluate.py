@@ -31,17 +31,12 @@ from stepscope.rules._data import (
     read_streams,
     stream_prefixes,
 )
-from stepscope.rules._input import (
-    RuleInput,
-    empty_events,
-    empty_others,
-    empty_steps,
-    empty_system,
-)
+from stepscope.rules._input import RuleInput, empty_events, empty_others, empty_steps, empty_system
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._registry import RuleSpec, build_rules
 from stepscope.rules._system_base import SystemRule
 from stepscope.rules._trace_source import JobTraces
+from stepscope.rules._train_frame import TRAIN_KEY
 from stepscope.rules._types import RuleResult, Status
 
 T = TypeVar("T")
@@ -73,12 +68,14 @@ class _Evaluation:
             return None
 
     def check_node(self, data: RuleInput) -> None:
-        # The rules of samples' windows last: the framings they share (data.cache, tens
-        # of MB a day of samples) then never sit under the step rules' copies of a long
-        # job's steps (the peak of a day-long node: 532 -> 4xx MB). Results keep the
-        # rules' order; no rule reads another's check.
-        for rule in sorted(self.rules, key=lambda r: isinstance(r, SystemRule)):
+        # Shared frames never sit under other rules' copies of a long job's steps (a
+        # day-long node: 532 -> 4xx MB): the rules sharing the training steps first, the
+        # frame dropped after them; the rules of samples' windows, which share framings
+        # (tens of MB a day), last. Results keep the rules' order.
+        for rule in sorted(self.rules, key=_order):
             if isinstance(rule, NodeRule):
+                if not rule.reads_train_frame:
+                    data.cache.pop(TRAIN_KEY, None)
                 part = self.guarded(rule, lambda r=rule: r.check(data))  # type: ignore[misc]
                 rule.forget()
                 if part is not None:
@@ -102,6 +99,11 @@ class _Evaluation:
                 res = self.guarded(rule, lambda r=rule: r.evaluate(once()))  # type: ignore[misc]
             out.append(self.errors.get(id(rule)) or res)
         return [r for r in out if r is not None]
+
+
+def _order(rule: Rule) -> tuple[bool, bool]:
+    """The rules sharing the training steps, the other node rules, samples' windows."""
+    return isinstance(rule, SystemRule), not (isinstance(rule, NodeRule) and rule.reads_train_frame)
 
 
 def evaluate_input(rules: Sequence[Rule], data: RuleInput) -> list[RuleResult]:

@@ -1,7 +1,8 @@
 """The rule on the start of training: MaxInitializationTime.
 
 The time from each process's ``process_start`` event to its rank's first step,
-less the time it waited for a CPU core that other work held.
+less the time it waited for a CPU core that other work held. An imported rank's
+``process_start`` is its timeline's earliest time: the finding says "at least".
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class MaxInitializationTime(NodeRule):
             return None
         rank = int(row["rank"])
         what = "took" if first_step is not None else "has no step yet after"
+        what += " at least" if since == ESTIMATED else ""
         busy = f" ({queued:.0f} s waiting for a CPU core left out)" if queued >= 1 else ""
         return Finding(
             f"rank {rank} {what} {versus(waited / 60, limit / 60, 'min')} from {since} "
@@ -75,6 +77,14 @@ class MaxInitializationTime(NodeRule):
         )
 
 
+# An imported rank's process_start (importers/sagemaker): its timeline's earliest time,
+# at or after the real start, so the time measured from it is a lower bound.
+ESTIMATED = (
+    "the earliest time its imported timeline records (the process's own start is "
+    "unknown: a lower bound)"
+)
+
+
 def _starts(data: RuleInput) -> tuple[pd.DataFrame | None, str]:
     """Each process's start (``process_start`` events) and what it is called; in an
     imported job without any, the job's start for each rank with steps, as the report's
@@ -82,7 +92,8 @@ def _starts(data: RuleInput) -> tuple[pd.DataFrame | None, str]:
     ev = data.events
     starts = ev[ev["kind"] == "process_start"] if len(ev) else ev
     if len(starts):
-        return starts, "process start"
+        estimated = starts["detail"].astype(str).str.contains("estimated_from", regex=False)
+        return starts, ESTIMATED if bool(estimated.all()) else "process start"
     begin = data.meta.get("start_time")
     # Only an import lacks them by nature; a recorded job's live scan may have
     # dropped them from its buffer (first_steps covers that), and an agent that

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from stepscope.analysis.diagnosis_text import cpu_text
@@ -28,15 +29,16 @@ from stepscope.rules._cpu_facts import (
     rank_facts,
     sample_median,
     skip_steps,
-    train_steps,
 )
-from stepscope.rules._device import DATA_WAIT_INPUT, with_waited
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_s
 from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
+from stepscope.rules._train_frame import rows_with_waited, train_frame, typical_rows
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import share_finding
+
+READ = ("rank", "node", "step", "start", "end", "duration", "data_wait")  # copied: no more
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Priced:
 
 class DataLoaderWorkers(NodeRule):
     name = "DataLoaderWorkers"
+    reads_train_frame = True
     description = (
         "Training steps wait for data while the DataLoader has no workers, or while its "
         "workers are each busy near a whole core."
@@ -78,27 +81,30 @@ class DataLoaderWorkers(NodeRule):
         known = {r: f for r, f in facts.items() if f.workers is not None}
         if not known:
             return Part(na_reason="no dataloader event: the DataLoader's settings are unknown")
-        ranks, waits = data.steps["rank"], data.steps["data_wait"]
+        frame = train_frame(data)  # shared with the other step rules: never changed
+        ranks, waits = frame["rank"], frame["data_wait"]
         known_waits = ranks.isin(list(known)) & waits.notna()  # unknown: not 0
-        skip = self.p_int("skip_steps")
-        steps = train_steps(data.steps, skip, known_waits, DATA_WAIT_INPUT)
-        steps = with_waited(steps, "data_wait")  # on a GPU: what the device waited for
-        if len(steps) < self.p_int("min_steps"):
+        typical = typical_rows(frame, self.p_int("skip_steps"), known_waits)
+        if len(typical) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         workers = sum(f.workers or 0 for f in known.values())  # every rank's, on this node
         findings, worst = [], Priced(-1.0, 0.0)
-        for rank in sorted(int(r) for r in steps["rank"].unique()):
-            rows = steps if len(known) == 1 else steps[steps["rank"] == rank]
+        of_rank = ranks.to_numpy()[typical]
+        for rank in sorted(int(r) for r in np.unique(of_rank)):
+            # One rank's steps at a time, only the columns read; on a GPU, with what the
+            # device waited for
+            mine = typical if len(known) == 1 else typical[of_rank == rank]
+            rows = rows_with_waited(frame, mine, READ, "data_wait")
             priced = self._priced(data, rows, known[rank])
             finding = self._judge(data, rank, rows, known[rank], workers, priced)
             if finding is not None:
                 findings.append(finding)
                 worst = max(worst, priced, key=lambda p: p.cost)
         if not findings:
-            return Part([], 0, len(steps))
+            return Part([], 0, len(typical))
         details: JsonObject = {"saving_bound": worst.why} if worst.why else {}
         cost, saving = worst.cost, worst.saving
-        return Part(findings, len(findings), len(steps), details, cost_seconds=cost,
+        return Part(findings, len(findings), len(typical), details, cost_seconds=cost,
                     saving_seconds=saving)  # fmt: skip
 
     @staticmethod

@@ -7,7 +7,7 @@ A :class:`NodeRule` is judged node by node, then the parts are combined into one
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from stepscope.analysis.profiled import LEFT_OUT, profiled_count, profiled_text
 from stepscope.jobfolder import JsonObject
@@ -61,6 +61,10 @@ class NodeRule(Rule):
     The offline evaluator loads one node at a time, so memory stays bounded on
     jobs of many nodes. ``tolerated`` triggers do not make the rule fire.
     """
+
+    # Reads the node's shared training steps (``rules._train_frame``): the evaluator
+    # judges such rules first and drops the frame after them.
+    reads_train_frame: ClassVar[bool] = False
 
     def check(self, data: RuleInput) -> Part:
         """Judge one node's data (``data`` holds only that node)."""

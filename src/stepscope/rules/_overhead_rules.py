@@ -19,17 +19,19 @@ import pandas as pd
 
 from stepscope.jobfolder import STEP_PARTS, JsonObject
 from stepscope.rules._cost import step_seconds
-from stepscope.rules._cpu_facts import min_steps, skip_steps, train_steps
+from stepscope.rules._cpu_facts import min_steps, skip_steps
 from stepscope.rules._device import device_steps, waited_on
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_share, window
+from stepscope.rules._train_frame import train_frame, typical_rows
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding
 
 
 class PythonOverhead(NodeRule):
     name = "PythonOverhead"
+    reads_train_frame = True
     description = (
         "Training steps spend a large median share of their time outside data wait, forward, "
         "backward and optimizer: Python, logging, synchronisations."
@@ -51,12 +53,14 @@ class PythonOverhead(NodeRule):
     )
 
     def check(self, data: RuleInput) -> Part:
-        steps = train_steps(data.steps, self.p_int("skip_steps"))
-        if len(steps):  # a part not measured (an imported job's optimizer) hides in 'other'
-            measured = steps[list(STEP_PARTS)].notna().all(axis=1)
-            if not measured.any():
+        frame = train_frame(data)  # shared with the other step rules: never changed
+        rows = typical_rows(frame, self.p_int("skip_steps"))
+        steps = frame.iloc[rows[:0]]
+        if len(rows):  # a part not measured (an imported job's optimizer) hides in 'other'
+            measured = frame[list(STEP_PARTS)].notna().to_numpy().all(axis=1)[rows]
+            if not measured.any():  # known before any copy of the steps (an import)
                 return Part(na_reason="a part of the steps was not measured: 'other' holds it")
-            steps = steps[measured]
+            steps = frame.iloc[rows[measured]]
             steps = steps.assign(overhead=waited_on(steps, ("other",)))
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")

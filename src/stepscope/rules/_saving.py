@@ -69,7 +69,9 @@ def sample_mean(system: pd.DataFrame, column: str, start: float, end: float) -> 
     if column not in system or not len(system):
         return None
     t = system["time"]
-    inside = system[(t >= start) & (t <= end)][column].dropna()
+    # The column, then its rows: masking the wide frame first copied every column of a
+    # day of samples (tens of MB) for one mean.
+    inside = system[column][(t >= start) & (t <= end)].dropna()
     return float(inside.mean()) if len(inside) else None
 
 

@@ -28,7 +28,9 @@ def judged_steps(
     keep = (steps["phase"] == "train") & (steps["step"] >= skip_steps)
     profiled = standing(steps, events)
     left_out = int((keep.to_numpy() & profiled).sum())
-    steps = steps[keep.to_numpy() & ~profiled]
+    # Only the columns read: a day-long job's whole steps were copied (tens of MB).
+    read = ("rank", "node", "step", "start", "end", "collective", *METRICS)
+    steps = steps[[c for c in read if c in steps]][keep.to_numpy() & ~profiled]
     # Jobs written before the agent measured collectives have no such column.
     waited = steps["collective"].fillna(0.0) if "collective" in steps else 0.0
     return steps.assign(collective=waited, busy=steps["duration"] - waited), left_out

@@ -19,6 +19,7 @@ SUMMARY_METRICS = re.compile(
     r"^(cpu|cpu_iowait|mem_percent|proc_cpu|gpu\d+_(util|mem_util|power_w|temp_c))$"
 )
 QUANTILES = (0.5, 0.95, 0.99)
+PERCENTS = [100 * x for x in QUANTILES]
 
 
 class OverallSystemUsage(NodeRule):
@@ -31,19 +32,16 @@ class OverallSystemUsage(NodeRule):
         if not len(system):
             return Part(na_reason="no system samples")
         node = str(system["node"].iloc[0])
-        cols = [c for c in system.columns if SUMMARY_METRICS.match(str(c))]
-        values = system[cols].to_numpy(np.float64)
-        seen = ~np.isnan(values).all(axis=0)
-        # numpy over the columns with values: the numbers of DataFrame.quantile and max.
-        q = np.percentile(values[:, seen], [100 * x for x in QUANTILES], axis=0)
-        if np.isnan(q).any():
-            q = np.nanpercentile(values[:, seen], [100 * x for x in QUANTILES], axis=0)
-        top = np.nanmax(values[:, seen], axis=0)
-        names = [c for c, ok in zip(cols, seen, strict=True) if ok]
-        stats = {
-            c: {"p50": q[0, i], "p95": q[1, i], "p99": q[2, i], "max": top[i]}
-            for i, c in enumerate(names)
-        }
+        stats = {}
+        # One column at a time (the numbers of DataFrame.quantile and max): a matrix of
+        # every column was a copy of a day of samples (about 80 MB).
+        for c in (c for c in system.columns if SUMMARY_METRICS.match(str(c))):
+            values = system[c].to_numpy(np.float64)
+            nan = np.isnan(values)
+            if nan.all():
+                continue  # never measured: no figures
+            q = (np.nanpercentile if nan.any() else np.percentile)(values, PERCENTS)
+            stats[c] = {"p50": q[0], "p95": q[1], "p99": q[2], "max": np.nanmax(values)}
         return Part(datapoints=len(system), details={node: _clean(stats)})
 
     def summarize(

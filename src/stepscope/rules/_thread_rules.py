@@ -42,12 +42,14 @@ from stepscope.rules._device import device_steps
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param
+from stepscope.rules._train_frame import train_frame
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import severity
 
 
 class CPUBoundThreads(NodeRule):
     name = "CPUBoundThreads"
+    reads_train_frame = True
     description = (
         "Compute-bound training whose torch threads (plus data-loader workers) exceed the "
         "usable cores, or keep to fewer threads than the cores left idle."
@@ -70,8 +72,8 @@ class CPUBoundThreads(NodeRule):
         facts = {r: f for r, f in rank_facts(data.events).items() if f.threads}
         if not facts:
             return Part(na_reason="no threads event: torch's thread count is unknown")
-        mine = data.steps["rank"].isin(list(facts))
-        steps = train_steps(data.steps, self.p_int("skip_steps"), then=mine)
+        frame = train_frame(data)  # shared with the other step rules: never changed
+        steps = train_steps(frame, self.p_int("skip_steps"), then=frame["rank"].isin(list(facts)))
         if len(steps) < self.p_int("min_steps"):
             return Part(na_reason=f"fewer than {self.p_int('min_steps')} training steps to judge")
         compute = median_share(steps, COMPUTE)

@@ -97,10 +97,12 @@ def gpu_indices(system: pd.DataFrame) -> list[int]:
     return sorted(g for g, ok in zip(cols.values(), seen, strict=True) if ok)
 
 
-# Entries ``data.cache`` keeps: the node's GPUs and the last two framings. A framing
-# of a day of samples is tens of MB, and the rules that share one are judged one
-# after another (ProfilerReport's order): keeping every framing held 150 MB more.
-SHARED_ENTRIES = 3
+# Entries ``data.cache`` keeps: the node's GPUs and the last framing (or the training
+# steps, ``_train_frame``). A framing of a day of samples is tens of MB, and the rules
+# that share one are judged one after another (ProfilerReport's: CPUBottleneck,
+# GPUIdleBetweenSteps, GPUMemoryIncrease): keeping every framing held 150 MB more, the
+# last two 35 MB more than the last (a day-long node's evaluation: 382 -> 351 MB).
+SHARED_ENTRIES = 2
 
 
 def shared(data: RuleInput, key: Hashable, frame: object, make: Callable[[], T]) -> T:

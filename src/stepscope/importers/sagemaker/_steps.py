@@ -13,6 +13,7 @@ and ``source_end``. Parts never measured are null: ``data_wait`` without fetch e
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,9 @@ from stepscope.importers.sagemaker._trace import NONE, Spans, Stream, Workers
 from stepscope.jobfolder import EVENTS_SCHEMA, IMPORTED_STEPS_SCHEMA
 
 Floats = npt.NDArray[np.float64]
+# An imported process_start: the real start is unknown, so the initialization measured
+# from it is a lower bound (MaxInitializationTime says so).
+START_DETAIL = {"source": "sagemaker", "estimated_from": "the earliest time of the timeline"}
 
 
 def steps_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
@@ -107,9 +111,12 @@ def _union(starts: Floats, ends: Floats) -> Floats:
 
 
 def events_table(stream: Stream, rank: int, local_rank: int, node: str, pid: int) -> pa.Table:
-    """The rank's data loader settings (``dataloader``) and worker events
+    """The rank's ``process_start`` (its timeline's earliest time: the process started
+    at or before it), data loader settings (``dataloader``) and worker events
     (``dataloader_worker``), with the loader's settings under our names."""
     rows: list[tuple[float, str, str]] = []
+    if math.isfinite(stream.first):
+        rows.append((stream.first, "process_start", json.dumps(START_DETAIL, sort_keys=True)))
     settings = [loader_detail(args) for _, args in stream.loaders]
     for (time, _), detail in zip(stream.loaders, settings, strict=True):
         rows.append((time, "dataloader", json.dumps(detail, sort_keys=True)))

@@ -110,6 +110,9 @@ class Stream:
     workers: Workers = field(default_factory=Workers)
     files: list[str] = field(default_factory=list)
     pids: set[int] = field(default_factory=set)
+    # The earliest time its timeline records (a trace's start, its first event): the
+    # process started at or before it (an imported rank's ``process_start``).
+    first: float = float("inf")
 
 
 def node_id_of(key: str) -> str:
@@ -152,6 +155,7 @@ def read_timeline(events: list[dict[str, object]], stream: Stream, tally: Tally)
         if ev.get("ph") == "M":
             if "start_time_since_epoch_in_micros" in args:
                 base = float(args["start_time_since_epoch_in_micros"])
+                stream.first = min(stream.first, base / 1e6)
             if ev.get("name") == "process_name" and "name" in args:
                 names[ev.get("pid")] = str(args["name"])
     for ev in events:
@@ -169,6 +173,7 @@ def read_timeline(events: list[dict[str, object]], stream: Stream, tally: Tally)
         assert isinstance(args, dict)
         _place(str(ev.get("name", "")), names.get(ev.get("pid"), ""), span, args, stream, tally)
         first, last = min(first, span[0]), max(last, span[1])
+    stream.first = min(stream.first, first)
     return (first, last) if first <= last else None
 
 
