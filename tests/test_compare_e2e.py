@@ -50,11 +50,14 @@ def test_a_planted_sleep_per_step_is_slower_mostly_other(runs: Path) -> None:
     said = first.split(";")[0]  # then what it was judged on, when the host was busy
     assert said.startswith("slept is slower by") and said.endswith("mostly other"), first
     assert "command: " in done.stdout and "--step-sleep 0.03" in done.stdout
+    gate = "stepscope compare: gate failed: slept is slower than base by at least "
+    assert gate in done.stderr and "one run a side" in done.stderr, done.stderr
 
 
 def test_its_silent_twin_a_rerun_passes_the_gate(runs: Path) -> None:
     done = compare(runs, "base", "rerun", "--fail-if-slower", "25%", "--json")
     assert done.returncode == 0, done.stderr
+    assert "gate failed" not in done.stderr
     (doc,) = json.loads(done.stdout)
     train = doc["phases"][0]
     # A rerun on a shared host may differ by several % (docs/compare.md, "Noise between
@@ -72,6 +75,8 @@ def test_two_runs_a_side_carry_the_spread_between_runs(runs: Path) -> None:
     assert first.startswith("slept,slept2 is slower") and "mostly other" in first, first
     assert "unknown" not in first and "(baseline, 2 runs)" in done.stdout
     assert "run medians" in done.stdout and "(2 df)" in done.stdout
+    assert "gate failed: slept,slept2 is slower" in done.stderr, done.stderr
+    assert "one run a side" not in done.stderr
 
 
 def test_its_silent_twin_two_reruns_a_side_pass_the_gate(runs: Path) -> None:

@@ -56,6 +56,11 @@ stepscope() {  # a finished job: the request's arguments were checked, the job f
             printf 'GET / HTTP/1.0\r\n\r\n' >&3 && head -c 4 <&3" >/dev/null 2>&1
         kill -INT $pid 2>/dev/null; wait $pid; set +m; out=$(<"$log"); rm -f "$log"
         printf '%s\n' "$out"; [[ $out == *"http://127.0.0.1:"* && $out != *Traceback* ]] ;;
+    compare)  # the gate's documented exit 1, when it says it failed (two single runs on a
+        # busy host can differ past 5%: docs/compare.md, "Noise between runs")
+        local out rc; out=$(command stepscope "$@" 2>&1) && rc=0 || rc=$?; printf '%s\n' "$out"
+        [[ $rc == 1 && $out == *"stepscope compare: gate failed: "* ]] && return 0
+        return $rc ;;
     *) command stepscope "$@" ;;
     esac
 }

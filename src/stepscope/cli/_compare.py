@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from stepscope.cli._jobs import add_jobs_argument, resolve_job
@@ -98,14 +99,24 @@ def sides_arg(args: argparse.Namespace) -> list[list[str]]:
 
 
 def gate(comparisons: list[Comparison], limit: float | None) -> int:
-    """1 when a comparison's slowdown is surely past ``limit`` %, else 0."""
+    """1 when a comparison's slowdown is surely past ``limit`` %, else 0; a failed gate
+    says so in one line on stderr (which side, its lower bound, what the bound holds)."""
     if limit is None:
         return 0
+    failed = 0
     for c in comparisons:
         low = c.phases[0].slower_low_pct if c.phases else None
         if low is not None and low > limit:
-            return 1
-    return 0
+            failed = 1
+            one = len(c.base_runs) < 2 or len(c.new_runs) < 2
+            held = " (one run a side: the spread between runs is not in it)" if one else ""
+            print(
+                f"stepscope compare: gate failed: {c.new} is slower than {c.base} by at "
+                f"least {low:.1f}% (the 95% lower bound{held}), past --fail-if-slower "
+                f"{limit:g}%",
+                file=sys.stderr,
+            )
+    return failed
 
 
 def to_json(comparisons: list[Comparison]) -> str:
