@@ -113,10 +113,28 @@ def test_one_run_against_one_calls_the_run_to_run_swing(runs: Any) -> None:
     assert got.runs is not None and not got.runs.known
 
 
-def test_one_run_on_one_side_says_which(runs: Any) -> None:
+def test_one_new_run_against_several_is_judged_on_their_spread(runs: Any) -> None:
+    """A CI's case: a baseline of 3 runs, one new run with +15 ms of `other`: the new
+    run is judged against the spread of the baseline's runs (2 df) and the part named."""
+    got = train(runs["a"], runs["slept"][:1])
+    assert got.runs is not None and got.runs.known and got.runs.df == 2
+    assert got.direction == "slower" and got.mostly == "other", got.verdict
+    assert "B's one run judged against the spread of A's 3 runs" in got.verdict
+    assert "unknown" not in got.verdict
+
+
+def test_its_silent_twin_one_identical_run_against_several(runs: Any) -> None:
+    got = train(runs["a"], runs["b"][:1])
+    assert got.runs is not None and got.runs.known and got.runs.df == 2
+    assert got.direction == "same", got.verdict
+    assert not any(p.beyond_noise for p in got.parts)
+    assert "B's one run judged against the spread of A's 3 runs" in got.verdict
+
+
+def test_one_baseline_run_against_several_says_whose_spread(runs: Any) -> None:
     got = train(runs["a"][:1], runs["b"])
-    assert "the spread between runs is unknown with one run of A:" in got.verdict
-    assert got.runs is not None and len(got.runs.new_medians) == 3
+    assert "A's one run judged against the spread of B's 3 runs" in got.verdict
+    assert got.runs is not None and len(got.runs.new_medians) == 3 and got.runs.df == 2
 
 
 def test_a_planted_cost_in_other_is_named_beyond_its_noise(runs: Any) -> None:

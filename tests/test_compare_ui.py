@@ -17,6 +17,7 @@ import pytest
 from conftest import CHROMIUM
 from test_compare import planted
 from test_compare_lacks import shaped
+from test_compare_runs import A_LEVELS, B_LEVELS, side
 from ui_pages import new_page, serving
 
 pytestmark = [
@@ -33,6 +34,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("cmpui")
     planted(tmp)
     shaped(tmp / "keras", 4, tf=True, evals=40)  # a compiled fit's steps, and an eval phase
+    side(tmp, "r", A_LEVELS, 10)  # runs whose level differs from run to run
+    side(tmp, "slept", B_LEVELS, 20, other=0.015)
     return tmp
 
 
@@ -95,4 +98,38 @@ def test_what_one_job_lacks_is_named_not_compared(browser: Any, ui: str) -> None
     said = page.text_content("#compare-phases p.missing-phase") or ""
     assert said == "eval: not recorded in B, not compared"
     assert "version.tensorflow" in (page.text_content("#compare-setup") or "")
+    assert not errors
+
+
+def test_several_runs_a_side_are_compared_as_runs(browser: Any, ui: str) -> None:
+    """Tick three baseline runs and one new run; put a run wrongly on B and back: the
+    button waits for a job on each side, then the page judges B's one run against the
+    spread of A's three, lists each run's median and draws every run."""
+    page, errors = new_page(browser, 1400)
+    page.goto(ui)
+    page.wait_for_selector("body[data-jobs-loaded]", timeout=WAIT_MS)
+    for name in ("r-0", "r-1", "r-2", "slept-1"):
+        page.check(f'#jobs tr[data-job="{name}"] input.pick')
+    for name in ("r-0", "r-1", "r-2", "slept-1"):
+        page.select_option(f'#jobs tr[data-job="{name}"] select.side', "A")
+    assert page.locator("#compare-open").is_disabled()
+    assert "put a ticked job on each side (A: 4, B: 0)" in (
+        page.text_content("#compare-hint") or ""
+    )
+    assert page.locator('#jobs tr[data-job="a"] select.side').is_hidden()  # not ticked
+    page.select_option('#jobs tr[data-job="slept-1"] select.side', "B")
+    hint = page.text_content("#compare-hint") or ""
+    assert "A (the baseline): " in hint and "B: slept-1" in hint
+    page.click("#compare-open")
+    page.wait_for_selector("body[data-compare-loaded]", timeout=WAIT_MS)
+    assert page.url.endswith("/slept-1") and page.url.count(",") == 2
+    sub = page.text_content("#compare-sub") or ""
+    assert "(the baseline, 3 runs)" in sub and "B: slept-1 " in sub
+    verdict = page.text_content("#compare-verdict") or ""
+    assert verdict.startswith("slept-1 is slower, mostly other"), verdict
+    assert "B's one run judged against the spread of A's 3 runs" in verdict
+    table = page.text_content("#compare-phases table.parts") or ""
+    assert "run medians" in table and "spread between runs" in table and "(2 df)" in table
+    labels = sorted(label for label, n in series(page, "cmp_train") if n > 100)
+    assert labels == ["A: r-0", "A: r-1", "A: r-2", "B: slept-1"]
     assert not errors

@@ -12,6 +12,7 @@ import pytest
 
 import rules_data as rd
 import stepscope
+from mlflow_store import training_mlflow_run
 from stepscope.cli import main
 from stepscope.export._points import MAX_POINTS, step_points
 from stepscope.rules import build_rules
@@ -31,10 +32,9 @@ RULES = [
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A file tracking store (MLflow keeps it behind a flag, in maintenance mode)."""
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_quiet: None) -> str:
+    """An empty file tracking store (conftest's ``mlflow_quiet``: allowed, no telemetry),
+    no MLflow run or store named by the environment."""
     for name in ("MLFLOW_RUN_ID", "MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME"):
         monkeypatch.delenv(name, raising=False)
     return (tmp_path / "mlruns").as_uri()
@@ -49,8 +49,7 @@ def test_a_long_job_lands_downsampled_with_its_verdicts_and_report(
 ) -> None:
     spec = SyntheticJob(name="long", gpus=1, step_s=0.1)  # 1800 steps: two per point
     write_synthetic_job(str(tmp_path / "long"), spec, RULES)  # type: ignore[arg-type]
-    client = _client(store)
-    run_id = client.create_run(client.create_experiment("mine")).info.run_id
+    client, run_id = training_mlflow_run(tmp_path)[1:3]  # in the store's folder
     code = main(["export", "mlflow", str(tmp_path / "long"), "--tracking-uri", store,
                  "--run-id", run_id])  # fmt: skip
     assert code == 0, capsys.readouterr().err
@@ -172,12 +171,11 @@ def test_the_live_logger_logs_each_scan_into_the_training_run_and_never_ends_it(
 ) -> None:
     from stepscope.export.live import LiveLogger
 
-    client = _client(store)
-    run_id = client.create_run(client.create_experiment("live")).info.run_id
+    _, client, run_id, env = training_mlflow_run(tmp_path)
     client.log_metric(run_id, "loss", 0.5, step=3)  # what the training logged itself
     client.set_tag(run_id, "owner", "training")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
-    monkeypatch.setenv("MLFLOW_RUN_ID", run_id)
+    for key, value in env.items():  # as `stepscope run` hands them to the runner
+        monkeypatch.setenv(key, value)
     folder, runner = _live_job(tmp_path)
     logger = LiveLogger(runner.job, ["mlflow"], every_s=0.0)
     runner.observe(logger)

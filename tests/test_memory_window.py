@@ -8,6 +8,7 @@ reads the file the window keeps. On a real GPU: tests/test_memory_window_gpu.py.
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from torch.cuda import _memory_viz
 
 import stepscope
 from stepscope.analysis.summary import profiling_summary
+from stepscope.report import render_report
 
 pytestmark = pytest.mark.process
 
@@ -74,6 +76,15 @@ def test_a_memory_window_keeps_a_snapshot_the_memory_viewer_reads(run_job, tmp_p
     assert "total_reserved" in _memory_viz.segsum(snapshot)
     assert f"{len(events)} entries" in _memory_viz.trace(snapshot)
     assert not job.faults()
+    # the report lists it with its record's figures, links it, and says how to open it
+    html = render_report(job)
+    m = re.search(r'<section id="profiles-memory">(.*?)</section>', html, re.S)
+    assert m is not None, "no CUDA memory section"
+    row = re.search(r"<tr><td>0</td><td>3\u20136</td><td>(\d+)</td>.*?</tr>", m.group(1), re.S)
+    assert row is not None and int(row.group(1)) == record["segments"]
+    assert f"{record['trace_events']:,} of at most" in row.group(0)
+    assert 'href="profiling/rank-0/memory-3-6.memory.pickle"' in row.group(0)
+    assert "memory snapshot" in row.group(0) and "https://pytorch.org/memory_viz" in m.group(1)
 
 
 def test_a_memory_window_without_cuda_says_so_and_keeps_no_file(run_job, tmp_path):
@@ -86,6 +97,9 @@ def test_a_memory_window_without_cuda_says_so_and_keeps_no_file(run_job, tmp_pat
     assert not list((run.job_path / "profiling").rglob("*.pickle"))
     (shown,) = profiling_summary(job)  # what `stepscope show` prints for the window
     assert shown["path"] is None and shown["note"] == record["note"]
+    m = re.search(r'<section id="profiles-memory">(.*?)</section>', render_report(job), re.S)
+    assert m is not None and "not recorded: no CUDA device" in m.group(1)
+    assert ".memory.pickle" not in m.group(1)
 
 
 def test_out_of_memory_is_a_fault_with_the_last_readings_and_its_twin_has_none(run_job, tmp_path):

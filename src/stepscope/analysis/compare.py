@@ -3,17 +3,18 @@
 Each side (A, the baseline, and B) is one run or several runs of the same setup. Per
 phase, each run's steady steps (:mod:`.compare_steps`) are compared:
 
-* **one run on a side**: the steps pooled, by their medians, with a 95% block-bootstrap
+* **one run a side**: the steps pooled, by their medians, with a 95% block-bootstrap
   interval (:mod:`.compare_stats`), blind to the spread between runs (the verdict says);
-* **several runs on each side**: each run's medians, with a 95% t interval that carries
-  the spread between runs (:mod:`.compare_runs`).
+* **several runs on a side** (one or more on the other): each run's medians, with a
+  95% t interval that carries the spread between runs (:mod:`.compare_runs`).
 
 The verdict (:mod:`.compare_verdict`) calls a change only when the step time's interval
-excludes 1, or (several runs a side) a part's change is beyond its own noise.
+excludes 1, or (spread known) a part's change is beyond its own noise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,9 @@ from stepscope.analysis.compare_steps import (
     HOST_PARTS,
     LeftOut,
     Run,
+    pool_runs,
     steady_steps,
+    step_quantiles,
     total_left_out,
 )
 from stepscope.analysis.compare_verdict import DEVICE_PARTS, verdict_of
@@ -53,6 +56,7 @@ __all__ = [
     "compare",
     "compare_jobs",
     "compare_sides",
+    "runs_of",
     "steady_steps",
 ]
 
@@ -140,37 +144,30 @@ def compare_phase(phase: str, base: list[Run], new: list[Run], name: str) -> Pha
     a_runs, b_runs = [f for f, _ in base], [f for f, _ in new]
     fewest = min(len(f) for f in a_runs), min(len(f) for f in b_runs)
     if min(fewest) < MIN_STEPS:
-        a, b = _pool(a_runs), _pool(b_runs)
+        a, b = pool_runs(a_runs), pool_runs(b_runs)
         text = f"too few steady {phase} steps to compare ({fewest[0]} and {fewest[1]}"
         text += f"{' in a run' if len(base) + len(new) > 2 else ''}; {MIN_STEPS} needed)"
-        return PhaseComparison(phase, a_out, b_out, *_quantiles(a, b), None, [], "unknown", None,
-                               text, missing_parts=lacking_parts(a, b, PARTS))  # fmt: skip
-    contention = contention_of(_pool(a_runs)), contention_of(_pool(b_runs))
+        return PhaseComparison(phase, a_out, b_out, *step_quantiles(a, b), None, [], "unknown",
+                               None, text, missing_parts=lacking_parts(a, b, PARTS))  # fmt: skip
+    contention = contention_of(pool_runs(a_runs)), contention_of(pool_runs(b_runs))
     a_runs, b_runs, basis = judged_steps(a_runs, b_runs, contention)
-    a, b = _pool(a_runs), _pool(b_runs)
+    a, b = pool_runs(a_runs), pool_runs(b_runs)
     parts = [p for p in PARTS if recorded(a, p) and recorded(b, p)]
     cols = ["duration", *parts]
     arrays = (
         [f[cols].to_numpy(np.float64) for f in a_runs],
         [f[cols].to_numpy(np.float64) for f in b_runs],
     )
-    quantiles = _quantiles(a, b)
-    if len(a_runs) >= 2 and len(b_runs) >= 2:
+    quantiles = step_quantiles(a, b)
+    spread = spread_of(*(np.array([np.median(r[:, 0]) for r in side]) for side in arrays))
+    if spread.known:
         ratio, changes, medians = _between(*arrays, parts)
         quantiles = (*medians, *quantiles[2:])
     else:
         ratio, changes = _within(a[cols], b[cols], parts)
-    spread = spread_of(*(np.array([np.median(r[:, 0]) for r in side]) for side in arrays))
     direction, mostly, text = verdict_of(name, ratio, changes, basis, contention, spread)
     return PhaseComparison(phase, a_out, b_out, *quantiles, ratio, changes, direction, mostly,
                            text, basis, contention, lacking_parts(a, b, PARTS), spread)  # fmt: skip
-
-
-def _pool(runs: list[pd.DataFrame]) -> pd.DataFrame:
-    """A side's runs' steps as one frame, run after run."""
-    import pandas as pd
-
-    return runs[0] if len(runs) == 1 else pd.concat(runs, ignore_index=True)
 
 
 def _within(
@@ -204,14 +201,6 @@ def _between(
     return stats.ratio, changes, (float(base[0]), float(new[0]))
 
 
-def _quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, float]:
-    def q(frame: pd.DataFrame, at: float) -> float:
-        d = frame["duration"].to_numpy(np.float64) if len(frame) else np.empty(0)
-        return float(np.quantile(d, at)) if len(d) else float("nan")
-
-    return q(a, 0.5), q(b, 0.5), q(a, 0.9), q(b, 0.9)
-
-
 def _phases(job: Job) -> list[str]:
     """The phases ``job`` recorded."""
     return [str(p) for p in job.sql("SELECT DISTINCT phase FROM steps")["phase"].dropna()]
@@ -240,9 +229,15 @@ def compare_sides(base: list[Job], new: list[Job]) -> Comparison:
                       missing, [j.name for j in base], [j.name for j in new])  # fmt: skip
 
 
-def compare(base: Job, new: Job) -> Comparison:
-    """Job ``new`` (B) against the baseline ``base`` (A), one run a side."""
-    return compare_sides([base], [new])
+def runs_of(side: Job | Sequence[Job]) -> list[Job]:
+    """A side's runs: one job, or several (a sequence of jobs)."""
+    return list(side) if isinstance(side, Sequence) else [side]
+
+
+def compare(base: Job | Sequence[Job], new: Job | Sequence[Job]) -> Comparison:
+    """B (``new``) against the baseline A (``base``), each side one job or a sequence of
+    runs of one setup (:func:`compare_sides`)."""
+    return compare_sides(runs_of(base), runs_of(new))
 
 
 def compare_jobs(jobs: list[Job]) -> list[Comparison]:

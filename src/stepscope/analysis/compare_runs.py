@@ -2,12 +2,13 @@
 
 On a shared host identical runs differ by 10-30% in their median step (BENCHMARKS.md,
 "compare") while each run's own steps are steady, so an interval from the steps of one
-run a side (:mod:`.compare_stats`) cannot see that noise. With two runs or more on
-each side, each run is reduced to one number per column: the **median** of its steady
-steps (robust to its stalls), and the two sides' run medians are compared with
-Student's **t** interval, the spread pooled over both sides (the spread between runs
-is the host's and the script's, shared by both sides; pooling gives 2 runs a side 2
-degrees of freedom where Welch's could fall to 1):
+run a side (:mod:`.compare_stats`) cannot see that noise. With two runs or more on a
+side (one or more on the other), each run is reduced to one number per column: the
+**median** of its steady steps (robust to its stalls), and the two sides' run medians
+are compared with Student's **t** interval, the spread pooled over both sides (the
+spread between runs is the host's and the script's, shared by both sides; pooling
+gives 2 runs a side 2 degrees of freedom where Welch's could fall to 1; one run
+against K is judged against the K runs' spread, with K - 1):
 
 * the step time on the log scale (a ratio B/A: the difference of the mean log run
   medians, its interval exponentiated);
@@ -48,7 +49,7 @@ class RunSpread:
     """Each run's median step (seconds, in the order the runs were given) and the
     spread between runs: the pooled standard deviation of the log run medians as %
     (about the coefficient of variation of a run's median) with its degrees of
-    freedom; ``spread_pct`` is None when a side has one run (unknown)."""
+    freedom; ``spread_pct`` is None when each side has one run (unknown)."""
 
     base_medians: list[float]
     new_medians: list[float]
@@ -102,11 +103,20 @@ def _t_within(theta: float, df: int) -> float:
     return s * total
 
 
+def spread_known(n_a: int, n_b: int) -> bool:
+    """Whether runs of ``n_a`` and ``n_b`` show the spread between runs: a run a side or
+    more, and two or more on one side (K runs against 1: the new run is judged against
+    the spread of the baseline's runs, taken to hold for it, as a new run of the same
+    host and script; the t interval then has ``K - 1`` degrees of freedom)."""
+    return min(n_a, n_b) >= 1 and n_a + n_b >= 3
+
+
 def pooled(a: FloatArray, b: FloatArray, level: float) -> Interval:
     """mean(b) - mean(a) with its pooled-variance t interval at ``level``; NaN values
-    (a run without the part) left out; NaN bounds when a side has under 2 values."""
+    (a run without the part) left out; NaN bounds when no spread is known
+    (:func:`spread_known`)."""
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if len(a) < 2 or len(b) < 2:
+    if not spread_known(len(a), len(b)):
         value = float(b.mean() - a.mean()) if len(a) and len(b) else math.nan
         return Interval(value, math.nan, math.nan, level)
     df = len(a) + len(b) - 2
@@ -126,7 +136,7 @@ def run_medians(runs: list[FloatArray]) -> FloatArray:
 def spread_of(a: FloatArray, b: FloatArray) -> RunSpread:
     """The :class:`RunSpread` of the step medians ``a`` and ``b`` (one per run)."""
     base, new = [float(x) for x in a], [float(x) for x in b]
-    if len(a) < 2 or len(b) < 2:
+    if not spread_known(len(a), len(b)):
         return RunSpread(base, new, None, 0)
     logs = [np.log(a), np.log(b)]
     df = len(a) + len(b) - 2
@@ -136,8 +146,9 @@ def spread_of(a: FloatArray, b: FloatArray) -> RunSpread:
 
 def between_runs(a_runs: list[FloatArray], b_runs: list[FloatArray], family_size: int) -> RunStats:
     """B's runs against A's (each steps x columns, column 0 the step time, then the
-    parts), at least 2 runs a side (module docstring); ``family_size``: the parts
-    judged together (the Bonferroni ``m``)."""
+    parts), runs that show their spread (:func:`spread_known`: 2 or more on a side, 1 or
+    more on the other); ``family_size``: the parts judged together (the Bonferroni
+    ``m``)."""
     a, b = run_medians(a_runs), run_medians(b_runs)
     log_a, log_b = np.log(a[:, 0]), np.log(b[:, 0])
     d = pooled(log_a, log_b, 1 - ALPHA)

@@ -25,7 +25,15 @@ if TYPE_CHECKING:
 
     from stepscope.read import Job
 
-__all__ = ["HOST_PARTS", "LeftOut", "Run", "steady_steps", "total_left_out"]
+__all__ = [
+    "HOST_PARTS",
+    "LeftOut",
+    "Run",
+    "pool_runs",
+    "steady_steps",
+    "step_quantiles",
+    "total_left_out",
+]
 
 HOST_PARTS = ("data_wait", "forward", "backward", "optimizer", "other")
 
@@ -83,3 +91,20 @@ def _per_step(rows: pd.DataFrame) -> pd.DataFrame:
         busy = out[list(DEVICE_PARTS[:3])].sum(axis=1, min_count=3)
         out["device_idle"] = np.maximum(out["duration"] - busy, 0.0)
     return out
+
+
+def pool_runs(runs: list[pd.DataFrame]) -> pd.DataFrame:
+    """A side's runs' steps as one frame, run after run."""
+    import pandas as pd
+
+    return runs[0] if len(runs) == 1 else pd.concat(runs, ignore_index=True)
+
+
+def step_quantiles(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float, float, float]:
+    """The median and p90 step of A's and B's pooled steps (NaN for a side without)."""
+
+    def q(frame: pd.DataFrame, at: float) -> float:
+        d = frame["duration"].to_numpy(np.float64) if len(frame) else np.empty(0)
+        return float(np.quantile(d, at)) if len(d) else float("nan")
+
+    return q(a, 0.5), q(b, 0.5), q(a, 0.9), q(b, 0.9)

@@ -6,7 +6,7 @@ The rule, per phase:
 
 1. the step time's 95% interval of B/A excludes 1: ``slower`` or ``faster``, mostly
    the part that moved most that way (among the parts beyond their noise, if any);
-2. else, with two runs or more on each side, the parts judged as one family
+2. else, with two runs or more on a side (one or more on the other), the parts judged as one family
    (:mod:`.compare_runs`): when some are **beyond their noise** (their Bonferroni
    interval excludes 0 by at least 2% of A's step) and all moved the same way, B is
    ``slower`` (``faster``), mostly the one that moved most, and the words say that the
@@ -14,9 +14,11 @@ The rule, per phase:
    named and the direction stays ``same``;
 3. else ``same``: no difference beyond the noise of these runs.
 
-With one run on a side the parts are not judged (a compute part's swing between
+With one run a side the parts are not judged (a compute part's swing between
 processes is the run-to-run noise the single runs cannot show), and the words say the
-spread between runs is unknown and how to measure it.
+spread between runs is unknown and how to measure it. One run against several is judged
+against the spread of the several (a new run of the same host and script), and the
+words say so.
 """
 
 from __future__ import annotations
@@ -85,10 +87,26 @@ def verdict_of(
     direction = "slower" if ratio.low > 1 else "faster" if ratio.high < 1 else "same"
     called = [c for c in changes if c.beyond_noise]
     if direction == "same" and called:
-        return _from_parts(name, ratio, called, basis_text(basis, contention))
+        direction, mostly, text = _from_parts(name, ratio, called, basis_text(basis, contention))
+        return direction, mostly, text + _spread_words(spread)
     mostly = mostly_part(changes, direction)
     text = verdict_text(name, ratio, direction, mostly) + basis_text(basis, contention)
-    return direction, mostly, text + ("" if spread.known else unknown_spread(spread))
+    return direction, mostly, text + _spread_words(spread)
+
+
+def _spread_words(spread: RunSpread) -> str:
+    """Unknown spread: how to measure it; one run against several: whose spread it is."""
+    if not spread.known:
+        return unknown_spread(spread)
+    sides = (("A", len(spread.base_medians)), ("B", len(spread.new_medians)))
+    one = [side for side, n in sides if n == 1]
+    if not one:
+        return ""
+    other = next((side, n) for side, n in sides if n > 1)
+    return (
+        f"; {one[0]}'s one run judged against the spread of {other[0]}'s {other[1]} runs "
+        f"({spread.spread_pct:.1f}%, {spread.df} df)"
+    )
 
 
 def _from_parts(
@@ -116,12 +134,9 @@ def _part_text(c: PartChange) -> str:
 
 
 def unknown_spread(spread: RunSpread) -> str:
-    """What one run on a side cannot see, and how to give more runs."""
-    ones = [side for side, n in (("A", spread.base_medians), ("B", spread.new_medians))
-            if len(n) < 2]  # fmt: skip
-    which = "one run a side" if len(ones) == 2 else f"one run of {ones[0]}"
+    """What one run a side cannot see, and how to give more runs."""
     return (
-        f"; the spread between runs is unknown with {which}: reruns of the same "
+        "; the spread between runs is unknown with one run a side: reruns of the same "
         "script can differ by more than this interval on a busy host; give each side "
         "several runs, comma-separated, to judge against it "
         "(stepscope compare A1,A2,A3 B1,B2,B3)"

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from typing import TYPE_CHECKING
 
-from stepscope.cli._jobs import add_jobs_argument, resolve_job
+from stepscope.cli._jobs import add_jobs_argument, side_arg
 from stepscope.errors import UsageError
 
 if TYPE_CHECKING:
@@ -76,26 +75,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def sides_arg(args: argparse.Namespace) -> list[list[str]]:
-    """Each side's jobs' paths or URLs: an argument is one job, or several separated by
-    commas (a folder whose name holds a comma is one job)."""
-    out = []
-    for n, given in enumerate(args.jobs):
-        side = "A (the baseline)" if n == 0 else f"side {n + 1}"
-        names = [given] if os.path.isdir(given) else [x.strip() for x in given.split(",")]
-        if not all(names):
-            raise UsageError(
-                f"{side} {given!r} names no job between its commas: give one job or several "
-                "runs separated by commas, e.g. base-1,base-2 (names as `stepscope ls` prints them)"
-            )
-        paths = [resolve_job(x, args.jobs_in, flag=args.jobs_in_flag) for x in names]
-        twice = sorted({x for x, p in zip(names, paths, strict=True) if paths.count(p) > 1})
-        if twice:
-            raise UsageError(
-                f"{side} {given!r} names the same job twice ({', '.join(twice)}): a side's "
-                "runs must be different runs, or the spread between them reads as 0"
-            )
-        out.append(paths)
-    return out
+    """Each side's jobs' paths or URLs (:func:`~stepscope.cli._jobs.side_arg`)."""
+    return [
+        side_arg(given, "A (the baseline)" if n == 0 else f"side {n + 1}", args)
+        for n, given in enumerate(args.jobs)
+    ]
 
 
 def gate(comparisons: list[Comparison], limit: float | None) -> int:
@@ -108,7 +92,7 @@ def gate(comparisons: list[Comparison], limit: float | None) -> int:
         low = c.phases[0].slower_low_pct if c.phases else None
         if low is not None and low > limit:
             failed = 1
-            one = len(c.base_runs) < 2 or len(c.new_runs) < 2
+            one = len(c.base_runs) < 2 and len(c.new_runs) < 2
             held = " (one run a side: the spread between runs is not in it)" if one else ""
             print(
                 f"stepscope compare: gate failed: {c.new} is slower than {c.base} by at "
@@ -183,7 +167,7 @@ def _runs(r: RunSpread) -> str:
     spread = (
         f"spread between runs {r.spread_pct:.1f}% ({r.df} df)"
         if r.spread_pct is not None
-        else "spread between runs unknown (one run on a side)"
+        else "spread between runs unknown (one run a side)"
     )
     return f"A: {a} ms   B: {b} ms   {spread}"
 

@@ -62,13 +62,34 @@ def job_arg(args: argparse.Namespace) -> str:
     return resolve_job(args.job, args.jobs_in, flag=args.jobs_in_flag)
 
 
-def against_arg(args: argparse.Namespace) -> str:
-    """The path or URL of the baseline ``--against`` names, looked up as the job is;
-    an error says it is about ``--against``."""
+def against_arg(args: argparse.Namespace) -> list[str]:
+    """The paths or URLs of the baseline's runs ``--against`` names (one job, or several
+    separated by commas), looked up as the job is; an error says it is about
+    ``--against``."""
     try:
-        return resolve_job(args.against, args.jobs_in, flag=args.jobs_in_flag)
+        return side_arg(args.against, "the baseline", args)
     except StepscopeError as e:
         raise UsageError(f"--against: {e}") from None
+
+
+def side_arg(given: str, side: str, args: argparse.Namespace) -> list[str]:
+    """The paths or URLs of one side of a comparison: ``given`` names one job, or
+    several runs separated by commas (a folder whose name holds a comma is one job);
+    ``side`` names it in errors."""
+    names = [given] if os.path.isdir(given) else [x.strip() for x in given.split(",")]
+    if not all(names):
+        raise UsageError(
+            f"{side} {given!r} names no job between its commas: give one job or several "
+            "runs separated by commas, e.g. base-1,base-2 (names as `stepscope ls` prints them)"
+        )
+    paths = [resolve_job(x, args.jobs_in, flag=args.jobs_in_flag) for x in names]
+    twice = sorted({x for x, p in zip(names, paths, strict=True) if paths.count(p) > 1})
+    if twice:
+        raise UsageError(
+            f"{side} {given!r} names the same job twice ({', '.join(twice)}): a side's "
+            "runs must be different runs, or the spread between them reads as 0"
+        )
+    return paths
 
 
 def output_folder(given: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str]:

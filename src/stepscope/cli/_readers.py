@@ -146,7 +146,8 @@ def add_reader_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--against",
         metavar="BASELINE",
         help="add a comparison section: this job against the job BASELINE, named as JOB "
-        "is (default: no comparison; see `stepscope compare`)",
+        "is, or several runs of it separated by commas, A1,A2,A3 (default: no comparison; "
+        "see `stepscope compare`)",
     )
     p.set_defaults(fn=cmd_report)
     p = sub.add_parser("demo", help="run a small demo job with three planted problems")

@@ -54,15 +54,15 @@ def write_with_progress(
     job_path: str,
     output: str | None,
     stderr: TextIO | None = None,
-    against: str | None = None,
+    against: list[str] | None = None,
 ) -> str:
-    """Write the report of the job at ``job_path`` (compared with the job at
-    ``against``, where given) and return its path; a bar on ``stderr`` while it
+    """Write the report of the job at ``job_path`` (compared with the baseline's runs
+    at ``against``, where given) and return its path; a bar on ``stderr`` while it
     takes long. A job that cannot be read raises its ``StepscopeError`` (no job
     there, unreadable store)."""
     err = stderr or sys.stderr
     job = open_job(job_path)
-    base = None if against is None else open_job(against)
+    base = None if against is None else [open_job(p) for p in against]
     bar = ProgressBar(err, enabled=err.isatty())
     try:
         return write_report(job, output, progress=bar, against=base)

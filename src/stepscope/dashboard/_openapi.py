@@ -148,10 +148,11 @@ def document() -> JsonObject:
             "/api/jobs": _get("every job: name, status, start, duration, steps, rule issues"),
             "/api/compare": _get(
                 "job new against the baseline base: the comparison (as `stepscope compare "
-                "--json`) and per phase both runs' step durations by step number (charts)",
-                [{"name": k, "in": "query", "required": True, "schema": {"type": "string"},
-                  "description": d} for k, d in (("base", "the baseline job's name"),
-                                                 ("new", "the job compared with it"))]),
+                "--json`) and per phase each run's step durations by step number (charts)",
+                [{"name": k, "in": "query", "required": True, "style": "form", "explode": True,
+                  "schema": {"type": "array", "items": {"type": "string"}}, "description": d}
+                 for k, d in (("base", "the baseline's job name; repeated: several runs"),
+                              ("new", "the job compared with it; repeated: several runs"))]),
             jobs: _get("one job: metadata, nodes, ranks, profiling artifacts, faults", [_JOB]),
             f"{jobs}/system": _get("chart specs of one node's system samples, and its GPUs' "
                                    "memory at the latest sample (gpus)", [

@@ -12,6 +12,8 @@ from stepscope.read import list_jobs as read_list_jobs
 from stepscope.store import open_store
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from stepscope.analysis.compare import Comparison
 
 
@@ -71,8 +73,9 @@ class NotebookJob(Job):
 
         return write_report(self, None if path is None else os.fspath(path))
 
-    def compare(self, new: Job) -> ComparisonView:
-        """``new`` (B) against this job (A, the baseline), as ``stepscope compare`` says."""
+    def compare(self, new: Job | Sequence[Job]) -> ComparisonView:
+        """``new`` (B: a job, or a list of runs) against this job (A, the baseline), as
+        ``stepscope compare`` says."""
         return compare(self, new)
 
 
@@ -80,7 +83,7 @@ class ComparisonView:
     """A comparison (:class:`stepscope.analysis.compare.Comparison`) that a notebook
     displays: per phase the verdict, the step split of A and B, both runs' steps."""
 
-    def __init__(self, comparison: Comparison, base: Job, new: Job) -> None:
+    def __init__(self, comparison: Comparison, base: list[Job], new: list[Job]) -> None:
         self.comparison, self.base, self.new = comparison, base, new
 
     def _repr_html_(self) -> str:
@@ -93,11 +96,13 @@ class ComparisonView:
         return f"<Comparison {self.comparison.new} against {self.comparison.base}: {verdicts}>"
 
 
-def compare(base: Job, new: Job) -> ComparisonView:
-    """Job ``new`` (B) against the baseline ``base`` (A), displayable in a notebook."""
-    from stepscope.analysis.compare import compare as compare_jobs
+def compare(base: Job | Sequence[Job], new: Job | Sequence[Job]) -> ComparisonView:
+    """B (``new``) against the baseline A (``base``), displayable in a notebook; each
+    side one job or a list of runs of one setup (``stepscope compare A1,A2 B1,B2``)."""
+    from stepscope.analysis.compare import compare_sides, runs_of
 
-    return ComparisonView(compare_jobs(base, new), base, new)
+    a, b = runs_of(base), runs_of(new)
+    return ComparisonView(compare_sides(a, b), a, b)
 
 
 def open(path: str | os.PathLike[str]) -> NotebookJob:

@@ -111,7 +111,7 @@ def _phase_table(p: PhaseComparison) -> str:
     return table(["Part", "A", "B", "B - A (95%)"], rows, cls="num split")
 
 
-def render_comparison_cell(comparison: Comparison, base: Job, new: Job) -> str:
+def render_comparison_cell(comparison: Comparison, base: list[Job], new: list[Job]) -> str:
     """B against the baseline A as a notebook cell: the verdict, the split per phase
     and the setup that differs (HTML)."""
     charts = Charts(0.0, CELL_BUCKETS)

@@ -69,26 +69,36 @@ def parts_table(c: Comparison, p: PhaseComparison) -> str:
         change = f"{_ms(i.value)} ({_ms(i.low)} to {_ms(i.high)})"
         rows.append((part.part, _ms(part.base_s), _ms(part.new_s), change, share))
     rows += [(m.part, "", "", f"{m.text()}, not compared", "") for m in p.missing_parts]
+    if p.runs is not None and p.runs.known:
+        a_runs, b_runs = (
+            ", ".join(_ms(x) for x in r) for r in (p.runs.base_medians, p.runs.new_medians)
+        )
+        spread = f"spread between runs {p.runs.spread_pct:.1f}% ({p.runs.df} df)"
+        rows.insert(2, ("run medians", a_runs, b_runs, spread, ""))
     return table(["", "A", "B", "change (95% interval)", "share of the step"], rows, cls="num")
 
 
-def durations_chart(charts: Charts, base: Job, new: Job, phase: str) -> str:
-    """Both runs' step durations by step number (the slowest rank's), one chart."""
+def durations_chart(charts: Charts, base: list[Job], new: list[Job], phase: str) -> str:
+    """Each run's step durations by step number (the slowest rank's), one chart."""
     chart_id = durations_spec(charts, base, new, phase)
     if chart_id is None:
         return ""
     return chart(chart_id, "Each point is a step, by its number; A is the baseline.")
 
 
-def durations_spec(charts: Charts, base: Job, new: Job, phase: str) -> str | None:
-    """The id of the chart spec (added to ``charts``) of both runs' step durations by
-    step number, series "A: name" and "B: name"; None where neither has a step."""
+def _series(runs: list[Job], label: str) -> list[tuple[str, Job]]:
+    return [(f"{label}: {job.name}", job) for job in runs]
+
+
+def durations_spec(charts: Charts, base: list[Job], new: list[Job], phase: str) -> str | None:
+    """The id of the chart spec (added to ``charts``) of each run's step durations by
+    step number, a series "A: name" or "B: name" a run; None where none has a step."""
     frames = []
-    for label, job in (("A", base), ("B", new)):
+    for label, job in [*_series(base, "A"), *_series(new, "B")]:
         steps = job.steps()
         agg = per_step(steps[steps["phase"] == phase]) if len(steps) else steps
         if len(agg):
-            frames.append(agg.set_index("step")["duration"].rename(f"{label}: {job.name}"))
+            frames.append(agg.set_index("step")["duration"].rename(label))
     if not frames:
         return None
     both = pd.concat(frames, axis=1).sort_index()
@@ -97,15 +107,19 @@ def durations_spec(charts: Charts, base: Job, new: Job, phase: str) -> str | Non
     return charts.add_timeseries(f"{phase} step duration", x, cols, "s", xAxis="step")
 
 
-def comparison_charts(c: Comparison, base: Job, new: Job, buckets: int) -> dict[str, ChartSpec]:
-    """Per phase of ``c``, the spec of both runs' step durations by step number (at most
+def comparison_charts(
+    c: Comparison, base: list[Job], new: list[Job], buckets: int
+) -> dict[str, ChartSpec]:
+    """Per phase of ``c``, the spec of each run's step durations by step number (at most
     ``2 * buckets`` points a series): what the dashboard's comparison draws."""
     charts = Charts(0.0, buckets)
     ids = {p.phase: durations_spec(charts, base, new, p.phase) for p in c.phases}
     return {phase: charts.specs[i] for phase, i in ids.items() if i is not None}
 
 
-def _phase(charts: Charts, c: Comparison, p: PhaseComparison, base: Job, new: Job) -> str:
+def _phase(
+    charts: Charts, c: Comparison, p: PhaseComparison, base: list[Job], new: list[Job]
+) -> str:
     head = f"<h3>{esc(p.phase.capitalize())}</h3>"
     if len(c.phases) > 1:  # the first phase's verdict is the section's: said again beside another
         head += f'<p class="cmp-verdict">{esc(p.verdict)}</p>'
@@ -132,11 +146,13 @@ def _setup(c: Comparison) -> str:
     return out
 
 
-def comparison_section(charts: Charts, c: Comparison, base: Job, new: Job) -> str:
+def comparison_section(charts: Charts, c: Comparison, base: list[Job], new: list[Job]) -> str:
     """The section: the verdict line (the first phase's), each phase, the setup."""
     first = c.phases[0].verdict if c.phases else "no phase recorded by both jobs"
     body = f'<p class="cmp-verdict cmp-first"><b>{esc(first)}</b></p>'
-    body += note(f"A: {c.base} (the baseline, {base.path}) \u00b7 B: {c.new} (this job).")
+    where = ", ".join(job.path for job in base)
+    runs = f"{len(base)} runs: " if len(base) > 1 else ""
+    body += note(f"A: {c.base} (the baseline, {runs}{where}) \u00b7 B: {c.new} (this job).")
     for p in c.phases:
         body += _phase(charts, c, p, base, new)
     if not c.phases:

@@ -25,6 +25,7 @@ FILE_KINDS = (
     (".pyisession", "pyinstrument session"),
     (".dataloader.json", "batches"),
     (".xplane.pb", "TensorFlow profile"),
+    (".memory.pickle", "memory snapshot"),
 )
 
 

@@ -20,6 +20,7 @@ from stepscope.report._html import esc, fmt_duration, fmt_time, note, section, t
 from stepscope.report._profile_efficiency import efficiency_table
 from stepscope.report._profile_kernels import kernels_table
 from stepscope.report._profile_loader import dataloader_table
+from stepscope.report._profile_memory import memory_section
 
 MAX_WINDOWS = 200  # rows of the windows table
 MAX_DETAILED = 20  # windows per kind shown in detail (the newest ones)
@@ -243,4 +244,5 @@ def profiles_section(ctx: Context, out_dir: str | None = None) -> str:
         mine = [r for r in records if r.get("kind") in kinds]
         if mine:
             body += section(anchor, title, _detail_blocks(mine, made[anchor]), level=3)
+    body += memory_section(records, links)
     return section("profiles", "Profiling windows", body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from stepscope import __version__
 from stepscope.analysis.diagnosis import rule_anchor
@@ -22,6 +23,12 @@ from stepscope.report._summary import faults_section, summary_section, warnings_
 from stepscope.report._system import node_anchor, system_section
 from stepscope.report._tensors import tensors_section
 from stepscope.webcharts import script_text, style_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TypeAlias
+
+    Against: TypeAlias = Job | Sequence[Job] | None  # a baseline: one job or several runs
 
 REPORT_NAME = "report.html"
 
@@ -57,16 +64,19 @@ def _toc(
     return f'<nav class="toc">{items}</nav>'
 
 
-def _comparison(ctx: Context, against: Job | None) -> str:
-    """B (this job) against the baseline ``against``, where one was given."""
+def _comparison(ctx: Context, against: Against) -> str:
+    """B (this job) against the baseline ``against`` (one job or several runs), where
+    one was given."""
     if against is None:
         return ""
-    from stepscope.analysis.compare import compare
+    from stepscope.analysis.compare import compare_sides, runs_of
 
-    return comparison_section(ctx.charts, compare(against, ctx.job), against, ctx.job)
+    base = runs_of(against)
+    c = compare_sides(base, [ctx.job])
+    return comparison_section(ctx.charts, c, base, [ctx.job])
 
 
-def _body(ctx: Context, progress: Progress, out_dir: str | None, against: Job | None) -> str:
+def _body(ctx: Context, progress: Progress, out_dir: str | None, against: Against) -> str:
     progress("summary", 0.05)
     diagnosis = diagnosis_section(ctx)
     summary = summary_section(ctx) + faults_section(ctx)
@@ -97,7 +107,7 @@ def render_report(
     progress: Progress | None = None,
     now: float | None = None,
     out_dir: str | None = None,
-    against: Job | None = None,
+    against: Against = None,
 ) -> str:
     """The job's profiling report: one self-contained HTML page (no network request).
 
@@ -105,7 +115,8 @@ def render_report(
     (unix seconds) stands in for the clock for a job that still runs. ``out_dir``
     is the local folder the page will be saved in (None: the job folder): links
     to the job's profiling files are made relative to it. ``against``: a baseline
-    job; the page then has a comparison section, this job against it (docs/compare.md).
+    job, or several runs of one; the page then has a comparison section, this job
+    against it (docs/compare.md).
     """
     progress = progress or no_progress
     progress("reading", 0.0)
@@ -140,10 +151,10 @@ def write_report(
     job: Job,
     out_path: str | None = None,
     progress: Progress | None = None,
-    against: Job | None = None,
+    against: Against = None,
 ) -> str:
-    """Write the report (with a comparison against the job ``against``, where given);
-    returns where it went.
+    """Write the report (with a comparison against ``against``, a job or several runs,
+    where given); returns where it went.
 
     Without ``out_path`` it goes to ``report.html`` in the job folder, written
     atomically through the job's store (local folder or object store). With

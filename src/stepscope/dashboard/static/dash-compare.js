@@ -1,7 +1,9 @@
-/* The comparison of two jobs (#/compare/<base>/<new>): /api/compare's verdict, each
- * phase's table of parts with their 95% intervals and both runs' step durations on
- * one axis (by step number), the setup that differs and the rules whose verdict
- * changed. Text from the jobs is set with textContent only (dash-core.js). */
+/* The comparison of two jobs, or of two sides of several runs (#/compare/<base>/<new>,
+ * a side's names URI-encoded and joined by commas): /api/compare's verdict, each
+ * phase's table of parts with their 95% intervals (and each run's median with the
+ * spread between runs) and each run's step durations on one axis (by step number),
+ * the setup that differs and the rules whose verdict changed. Text from the jobs is
+ * set with textContent only (dash-core.js). */
 (function () {
   "use strict";
   const {api, h, showChart, live} = window.Dash;
@@ -14,6 +16,11 @@
     const rows = [["step (median)", ms(p.base_median), ms(p.new_median), p.ratio ? pct(p.ratio) : "", ""],
       ["step (p90)", ms(p.base_p90), ms(p.new_p90), "", ""],
       ["steps/s", rate(p.steps_per_s[0]), rate(p.steps_per_s[1]), "", ""]];
+    if (p.runs && p.runs.known) {
+      rows.push(["run medians", p.runs.base_medians.map(ms).join(", "),
+        p.runs.new_medians.map(ms).join(", "),
+        `spread between runs ${p.runs.spread_pct.toFixed(1)}% (${p.runs.df} df)`, ""]);
+    }
     for (const c of p.parts) {
       rows.push([c.part, ms(c.base_s), ms(c.new_s),
         `${ms(c.change.value)} (${ms(c.change.low)} to ${ms(c.change.high)})`,
@@ -63,19 +70,25 @@
     async enter(baseRaw, newRaw) {
       const missing = document.getElementById("compare-missing");
       let base, next;
-      try { base = decodeURIComponent(baseRaw); next = decodeURIComponent(newRaw); } catch (err) {
+      try {
+        [base, next] = [baseRaw, newRaw].map((raw) => raw.split(",").map(decodeURIComponent));
+      } catch (err) {
         missing.textContent = `the address is malformed (${err.message})`;
         return;
       }
-      document.getElementById("crumb").textContent = `/ ${next} against ${base}`;
-      document.title = `${next} against ${base} · stepscope`;
-      document.getElementById("compare-title").textContent = `${next} against ${base}`;
+      const [a, b] = [base.join(","), next.join(",")];
+      const runs = (names) => (names.length > 1 ? `, ${names.length} runs` : "");
+      document.getElementById("crumb").textContent = `/ ${b} against ${a}`;
+      document.title = `${b} against ${a} · stepscope`;
+      document.getElementById("compare-title").textContent = `${b} against ${a}`;
       document.getElementById("compare-sub").textContent =
-        `A: ${base} (the baseline) \u00b7 B: ${next} \u00b7 as stepscope compare judges it`;
+        `A: ${base.join(", ")} (the baseline${runs(base)}) \u00b7 B: ${next.join(", ")}` +
+        `${next.length > 1 ? ` (${next.length} runs)` : ""} \u00b7 as stepscope compare judges it`;
       document.getElementById("compare-verdict").textContent = "comparing\u2026";
       missing.textContent = "";
       try {
-        const q = `?base=${encodeURIComponent(base)}&new=${encodeURIComponent(next)}`;
+        const q = "?" + [...base.map((n) => "base=" + encodeURIComponent(n)),
+          ...next.map((n) => "new=" + encodeURIComponent(n))].join("&");
         render(await api("/api/compare" + q));
       } catch (err) {
         document.getElementById("compare-verdict").textContent = "";

@@ -131,7 +131,7 @@
   }
 
   /* Routing: #/ is the jobs list, #/job/<name> a job page, #/compare/<base>/<new> the
-   * comparison of two jobs (names URI-encoded); any other hash is the jobs
+   * comparison of two sides (names URI-encoded, a side's runs joined by commas); any other hash is the jobs
    * list, and a job address that does not decode is shown as naming no job. */
   const pages = {};
   function route() {

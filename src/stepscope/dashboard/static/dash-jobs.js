@@ -5,6 +5,7 @@
   const POLL_MS = 2000;
   let rows = [], sortKey = "start_time", sortDir = -1, timer = null;
   const picked = new Set();  // the ticked jobs' names, kept across refreshes
+  const chosen = new Map();  // a ticked job's side ("A" or "B") where the user chose it
 
   function matches(row, text) {
     if (!text) return true;
@@ -27,7 +28,8 @@
     const shown = rows.filter((r) => matches(r, text)).sort(compare);
     body.replaceChildren(...shown.map((r) => h("tr", {dataset: {job: r.name}},
       h("td", {}, h("input", {type: "checkbox", className: "pick", checked: picked.has(r.name),
-        ariaLabel: "compare " + r.name, onchange: (e) => pick(r.name, e.target.checked)})),
+        ariaLabel: "compare " + r.name, onchange: (e) => pick(r.name, e.target.checked)}),
+        sideSelect(r.name)),
       h("td", {}, h("a", {href: "#/job/" + encodeURIComponent(r.name), textContent: r.name})),
       h("td", {}, h("span", {className: "status " + r.status, textContent: r.status,
         title: r.reason || ""})),
@@ -42,37 +44,62 @@
       th.dataset.dir = th.dataset.sort === sortKey ? (sortDir > 0 ? "asc" : "desc") : "";
       th.setAttribute("aria-sort", th.dataset.dir ? th.dataset.dir + "ending" : "none");
     }
+    updateCompare();  // the new rows' side selects
+  }
+
+  /* A ticked job's side: A (the baseline) or B. Unless the user chose, the ticked job
+   * started first is A and every other B (of two started at once, the one ticked
+   * first); a side of several jobs is compared as several runs (docs/compare.md). */
+  function sideSelect(name) {
+    return h("select", {className: "side", ariaLabel: "side of " + name, hidden: !picked.has(name),
+      onchange: (e) => { chosen.set(name, e.target.value); updateCompare(); }},
+    h("option", {value: "A", textContent: "A"}), h("option", {value: "B", textContent: "B"}));
+  }
+
+  function ticked() {  // in the order ticked, then by start (a stable sort)
+    return [...picked].map((n) => rows.find((r) => r.name === n)).filter(Boolean)
+      .sort((x, y) => (x.start_time ?? Infinity) - (y.start_time ?? Infinity));
+  }
+
+  function sides() {
+    const jobs = ticked(), a = [], b = [];
+    jobs.forEach((r, i) => ((chosen.get(r.name) ?? (i === 0 ? "A" : "B")) === "A" ? a : b).push(r.name));
+    return [a, b];
   }
 
   function pick(name, on) {
-    if (on) picked.add(name); else picked.delete(name);
+    if (on) picked.add(name); else { picked.delete(name); chosen.delete(name); }
     updateCompare();
   }
 
-  /* The button opens the comparison of exactly two ticked jobs, the one started first
-   * as the baseline (A); of two started at once, the one ticked first. */
+  /* The button opens the comparison of side B against side A once each has a job. */
   function updateCompare() {
     for (const name of [...picked]) if (!rows.some((r) => r.name === name)) picked.delete(name);
-    const two = picked.size === 2;
-    document.getElementById("compare-open").disabled = !two;
-    document.getElementById("compare-hint").textContent = two
-      ? "the job started first is the baseline (A)"
-      : `tick two jobs to compare them (${picked.size} ticked)`;
+    const [a, b] = sides();
+    for (const sel of document.querySelectorAll("#jobs select.side")) {
+      const name = sel.closest("tr").dataset.job;
+      sel.hidden = !picked.has(name);
+      sel.value = a.includes(name) ? "A" : "B";
+    }
+    document.getElementById("compare-open").disabled = !(a.length && b.length);
+    document.getElementById("compare-hint").textContent = a.length && b.length
+      ? `A (the baseline): ${a.join(", ")} \u00b7 B: ${b.join(", ")}` +
+        (picked.size === 2 && !chosen.size ? " (the job started first is the baseline)" : "")
+      : picked.size < 2 ? `tick two jobs or more to compare them (${picked.size} ticked)`
+        : `put a ticked job on each side (A: ${a.length}, B: ${b.length})`;
   }
 
   function openCompare() {
-    // in the order ticked, then by start (a stable sort): a tie keeps the first ticked as A
-    const [a, b] = [...picked].map((n) => rows.find((r) => r.name === n)).filter(Boolean)
-      .sort((x, y) => (x.start_time ?? Infinity) - (y.start_time ?? Infinity));
-    if (!a || !b) return;
-    global.location.hash = "#/compare/" + encodeURIComponent(a.name) + "/" + encodeURIComponent(b.name);
+    const [a, b] = sides();
+    if (!a.length || !b.length) return;
+    const part = (names) => names.map(encodeURIComponent).join(",");
+    global.location.hash = `#/compare/${part(a)}/${part(b)}`;
   }
 
   async function load() {
     try {
       rows = (await api("/api/jobs")).jobs;
       render();
-      updateCompare();
       document.body.dataset.jobsLoaded = String(Date.now());
     } catch (err) {
       setConn(false, err.message);

@@ -1,0 +1,139 @@
+"""Several runs a side beyond the CLI (issue 34): ``stepscope report B --against
+A1,A2,A3``, ``GET /api/compare?base=A1&base=A2&new=B1...`` and ``stepscope.compare``
+with lists of jobs, on the runs of tests/test_compare_runs.py (steady steps whose level
+differs from run to run, as on a shared host).
+
+Each firing case has its silent twin with the same baseline: one run with a planted
++15 ms in ``other`` is named against the spread of the baseline's 3 runs, one
+identical run is "no difference"; every surface says how many runs a side has, lists
+each run's median and charts every run."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+import stepscope
+from stepscope.cli import main
+from stepscope.dashboard import create_app
+from test_compare_runs import A_LEVELS, B_LEVELS, side
+
+TOKEN = "t0ken-for-the-tests-0123456789"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("sides")
+    side(tmp, "a", A_LEVELS, 10)
+    side(tmp, "b", B_LEVELS, 20)
+    side(tmp, "slept", B_LEVELS, 20, other=0.015)
+    return tmp
+
+
+def section(html: str) -> str:
+    m = re.search(r'<section id="comparison">(.*?)</section>', html, re.S)
+    assert m is not None, "no comparison section"
+    return m.group(1)
+
+
+def report(root: Path, job: str, against: str, out: Path) -> str:
+    assert main(["report", job, "--in", str(root), "--against", against, "-o", str(out)]) == 0
+    return section(out.read_text())
+
+
+def test_a_report_against_three_baseline_runs_names_a_planted_cost(
+    root: Path, tmp_path: Path
+) -> None:
+    body = report(root, "slept-0", "a-0,a-1,a-2", tmp_path / "r.html")
+    first = re.search(r'<p class="cmp-verdict cmp-first"><b>(.*?)</b>', body)
+    assert first is not None and first.group(1).startswith("slept-0 is slower, mostly other")
+    assert "B&#x27;s one run judged against the spread of A&#x27;s 3 runs" in first.group(1)
+    assert "the baseline, 3 runs: " in body
+    row = re.search(r"<td>run medians</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>", body)
+    assert row is not None and row.group(1).count(",") == 2 and "," not in row.group(2)
+    assert "spread between runs" in row.group(3) and "(2 df)" in row.group(3)
+
+
+def test_its_silent_twin_an_identical_run_against_the_same_baseline(
+    root: Path, tmp_path: Path
+) -> None:
+    body = report(root, "b-0", "a-0,a-1,a-2", tmp_path / "r.html")
+    first = re.search(r'<p class="cmp-verdict cmp-first"><b>(.*?)</b>', body)
+    assert first is not None and first.group(1).startswith("no difference beyond the noise")
+    assert "spread of A&#x27;s 3 runs" in first.group(1) and "<td>run medians</td>" in body
+
+
+def test_a_bad_against_run_is_one_line(root: Path, tmp_path: Path, capsys: Any) -> None:
+    argv = ["report", "b-0", "--in", str(root), "-o", str(tmp_path / "r.html")]
+    assert main([*argv, "--against", "a-0,,a-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stepscope: error: --against: the baseline 'a-0,,a-1' names no job")
+    assert main([*argv, "--against", "a-0,a-0"]) == 2
+    assert "names the same job twice (a-0)" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.fixture
+def client(root: Path) -> Iterator[TestClient]:
+    before = set(threading.enumerate())
+    with TestClient(create_app(str(root), "127.0.0.1", TOKEN), base_url="http://127.0.0.1") as c:
+        yield c
+    for t in set(threading.enumerate()) - before:  # AnyIO's idle workers end with the loop
+        t.join(timeout=10)
+
+
+def sides_query(base: str, new: str) -> str:
+    return "&".join(
+        [*(f"base={n}" for n in base.split(",")), *(f"new={n}" for n in new.split(","))]
+    )
+
+
+def test_the_api_compares_sides_of_several_runs(
+    client: TestClient, root: Path, capsys: Any
+) -> None:
+    r = client.get("/api/compare?" + sides_query("a-0,a-1,a-2", "slept-0,slept-1,slept-2"))
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    (train,) = doc["comparison"]["phases"]
+    assert train["direction"] == "slower" and train["mostly"] == "other", train["verdict"]
+    assert train["runs"]["known"] and train["runs"]["df"] == 4
+    labels = [s["label"] for s in doc["charts"]["train"]["series"]]
+    assert labels == ["A: a-0", "A: a-1", "A: a-2", "B: slept-0", "B: slept-1", "B: slept-2"]
+    folder = str(root)
+    argv = ["compare", "-o", folder, "a-0,a-1,a-2", "slept-0,slept-1,slept-2", "--json"]
+    assert main(argv) == 0
+    (printed,) = json.loads(capsys.readouterr().out)
+    assert doc["comparison"] == printed
+
+
+def test_its_silent_twin_identical_sides(client: TestClient) -> None:
+    r = client.get("/api/compare?" + sides_query("a-0,a-1,a-2", "b-0,b-1,b-2"))
+    (train,) = r.json()["comparison"]["phases"]
+    assert train["direction"] == "same" and train["runs"]["known"], train["verdict"]
+
+
+def test_the_api_refuses_a_run_named_twice(client: TestClient) -> None:
+    r = client.get("/api/compare?base=a-0&base=a-0&new=b-0")
+    assert r.status_code == 400 and "base names the same job twice (a-0)" in r.json()["error"]
+    r = client.get("/api/compare?base=a-0&base=&new=b-0")
+    assert r.status_code == 400 and "base is required" in r.json()["error"]
+
+
+def test_a_notebook_compares_lists_of_runs(root: Path) -> None:
+    a = [stepscope.open(str(root / f"a-{i}")) for i in range(3)]
+    slept = [stepscope.open(str(root / f"slept-{i}")) for i in range(3)]
+    view = stepscope.compare(a, slept)
+    assert repr(view).startswith("<Comparison slept-0,slept-1,slept-2 against a-0,a-1,a-2:")
+    assert "is slower, mostly other" in repr(view)
+    html = view._repr_html_()
+    assert all(f"B: slept-{i}" in html for i in range(3)) and "A: a-2" in html
+    twin = a[0].compare([stepscope.open(str(root / f"b-{i}")) for i in range(3)])
+    assert twin.comparison.phases[0].direction == "same"
+    assert twin.comparison.new_runs == ["b-0", "b-1", "b-2"]
