@@ -77,6 +77,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
         "slept": side(tmp, "slept", B_LEVELS, 20, other=0.015),
         "backward": side(tmp, "backward", B_LEVELS, 20, backward=1.05),
         "waited": side(tmp, "waited", A_LEVELS, 40, wait=0.015),  # A's runs, 15 ms more wait
+        "big": side(tmp, "big", (1.0,), 30, other=0.15),  # one run, +150 ms a step: x2
     }
 
 
@@ -114,11 +115,12 @@ def test_one_run_against_one_calls_the_run_to_run_swing(runs: Any) -> None:
 
 
 def test_one_new_run_against_several_is_judged_on_their_spread(runs: Any) -> None:
-    """A CI's case: a baseline of 3 runs, one new run with +15 ms of `other`: the new
-    run is judged against the spread of the baseline's runs (2 df) and the part named."""
-    got = train(runs["a"], runs["slept"][:1])
+    """A CI's case: a baseline of 3 runs, one new run twice as slow (+150 ms of `other`):
+    judged on its step time against the spread of the baseline's runs (2 df)."""
+    got = train(runs["a"], runs["big"])
     assert got.runs is not None and got.runs.known and got.runs.df == 2
     assert got.direction == "slower" and got.mostly == "other", got.verdict
+    assert got.verdict.startswith("big-0 is slower by"), got.verdict
     assert "B's one run judged against the spread of A's 3 runs" in got.verdict
     assert "unknown" not in got.verdict
 
@@ -127,8 +129,17 @@ def test_its_silent_twin_one_identical_run_against_several(runs: Any) -> None:
     got = train(runs["a"], runs["b"][:1])
     assert got.runs is not None and got.runs.known and got.runs.df == 2
     assert got.direction == "same", got.verdict
-    assert not any(p.beyond_noise for p in got.parts)
     assert "B's one run judged against the spread of A's 3 runs" in got.verdict
+
+
+def test_a_part_of_one_run_is_not_judged(runs: Any) -> None:
+    """+15 ms of `other` in one run, named beyond the noise with 3 runs a side (above),
+    is not called with one: a part of one process swings past the others' spread."""
+    got = train(runs["a"], runs["slept"][:1])
+    assert got.direction == "same" and not any(p.beyond_noise for p in got.parts), got.verdict
+    assert "a part of one run is not judged" in got.verdict
+    other = next(p for p in got.parts if p.part == "other")
+    assert other.change.low > 0.01  # its own interval still shows the change, uncalled
 
 
 def test_one_baseline_run_against_several_says_whose_spread(runs: Any) -> None:

@@ -3,26 +3,34 @@ A1,A2,A3``, ``GET /api/compare?base=A1&base=A2&new=B1...`` and ``stepscope.compa
 with lists of jobs, on the runs of tests/test_compare_runs.py (steady steps whose level
 differs from run to run, as on a shared host).
 
-Each firing case has its silent twin with the same baseline: one run with a planted
-+15 ms in ``other`` is named against the spread of the baseline's 3 runs, one
-identical run is "no difference"; every surface says how many runs a side has, lists
+Each firing case has its silent twin with the same baseline: one run twice as slow
+(+150 ms in ``other``) is called slower against the spread of the baseline's 3 runs,
+one identical run is "no difference"; every surface says how many runs a side has, lists
 each run's median and charts every run."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from starlette.testclient import TestClient
 
 import stepscope
+from rules_data import write_steps
+from stepscope.analysis.compare import compare_sides
 from stepscope.cli import main
 from stepscope.dashboard import create_app
+from stepscope.report import comparison_charts
+from stepscope.store import open_store
 from test_compare_runs import A_LEVELS, B_LEVELS, side
 
 TOKEN = "t0ken-for-the-tests-0123456789"
@@ -34,6 +42,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     side(tmp, "a", A_LEVELS, 10)
     side(tmp, "b", B_LEVELS, 20)
     side(tmp, "slept", B_LEVELS, 20, other=0.015)
+    side(tmp, "big", (1.0,), 30, other=0.15)  # one run twice as slow: +150 ms of `other`
     return tmp
 
 
@@ -51,9 +60,10 @@ def report(root: Path, job: str, against: str, out: Path) -> str:
 def test_a_report_against_three_baseline_runs_names_a_planted_cost(
     root: Path, tmp_path: Path
 ) -> None:
-    body = report(root, "slept-0", "a-0,a-1,a-2", tmp_path / "r.html")
+    body = report(root, "big-0", "a-0,a-1,a-2", tmp_path / "r.html")
     first = re.search(r'<p class="cmp-verdict cmp-first"><b>(.*?)</b>', body)
-    assert first is not None and first.group(1).startswith("slept-0 is slower, mostly other")
+    assert first is not None and first.group(1).startswith("big-0 is slower by")
+    assert "mostly other" in first.group(1)
     assert "B&#x27;s one run judged against the spread of A&#x27;s 3 runs" in first.group(1)
     assert "the baseline, 3 runs: " in body
     row = re.search(r"<td>run medians</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>", body)
@@ -137,3 +147,49 @@ def test_a_notebook_compares_lists_of_runs(root: Path) -> None:
     twin = a[0].compare([stepscope.open(str(root / f"b-{i}")) for i in range(3)])
     assert twin.comparison.phases[0].direction == "same"
     assert twin.comparison.new_runs == ["b-0", "b-1", "b-2"]
+
+
+def test_the_gate_fails_one_run_against_several_and_says_on_what(root: Path, capsys: Any) -> None:
+    argv = ["compare", "-o", str(root), "a-0,a-1,a-2"]
+    assert main([*argv, "big-0", "--fail-if-slower", "5%"]) == 1
+    err = capsys.readouterr().err
+    assert "stepscope compare: gate failed: big-0 is slower than a-0,a-1,a-2 by at least" in err
+    assert "one run a side" not in err  # the baseline's spread is in its bound
+    assert main([*argv, "b-0", "--fail-if-slower", "5%"]) == 0
+    assert "gate failed" not in capsys.readouterr().err
+
+
+def test_runs_of_one_name_are_told_apart_in_the_chart(root: Path, tmp_path: Path) -> None:
+    """Baseline folders of several CI jobs may share a job name: one series each."""
+    for i in (1, 2):
+        shutil.copytree(root / f"a-{i}", tmp_path / f"ci{i}" / "base")
+        meta = json.loads((tmp_path / f"ci{i}" / "base" / "job.json").read_text())
+        (tmp_path / f"ci{i}" / "base" / "job.json").write_text(json.dumps({**meta, "name": "base"}))
+    base = [stepscope.open(str(tmp_path / f"ci{i}" / "base")) for i in (1, 2)]
+    view = stepscope.compare(base, stepscope.open(str(root / "b-0")))
+    assert view.base_runs == base and view.new_runs[0].name == "b-0"
+    spec = comparison_charts(view.comparison, base, view.new, 100)["train"]
+    labels = [s["label"] for s in spec["series"]]
+    assert labels == ["A: base #1", "A: base #2", "B: b-0"]
+    assert all(len(s["values"]) == len(spec["x"]) for s in spec["series"])
+
+
+def test_a_part_missing_from_a_run_is_not_judged_from_the_others(tmp_path: Path) -> None:
+    """Two runs a side, `other` of one B run not recorded: `other` has one value on B,
+    so it is not judged (its twin, recorded in both, is named beyond its noise)."""
+    a = side(tmp_path, "a", A_LEVELS[:2], 10)
+    b = side(tmp_path, "b", B_LEVELS[:2], 20, other=0.015)
+    opened = [[stepscope.open(str(p)) for p in s] for s in (a, b)]
+    named = compare_sides(*opened).phases[0]
+    other = next(p for p in named.parts if p.part == "other")
+    assert other.beyond_noise and named.mostly == "other", named.verdict
+    store = open_store(str(b[1]))
+    steps = pq.read_table(str(next((b[1] / "steps").rglob("*.parquet")))).to_pandas()
+    for f in (b[1] / "steps").rglob("*.parquet"):
+        f.unlink()
+    write_steps(store, steps.assign(other=np.nan))
+    opened = [[stepscope.open(str(p)) for p in s] for s in (a, b)]
+    got = compare_sides(*opened).phases[0]
+    other = next(p for p in got.parts if p.part == "other")
+    assert not other.beyond_noise and other.family is not None
+    assert math.isnan(other.family.low), got.verdict

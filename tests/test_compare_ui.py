@@ -17,7 +17,7 @@ import pytest
 from conftest import CHROMIUM
 from test_compare import planted
 from test_compare_lacks import shaped
-from test_compare_runs import A_LEVELS, B_LEVELS, side
+from test_compare_runs import A_LEVELS, side
 from ui_pages import new_page, serving
 
 pytestmark = [
@@ -35,7 +35,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     planted(tmp)
     shaped(tmp / "keras", 4, tf=True, evals=40)  # a compiled fit's steps, and an eval phase
     side(tmp, "r", A_LEVELS, 10)  # runs whose level differs from run to run
-    side(tmp, "slept", B_LEVELS, 20, other=0.015)
+    side(tmp, "big", (1.0,), 30, other=0.15)  # one run twice as slow
     return tmp
 
 
@@ -108,28 +108,28 @@ def test_several_runs_a_side_are_compared_as_runs(browser: Any, ui: str) -> None
     page, errors = new_page(browser, 1400)
     page.goto(ui)
     page.wait_for_selector("body[data-jobs-loaded]", timeout=WAIT_MS)
-    for name in ("r-0", "r-1", "r-2", "slept-1"):
+    for name in ("r-0", "r-1", "r-2", "big-0"):
         page.check(f'#jobs tr[data-job="{name}"] input.pick')
-    for name in ("r-0", "r-1", "r-2", "slept-1"):
+    for name in ("r-0", "r-1", "r-2", "big-0"):
         page.select_option(f'#jobs tr[data-job="{name}"] select.side', "A")
     assert page.locator("#compare-open").is_disabled()
     assert "put a ticked job on each side (A: 4, B: 0)" in (
         page.text_content("#compare-hint") or ""
     )
     assert page.locator('#jobs tr[data-job="a"] select.side').is_hidden()  # not ticked
-    page.select_option('#jobs tr[data-job="slept-1"] select.side', "B")
+    page.select_option('#jobs tr[data-job="big-0"] select.side', "B")
     hint = page.text_content("#compare-hint") or ""
-    assert "A (the baseline): " in hint and "B: slept-1" in hint
+    assert "A (the baseline): " in hint and "B: big-0" in hint
     page.click("#compare-open")
     page.wait_for_selector("body[data-compare-loaded]", timeout=WAIT_MS)
-    assert page.url.endswith("/slept-1") and page.url.count(",") == 2
+    assert page.url.endswith("/big-0") and page.url.count(",") == 2
     sub = page.text_content("#compare-sub") or ""
-    assert "(the baseline, 3 runs)" in sub and "B: slept-1 " in sub
+    assert "(the baseline, 3 runs)" in sub and "B: big-0 " in sub
     verdict = page.text_content("#compare-verdict") or ""
-    assert verdict.startswith("slept-1 is slower, mostly other"), verdict
+    assert verdict.startswith("big-0 is slower by") and "mostly other" in verdict, verdict
     assert "B's one run judged against the spread of A's 3 runs" in verdict
     table = page.text_content("#compare-phases table.parts") or ""
     assert "run medians" in table and "spread between runs" in table and "(2 df)" in table
     labels = sorted(label for label, n in series(page, "cmp_train") if n > 100)
-    assert labels == ["A: r-0", "A: r-1", "A: r-2", "B: slept-1"]
+    assert labels == ["A: r-0", "A: r-1", "A: r-2", "B: big-0"]
     assert not errors

@@ -188,13 +188,15 @@ def _between(
     a: list[FloatArray], b: list[FloatArray], parts: list[str]
 ) -> tuple[Interval, list[PartChange], tuple[float, float]]:
     """Several runs a side: the t intervals on run medians, the parts of the verdict's
-    pool (the device's on a GPU job, as for ``mostly``) judged as one family."""
-    pool = [p for p in parts if p in DEVICE_PARTS] or parts
-    stats = between_runs(a, b, family_size=len(pool))
+    pool (the device's on a GPU job, as for ``mostly``) judged as one family; with one
+    run on a side, none (a part of one process swings past the others' spread)."""
+    pool = ([p for p in parts if p in DEVICE_PARTS] or parts) if min(len(a), len(b)) > 1 else []
+    stats = between_runs(a, b, family_size=max(1, len(pool)))
     base, new = stats.base, stats.new
     changes = [
         PartChange(part, float(base[i]), float(new[i]), float(base[i] / base[0]),
-                   float(new[i] / new[0]), stats.changes[i - 1], stats.family[i - 1],
+                   float(new[i] / new[0]), stats.changes[i - 1],
+                   stats.family[i - 1] if part in pool else None,
                    part in pool and beyond_noise(stats.family[i - 1], float(base[0])) != 0)
         for i, part in enumerate(parts, start=1)
     ]  # fmt: skip

@@ -155,10 +155,19 @@ def between_runs(a_runs: list[FloatArray], b_runs: list[FloatArray], family_size
     ratio = Interval(math.exp(d.value), math.exp(d.low), math.exp(d.high))
     m = max(1, family_size)
     changes = [pooled(a[:, i], b[:, i], 1 - ALPHA) for i in range(1, a.shape[1])]
-    family = [pooled(a[:, i], b[:, i], 1 - ALPHA / m) for i in range(1, a.shape[1])]
+    family = [_judged(a[:, i], b[:, i], 1 - ALPHA / m) for i in range(1, a.shape[1])]
     base = np.concatenate([[math.exp(log_a.mean())], _nanmean(a[:, 1:])])
     new = np.concatenate([[math.exp(log_b.mean())], _nanmean(b[:, 1:])])
     return RunStats(ratio, changes, family, base, new, spread_of(a[:, 0], b[:, 0]))
+
+
+def _judged(a: FloatArray, b: FloatArray, level: float) -> Interval:
+    """A part's family-wise interval, NaN bounds (never beyond its noise) unless each
+    side has 2 runs or more with the part: one run's part is not judged (module
+    docstring)."""
+    if min(int(np.isfinite(a).sum()), int(np.isfinite(b).sum())) < 2:
+        return Interval(math.nan, math.nan, math.nan, level)
+    return pooled(a, b, level)
 
 
 def _nanmean(values: FloatArray) -> FloatArray:

@@ -17,8 +17,9 @@ The rule, per phase:
 With one run a side the parts are not judged (a compute part's swing between
 processes is the run-to-run noise the single runs cannot show), and the words say the
 spread between runs is unknown and how to measure it. One run against several is judged
-against the spread of the several (a new run of the same host and script), and the
-words say so.
+on its step time against the spread of the several (a new run of the same host and
+script), its parts not judged (a part of one process swings past the others' spread:
+BENCHMARKS.md), and the words say so.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def _spread_words(spread: RunSpread) -> str:
     other = next((side, n) for side, n in sides if n > 1)
     return (
         f"; {one[0]}'s one run judged against the spread of {other[0]}'s {other[1]} runs "
-        f"({spread.spread_pct:.1f}%, {spread.df} df)"
+        f"({spread.spread_pct:.1f}%, {spread.df} df), on the step time only: a part of one "
+        "run is not judged (give it several runs to judge its parts)"
     )
 
 

@@ -93,7 +93,7 @@ def gate(comparisons: list[Comparison], limit: float | None) -> int:
         if low is not None and low > limit:
             failed = 1
             one = len(c.base_runs) < 2 and len(c.new_runs) < 2
-            held = " (one run a side: the spread between runs is not in it)" if one else ""
+            held = "; one run a side: the spread between runs is not in it" if one else ""
             print(
                 f"stepscope compare: gate failed: {c.new} is slower than {c.base} by at "
                 f"least {low:.1f}% (the 95% lower bound{held}), past --fail-if-slower "

@@ -81,15 +81,20 @@ class NotebookJob(Job):
 
 class ComparisonView:
     """A comparison (:class:`stepscope.analysis.compare.Comparison`) that a notebook
-    displays: per phase the verdict, the step split of A and B, both runs' steps."""
+    displays: per phase the verdict, the step split of A and B, each run's steps."""
 
-    def __init__(self, comparison: Comparison, base: list[Job], new: list[Job]) -> None:
-        self.comparison, self.base, self.new = comparison, base, new
+    def __init__(
+        self, comparison: Comparison, base: Job | Sequence[Job], new: Job | Sequence[Job]
+    ) -> None:
+        from stepscope.analysis.compare import runs_of
+
+        self.comparison, self.base, self.new = comparison, base, new  # as given
+        self.base_runs, self.new_runs = runs_of(base), runs_of(new)  # each side's runs
 
     def _repr_html_(self) -> str:
         from stepscope.report import render_comparison_cell
 
-        return render_comparison_cell(self.comparison, self.base, self.new)
+        return render_comparison_cell(self.comparison, self.base_runs, self.new_runs)
 
     def __repr__(self) -> str:
         verdicts = "; ".join(p.verdict for p in self.comparison.phases) or "nothing to compare"
@@ -101,8 +106,7 @@ def compare(base: Job | Sequence[Job], new: Job | Sequence[Job]) -> ComparisonVi
     side one job or a list of runs of one setup (``stepscope compare A1,A2 B1,B2``)."""
     from stepscope.analysis.compare import compare_sides, runs_of
 
-    a, b = runs_of(base), runs_of(new)
-    return ComparisonView(compare_sides(a, b), a, b)
+    return ComparisonView(compare_sides(runs_of(base), runs_of(new)), base, new)
 
 
 def open(path: str | os.PathLike[str]) -> NotebookJob:

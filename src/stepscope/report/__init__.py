@@ -6,7 +6,7 @@ What is shown comes from ``stepscope.analysis``; the charts from
 ``stepscope.webcharts``. See docs/report.md. ``render_job_cell`` and
 ``render_comparison_cell`` are the small fragments a notebook shows
 (docs/integrations.md); ``comparison_charts`` the chart specs of a comparison
-(both runs' steps by step number) that the dashboard draws.
+(each run's steps by step number) that the dashboard draws.
 """
 
 from stepscope.report._cell import render_comparison_cell, render_job_cell

@@ -9,6 +9,7 @@ time series keep at most ``2 * CELL_BUCKETS`` points, so that a cell stays a cel
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -111,7 +112,9 @@ def _phase_table(p: PhaseComparison) -> str:
     return table(["Part", "A", "B", "B - A (95%)"], rows, cls="num split")
 
 
-def render_comparison_cell(comparison: Comparison, base: list[Job], new: list[Job]) -> str:
+def render_comparison_cell(
+    comparison: Comparison, base: Job | Sequence[Job], new: Job | Sequence[Job]
+) -> str:
     """B against the baseline A as a notebook cell: the verdict, the split per phase
     and the setup that differs (HTML)."""
     charts = Charts(0.0, CELL_BUCKETS)

@@ -3,18 +3,19 @@ the baseline A, as ``stepscope compare`` judges it (docs/compare.md).
 
 Rendering only: the numbers are :func:`stepscope.analysis.compare.compare`'s. The
 verdict line first, then per phase its table of parts with their 95% intervals and
-both runs' step durations on one axis (by step number), then the setup facts and
+each run's step durations on one axis (by step number), then the setup facts and
 the rules whose verdicts differ. The notebook cell (:mod:`._cell`) reuses the chart.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from stepscope.analysis.compare import Comparison, LeftOut, PhaseComparison
+from stepscope.analysis.compare import Comparison, LeftOut, PhaseComparison, runs_of
 from stepscope.analysis.report_data import per_step
 from stepscope.read import Job
 from stepscope.report._charts import Charts, ChartSpec
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 ANCHOR = "comparison"
+Side = Job | Sequence[Job]  # a side of a comparison: one job, or its runs
 MISSING = "\u2013"
 
 
@@ -78,7 +80,7 @@ def parts_table(c: Comparison, p: PhaseComparison) -> str:
     return table(["", "A", "B", "change (95% interval)", "share of the step"], rows, cls="num")
 
 
-def durations_chart(charts: Charts, base: list[Job], new: list[Job], phase: str) -> str:
+def durations_chart(charts: Charts, base: Side, new: Side, phase: str) -> str:
     """Each run's step durations by step number (the slowest rank's), one chart."""
     chart_id = durations_spec(charts, base, new, phase)
     if chart_id is None:
@@ -87,14 +89,21 @@ def durations_chart(charts: Charts, base: list[Job], new: list[Job], phase: str)
 
 
 def _series(runs: list[Job], label: str) -> list[tuple[str, Job]]:
-    return [(f"{label}: {job.name}", job) for job in runs]
+    """A series label a run, ``A: name``; runs of one name (folders of several CI jobs)
+    are told apart by their place in the side, ``A: name #2``."""
+    names = [job.name for job in runs]
+    return [
+        (f"{label}: {job.name}" + (f" #{i + 1}" if names.count(job.name) > 1 else ""), job)
+        for i, job in enumerate(runs)
+    ]
 
 
-def durations_spec(charts: Charts, base: list[Job], new: list[Job], phase: str) -> str | None:
+def durations_spec(charts: Charts, base: Side, new: Side, phase: str) -> str | None:
     """The id of the chart spec (added to ``charts``) of each run's step durations by
-    step number, a series "A: name" or "B: name" a run; None where none has a step."""
+    step number, a series "A: name" or "B: name" a run (a side: a job or a list of
+    runs); None where none has a step."""
     frames = []
-    for label, job in [*_series(base, "A"), *_series(new, "B")]:
+    for label, job in [*_series(runs_of(base), "A"), *_series(runs_of(new), "B")]:
         steps = job.steps()
         agg = per_step(steps[steps["phase"] == phase]) if len(steps) else steps
         if len(agg):
@@ -107,9 +116,7 @@ def durations_spec(charts: Charts, base: list[Job], new: list[Job], phase: str) 
     return charts.add_timeseries(f"{phase} step duration", x, cols, "s", xAxis="step")
 
 
-def comparison_charts(
-    c: Comparison, base: list[Job], new: list[Job], buckets: int
-) -> dict[str, ChartSpec]:
+def comparison_charts(c: Comparison, base: Side, new: Side, buckets: int) -> dict[str, ChartSpec]:
     """Per phase of ``c``, the spec of each run's step durations by step number (at most
     ``2 * buckets`` points a series): what the dashboard's comparison draws."""
     charts = Charts(0.0, buckets)

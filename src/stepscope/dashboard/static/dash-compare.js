@@ -19,7 +19,7 @@
     if (p.runs && p.runs.known) {
       rows.push(["run medians", p.runs.base_medians.map(ms).join(", "),
         p.runs.new_medians.map(ms).join(", "),
-        `spread between runs ${p.runs.spread_pct.toFixed(1)}% (${p.runs.df} df)`, ""]);
+        p.runs.spread_pct === null ? "" : `spread between runs ${p.runs.spread_pct.toFixed(1)}% (${p.runs.df} df)`, ""]);
     }
     for (const c of p.parts) {
       rows.push([c.part, ms(c.base_s), ms(c.new_s),

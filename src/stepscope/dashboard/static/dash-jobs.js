@@ -74,7 +74,9 @@
 
   /* The button opens the comparison of side B against side A once each has a job. */
   function updateCompare() {
-    for (const name of [...picked]) if (!rows.some((r) => r.name === name)) picked.delete(name);
+    for (const name of [...picked]) {
+      if (!rows.some((r) => r.name === name)) { picked.delete(name); chosen.delete(name); }
+    }
     const [a, b] = sides();
     for (const sel of document.querySelectorAll("#jobs select.side")) {
       const name = sel.closest("tr").dataset.job;
@@ -99,7 +101,8 @@
   async function load() {
     try {
       rows = (await api("/api/jobs")).jobs;
-      render();
+      // a side being chosen keeps its open list: the rows are drawn at the next refresh
+      if (!document.activeElement?.matches("#jobs select.side")) render();
       document.body.dataset.jobsLoaded = String(Date.now());
     } catch (err) {
       setConn(false, err.message);
