@@ -29,13 +29,18 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp
 
 
-@pytest.fixture
-def client(root: Path) -> Iterator[TestClient]:
+def serving(root: Path) -> Iterator[TestClient]:
+    """The dashboard's app over ``root`` in Starlette's TestClient (for a fixture)."""
     before = set(threading.enumerate())
     with TestClient(create_app(str(root), "127.0.0.1", TOKEN), base_url="http://127.0.0.1") as c:
         yield c
     for t in set(threading.enumerate()) - before:  # AnyIO's idle workers end with the loop
         t.join(timeout=10)
+
+
+@pytest.fixture
+def client(root: Path) -> Iterator[TestClient]:
+    yield from serving(root)
 
 
 def get(client: TestClient, query: str) -> Any:

@@ -14,7 +14,6 @@ import json
 import math
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,10 @@ import stepscope
 from rules_data import write_steps
 from stepscope.analysis.compare import compare_sides
 from stepscope.cli import main
-from stepscope.dashboard import create_app
 from stepscope.report import comparison_charts
 from stepscope.store import open_store
+from test_compare_api import serving
 from test_compare_runs import A_LEVELS, B_LEVELS, side
-
-TOKEN = "t0ken-for-the-tests-0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -52,19 +49,22 @@ def section(html: str) -> str:
     return m.group(1)
 
 
-def report(root: Path, job: str, against: str, out: Path) -> str:
+def report(root: Path, job: str, against: str, out: Path) -> tuple[str, str]:
+    """The comparison section of ``job``'s report against ``against``, and its verdict."""
     assert main(["report", job, "--in", str(root), "--against", against, "-o", str(out)]) == 0
-    return section(out.read_text())
+    body = section(out.read_text())
+    first = re.search(r'<p class="cmp-verdict cmp-first"><b>(.*?)</b>', body)
+    assert first is not None, "no verdict line"
+    return body, first.group(1)
 
 
 def test_a_report_against_three_baseline_runs_names_a_planted_cost(
     root: Path, tmp_path: Path
 ) -> None:
-    body = report(root, "big-0", "a-0,a-1,a-2", tmp_path / "r.html")
-    first = re.search(r'<p class="cmp-verdict cmp-first"><b>(.*?)</b>', body)
-    assert first is not None and first.group(1).startswith("big-0 is slower by")
-    assert "mostly other" in first.group(1)
-    assert "B&#x27;s one run judged against the spread of A&#x27;s 3 runs" in first.group(1)
+    body, first = report(root, "big-0", "a-0,a-1,a-2", tmp_path / "r.html")
+    assert first.startswith("big-0 is slower by")
+    assert "mostly other" in first
+    assert "B&#x27;s one run judged against the spread of A&#x27;s 3 runs" in first
     assert "the baseline, 3 runs: " in body
     row = re.search(r"<td>run medians</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>", body)
     assert row is not None and row.group(1).count(",") == 2 and "," not in row.group(2)
@@ -74,10 +74,9 @@ def test_a_report_against_three_baseline_runs_names_a_planted_cost(
 def test_its_silent_twin_an_identical_run_against_the_same_baseline(
     root: Path, tmp_path: Path
 ) -> None:
-    body = report(root, "b-0", "a-0,a-1,a-2", tmp_path / "r.html")
-    first = re.search(r'<p class="cmp-verdict cmp-first"><b>(.*?)</b>', body)
-    assert first is not None and first.group(1).startswith("no difference beyond the noise")
-    assert "spread of A&#x27;s 3 runs" in first.group(1) and "<td>run medians</td>" in body
+    body, first = report(root, "b-0", "a-0,a-1,a-2", tmp_path / "r.html")
+    assert first.startswith("no difference beyond the noise")
+    assert "spread of A&#x27;s 3 runs" in first and "<td>run medians</td>" in body
 
 
 def test_a_bad_against_run_is_one_line(root: Path, tmp_path: Path, capsys: Any) -> None:
@@ -92,11 +91,7 @@ def test_a_bad_against_run_is_one_line(root: Path, tmp_path: Path, capsys: Any) 
 
 @pytest.fixture
 def client(root: Path) -> Iterator[TestClient]:
-    before = set(threading.enumerate())
-    with TestClient(create_app(str(root), "127.0.0.1", TOKEN), base_url="http://127.0.0.1") as c:
-        yield c
-    for t in set(threading.enumerate()) - before:  # AnyIO's idle workers end with the loop
-        t.join(timeout=10)
+    yield from serving(root)
 
 
 def sides_query(base: str, new: str) -> str:
