@@ -77,8 +77,14 @@ class Tensors:
     def _dataset(self, keys: list[str], schema: pa.Schema) -> ds.Dataset:
         import pyarrow.dataset as ds
 
-        paths = [self.store.path(k) for k in keys]
-        return ds.dataset(paths, schema=schema, format="parquet", filesystem=self.store.fs)
+        if self.store.is_local:
+            paths = [self.store.path(k) for k in keys]
+            return ds.dataset(paths, schema=schema, format="parquet", filesystem=self.store.fs)
+        # Object stores: each segment fetched whole and read from Arrow's memory. A
+        # dataset over the fsspec filesystem would have Arrow's threads hold Python
+        # files, which can abort the process at exit (store.arrow_reader says why).
+        tables = self._check.read_tables(self.store, keys)
+        return ds.dataset([_conform(t, schema) for t in tables], schema=schema)
 
     def _read(
         self,
@@ -104,8 +110,8 @@ class Tensors:
         try:
             table = self._dataset(keys, schema).to_table(filter=where, columns=columns)
         except (OSError, ValueError):  # a segment's data is damaged: find it, read the rest
-            fs = self.store.fs
-            if not self._check.deep(self.store, keys, lambda p: pq.read_table(p, filesystem=fs)):
+            # (object stores' segments were each read whole, and checked, above)
+            if not self.store.is_local or not self._check.deep(self.store, keys, pq.read_table):
                 raise
             return self._read(stream, schema, names, phase, step, columns)
         return clean_floats(table).to_pandas()
@@ -234,3 +240,14 @@ class Tensor:
         for _, row in index.iterrows():
             out[int(row["step"])] = self.tensors.load(row)
         return dict(sorted(out.items()))
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s columns in its order and types (nulls where absent)."""
+    columns = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)

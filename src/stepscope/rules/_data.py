@@ -171,4 +171,6 @@ def read_streams(
 def _sources(store: Store, keys: Sequence[str]) -> Sequence[str | pa.BufferReader]:
     if store.is_local:
         return [store.path(k) for k in keys]
-    return [pa.BufferReader(data) for data in store.read_many(list(keys))]
+    from stepscope.store import arrow_reader
+
+    return [arrow_reader(data) for data in store.read_many(list(keys))]

@@ -20,6 +20,7 @@ _LAZY = {
     "record_batch": "_columns",
     "SegmentWriter": "_segments",
     "encode_parquet": "_segments",
+    "arrow_reader": "_segments",
     "read_segment": "_segments",
     "read_tables": "_segments",
     "segment_name": "_segments",
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from stepscope.store._ranges import TIME_COLUMNS, clean_floats
     from stepscope.store._segments import (
         SegmentWriter,
+        arrow_reader,
         encode_parquet,
         read_segment,
         read_tables,
@@ -48,6 +50,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "arrow_reader",
     "check_file",
     "clean_floats",
     "column",

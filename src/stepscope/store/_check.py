@@ -31,6 +31,7 @@ from stepscope.jobfolder import (
     TIME_RANGE,
 )
 from stepscope.store._ranges import out_of_range
+from stepscope.store._segments import arrow_reader
 from stepscope.store._store import Store
 
 MAGIC = b"PAR1"
@@ -210,7 +211,7 @@ def _parse(data: bytes, schema: pa.Schema | None) -> tuple[Checked, pa.Table | N
     if len(data) < 2 * len(MAGIC) + 4 or data[:4] != MAGIC or data[-4:] != MAGIC:
         return Checked("not a Parquet file (no magic bytes): cut short or not a segment"), None
     try:
-        with pq.ParquetFile(pa.BufferReader(data)) as segment:  # no pyarrow.dataset import
+        with pq.ParquetFile(arrow_reader(data)) as segment:  # no pyarrow.dataset import
             table = segment.read()
     except (OSError, ValueError) as exc:
         return Checked(f"unreadable: {_first_line(exc)}"), None

@@ -84,8 +84,23 @@ def read_tables(store: Store, keys: list[str]) -> list[pa.Table]:
 def read_segment(source: str | bytes, columns: list[str] | None = None) -> pa.Table:
     """One Parquet file as a table. ``ParquetFile``, not ``pq.read_table``: that makes a
     dataset of the one file, and imports pyarrow.dataset (10 ms of each helper's CPU)."""
-    with pq.ParquetFile(pa.BufferReader(source) if isinstance(source, bytes) else source) as f:
+    with pq.ParquetFile(arrow_reader(source) if isinstance(source, bytes) else source) as f:
         return f.read(columns=columns)
+
+
+def arrow_reader(data: bytes) -> pa.BufferReader:
+    """``data`` to be read by Arrow, copied into Arrow's own memory first.
+
+    A reader over the Python ``bytes`` keeps them referenced from Arrow's decoding
+    threads, which drop their last reference a moment after the read has returned.
+    When that moment falls in the interpreter's exit, the thread cannot take the GIL
+    to free them and the process aborts ("terminate called without an active
+    exception": 8 of 600 ``stepscope ls`` of a job on S3). Arrow's memory is freed
+    without the GIL; the copy costs one memcpy of a segment.
+    """
+    out = pa.BufferOutputStream()
+    out.write(data)
+    return pa.BufferReader(out.getvalue())
 
 
 class SegmentWriter:
