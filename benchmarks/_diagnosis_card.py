@@ -44,10 +44,12 @@ def summary(results: list[dict[str, Any]], condition: str) -> str:
     recall = f"{hits}/{expected} = {hits / expected:.0%}" if expected else "-"
     pairs = [r["twin"] for r in rs if r.get("twin")]
     held = sum(1 for t in pairs if t["ok"])
+    unsettled = sum(1 for t in pairs if t.get("verdict") == "unsettled")
+    open_ = f" ({unsettled} unsettled by the spread between runs)" if unsettled else ""
     minutes = sum(wall(r) for r in rs) / 60
     return (f"{condition}: recall {recall}; false positives {false} in {len(rs)} runs "
             f"({bad} of {len(healthy)} healthy runs); claimed savings within "
-            f"{twins.FACTOR:g}x of the fixed twins' {held}/{len(pairs)}; pending (not in "
+            f"{twins.FACTOR:g}x of the fixed twins' {held}/{len(pairs)}{open_}; pending (not in "
             f"this build): {names(pending)}; wall {minutes:.1f} min")  # fmt: skip
 
 

@@ -93,8 +93,10 @@ CONVERGED = " ~LossNotDecreasing"
 # oversubscribed (CPUBoundThreads is right too).
 BUSY = " ~CPUBoundThreads" + CONVERGED
 # The checkpoint is written in the training loop: its time is the steps' `other`,
-# which PythonOverhead rightly names (its fix: no per-step checkpoints).
-IN_LOOP = " ~PythonOverhead" + CONVERGED
+# which PythonOverhead rightly names (its fix: no per-step checkpoints); a write that
+# waits on the disk stalls its step, which StepOutlier rightly names (12-02, load: one
+# step of 0.66 s against 0.09 s, the process in disk sleep all of it).
+IN_LOOP = " ~PythonOverhead ~StepOutlier" + CONVERGED
 # Two workers busy decoding (--decode-ms: ms of CPU, calibrated; the fixed count these
 # values replace made 1 "ms" 0.43 ms here).
 DECODE_HEAVY = "--steps 100000 --seconds 8 --workers 2 --decode-ms 0.65"

@@ -1,19 +1,27 @@
 """Fixed twins of ``benchmarks/diagnosis.py``: does the diagnosis claim the saving a
 fix truly brings (issue 30)?
 
-A scenario with ``fixed`` runs twice: with its problem, and with the arguments of the
-fix (its "fixed twin"), in the same condition. The **measured saving** is the step time
-the fix removed from the problem's run: ``n * (mean_problem - mean_fixed)`` over the
-training steps' durations (``n``: the problem run's steps), which is the difference in
-total step time when both ran the same steps and stays honest when ``--seconds`` ended
-one earlier. Step time, not the process' wall: start-up (torch's import) is not what
-the fix changes, and it varies by seconds on a shared machine. The **claimed saving**
-is the sum of the diagnosis' ``saving_seconds`` over the entries of the rules the fix
-addresses (``show --json``; ``cost_seconds`` where ``saving_seconds`` is absent, and
-the result says so); a rule that did not fire claims 0. The claim holds when it is
-within a factor of 1.5 of the measured saving, or when both are under 5% of the problem
-run's step time (nothing to save and nothing claimed: the ratio of two noises is no
-measure).
+A scenario with ``fixed`` runs ``K`` times with its problem and ``K`` times with the
+arguments of the fix (its "fixed twin"), interleaved, in the same condition (``K``:
+``--twin-runs``, default 3; the first problem run is the one scored). The **measured
+saving** is the step time the fix removed: ``n * (mean_problem - mean_fixed)``, where a
+run's value is its training steps' mean duration, each side's value the mean over its
+runs and ``n`` the problem runs' median step count (the difference in total step time
+when both ran the same steps; honest when ``--seconds`` ended a run earlier). Step
+time, not the process' wall: start-up (torch's import) is not what the fix changes and
+varies by seconds on a shared machine. Its 95% interval is a t interval over the runs
+(pooled spread between runs, ``2K - 2`` degrees of freedom): on a loaded machine one
+run's steps differ from the next one's by 20-40% (issue 34), more than many savings.
+
+The **claimed saving** is the sum of the diagnosis' ``saving_seconds`` over the entries
+of the rules the fix addresses (``show --json``; ``cost_seconds`` where
+``saving_seconds`` is absent, and the result says so), per step, its median over the
+problem runs, times ``n``; a rule that did not fire claims 0. The claim **holds** when
+it is within a factor of 1.5 of the measured saving, or when both are under 5% of the
+problem runs' step time (nothing to save and nothing claimed: the ratio of two noises
+is no measure). It is **unsettled** when it misses 1.5x of the measured value but the
+measured interval reaches 1.5x of it (the spread between runs cannot tell), and **off**
+otherwise.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 FACTOR = 1.5
 NEGLIGIBLE = 0.05  # of the problem run's step time
@@ -65,31 +75,64 @@ def claimed(entries: list[dict[str, Any]], fixes: frozenset[str]) -> tuple[float
     return sum(float(e.get(key) or 0.0) for e in mine), key
 
 
+def interval(a: list[float], b: list[float]) -> tuple[float, float]:
+    """95% t interval of ``mean(a) - mean(b)`` over runs (nan, nan with one run a side)."""
+    from stepscope.analysis.compare_runs import t_quantile
+
+    if len(a) < 2 or len(b) < 2:
+        return float("nan"), float("nan")
+    df = len(a) + len(b) - 2
+    pooled = (np.var(a, ddof=1) * (len(a) - 1) + np.var(b, ddof=1) * (len(b) - 1)) / df
+    half = float(t_quantile(0.95, df) * np.sqrt(pooled * (1 / len(a) + 1 / len(b))))
+    d = float(np.mean(a) - np.mean(b))
+    return d - half, d + half
+
+
 def compare(
-    problem: Path, fixed: Path, entries: list[dict[str, Any]], fixes: frozenset[str]
+    problems: list[Path],
+    fixed: list[Path],
+    entries: list[list[dict[str, Any]]],
+    fixes: frozenset[str],
 ) -> dict[str, Any]:
-    """The measured and claimed savings, their ratio and whether the claim holds."""
-    n, mean = step_times(problem)
-    n_fixed, mean_fixed = step_times(fixed)
-    measured = n * (mean - mean_fixed) if n and n_fixed else float("nan")
-    claim, key = claimed(entries, fixes)
-    total = n * mean
+    """The measured (with its interval) and claimed savings, their ratio, the verdict."""
+    p_runs, f_runs = [step_times(j) for j in problems], [step_times(j) for j in fixed]
+    p_means, f_means = [m for k, m in p_runs if k], [m for k, m in f_runs if k]
+    n = float(np.median([k for k, _ in p_runs]))
+    nan = float("nan")
+    measured = (
+        n * (float(np.mean(p_means)) - float(np.mean(f_means))) if p_means and f_means else nan
+    )
+    lo, hi = (n * x for x in interval(p_means, f_means))
+    claims = [claimed(e, fixes) for e in entries]
+    per_step = [c / k for (c, _), (k, _) in zip(claims, p_runs, strict=True) if k]
+    claim, key = n * float(np.median(per_step)) if per_step else 0.0, claims[0][1]
+    total = n * float(np.mean(p_means)) if p_means else 0.0
     small = max(claim, measured) < NEGLIGIBLE * total if total else False
-    ratio = claim / measured if measured > 0 else float("inf") if claim > 0 else float("nan")
+    ratio = claim / measured if measured > 0 else float("inf") if claim > 0 else nan
     ok = small or (1 / FACTOR <= ratio <= FACTOR)
+    reach = np.isfinite(lo) and hi >= claim / FACTOR and lo <= claim * FACTOR
+    verdict = "ok" if ok else "unsettled" if reach else "off"
     return {"fixes": sorted(fixes), "claimed_s": round(claim, 3), "claim_key": key,
-            "measured_s": round(measured, 3), "ratio": round(ratio, 2),
-            "steps": [n, n_fixed], "step_s": round(total, 3), "ok": bool(ok),
+            "claims_s": [round(c, 3) for c, _ in claims],
+            "measured_s": round(measured, 3), "measured_95": [round(lo, 3), round(hi, 3)],
+            "ratio": round(ratio, 2), "runs": [len(problems), len(fixed)],
+            "steps": [[k for k, _ in p_runs], [k for k, _ in f_runs]],
+            "step_s": round(total, 3), "ok": bool(ok), "verdict": verdict,
             "negligible": bool(small)}  # fmt: skip
 
 
 def text(t: dict[str, Any] | None) -> str:
-    """One cell of the scorecard: "claimed 2.0 s vs saved 1.9 s = 1.05x ok"."""
+    """One cell of the scorecard: "claimed 2.0 s vs saved 1.9 s (1.2-2.6) = 1.05x ok"."""
     if not t:
         return "-"
     key = "" if t["claim_key"] == "saving_seconds" else " (cost: no saving_seconds)"
-    verdict = "ok" if t["ok"] else f"OFF (> {FACTOR:g}x)"
+    words = {"ok": "ok", "off": f"OFF (> {FACTOR:g}x)",
+             "unsettled": "unsettled (the runs' spread reaches it)"}  # fmt: skip
+    verdict = words[t.get("verdict", "ok" if t["ok"] else "off")]
     if t["negligible"]:
         verdict = "ok (both < 5% of step time)"
-    return (f"claimed {t['claimed_s']:.2f} s{key} vs saved {t['measured_s']:.2f} s "
-            f"= {t['ratio']:g}x {verdict}")  # fmt: skip
+    lo, hi = t.get("measured_95", [float("nan")] * 2)
+    spread = f" ({lo:.2f} to {hi:.2f})" if np.isfinite(lo) else ""
+    runs = "x".join(str(k) for k in t.get("runs", [1, 1]))
+    return (f"claimed {t['claimed_s']:.2f} s{key} vs saved {t['measured_s']:.2f} s{spread}"
+            f" = {t['ratio']:g}x {verdict} [{runs} runs]")  # fmt: skip

@@ -2,6 +2,7 @@
 under a competing CPU load?
 
     python benchmarks/diagnosis.py [--only NAME ...] [--condition idle|load|both] [--out DIR]
+                                   [--twin-runs K]
 
 Each scenario (benchmarks/_diagnosis_scenarios.py, one line each) is a real short
 training run, ``stepscope run -- python benchmarks/_diagnosis_train.py ARGS``, with one
@@ -17,9 +18,10 @@ busy process per core for the whole condition and always stops them (also on Ctr
 It prints a scorecard (per scenario and condition: expected, found, missed, false
 positives; recall and false positives per condition) and writes scorecard.json in DIR.
 
-Issue 30: a scenario may start a CPU hog beside its run (both conditions), run a
-"fixed twin" (the same job with the problem fixed) whose measured saving is compared
-with the saving the diagnosis claims (within 1.5x: benchmarks/_diagnosis_twins.py),
+Issue 30: a scenario may start a CPU hog beside its run (both conditions), run
+"fixed twins" (the same job with the problem fixed; K runs a side, interleaved with the
+problem's) whose measured saving is compared with the saving the diagnosis claims
+(within 1.5x, with the spread between runs: benchmarks/_diagnosis_twins.py),
 or import a synthetic SageMaker job instead of running one
 (benchmarks/_diagnosis_import.py). Each run records the load average before it.
 """
@@ -106,9 +108,11 @@ def launch(sc: Scenario, args: str, job: str, out: Path, config: Path) -> tuple[
     return done.returncode, time.monotonic() - t0, tail
 
 
-def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, Any]:
+def run_one(
+    sc: Scenario, condition: str, out: Path, config: Path, twin_runs: int
+) -> dict[str, Any]:
     """Run a scenario under ``stepscope run`` (beside its hog, if any), and its fixed
-    twin; its final verdicts, diagnosis costs, timings and exit code."""
+    twins; its final verdicts, diagnosis costs, timings and exit code."""
     job, load = f"{sc.name}-{condition}", os.getloadavg()[0]
     with cpu_load(sc.hog):
         code, wall, err = launch(sc, sc.args, job, out, config)
@@ -120,15 +124,34 @@ def run_one(sc: Scenario, condition: str, out: Path, config: Path) -> dict[str, 
     entries = twins.diagnosis(out / job, SRC)
     twin = None
     if sc.fixed is not None and condition in sc.fixed_in:
-        # No hog: where there is one, it is the problem.
-        _, twin_wall, _ = launch(sc, sc.fixed, f"{job}-fixed", out, config)
-        twin = twins.compare(out / job, out / f"{job}-fixed", entries, sc.fixes)
-        twin["wall_s"] = round(twin_wall, 1)
+        twin = fixed_twins(sc, job, entries, out, config, twin_runs)
     return {"scenario": sc.name, "condition": condition, "code": code, "load_before": load,
             "wall_s": round(wall, 1), "fired": sorted(fired), "statuses": statuses,
             "messages": messages, "stderr": err if code else "",
             "calibration": err.split("\n")[0] if err.startswith("busy()") else None,
             "diagnosis": twins.costs(entries), "twin": twin}  # fmt: skip
+
+
+def fixed_twins(
+    sc: Scenario, job: str, entries: list[dict[str, Any]], out: Path, config: Path, k: int
+) -> dict[str, Any]:
+    """``k`` fixed twins, interleaved with ``k - 1`` more problem runs (the first, scored,
+    has run): their claimed and measured savings (benchmarks/_diagnosis_twins.py)."""
+    problems, fixed, claims, wall = [out / job], [], [entries], 0.0
+    for i in range(k):
+        name = f"{job}-fixed" + (f"-{i + 1}" if i else "")
+        # No hog: where there is one, it is the problem.
+        wall += launch(sc, sc.fixed or "", name, out, config)[1]
+        fixed.append(out / name)
+        if i + 1 < k:
+            again = f"{job}-{i + 2}"
+            with cpu_load(sc.hog):
+                wall += launch(sc, sc.args, again, out, config)[1]
+            problems.append(out / again)
+            claims.append(twins.diagnosis(out / again, SRC))
+    twin = twins.compare(problems, fixed, claims, sc.fixes)
+    twin["wall_s"] = round(wall, 1)
+    return twin
 
 
 def score(sc: Scenario, r: dict[str, Any]) -> dict[str, Any]:
@@ -170,11 +193,11 @@ def load_average() -> str:
 
 
 def run_condition(
-    condition: str, chosen: list[Scenario], out: Path, config: Path
+    condition: str, chosen: list[Scenario], out: Path, config: Path, twin_runs: int
 ) -> list[dict[str, Any]]:
     results = []
     for sc in chosen:
-        r = run_one(sc, condition, out, config)
+        r = run_one(sc, condition, out, config, twin_runs)
         r["score"], r["healthy"] = score(sc, r), sc.healthy
         print(row(r) + (f"\n    {r['calibration']}" if r["calibration"] else ""), flush=True)
         results.append(r)
@@ -196,7 +219,11 @@ def main() -> None:
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     p.add_argument("--condition", choices=("idle", "load", "both"), default="both")
     p.add_argument("--out", help="folder for the jobs and scorecard.json (default: a temp dir)")
+    twin = "runs a side of each fixed-twin check (default 3; 1: one pair)"
+    p.add_argument("--twin-runs", type=int, default=3, metavar="K", help=twin)
     a = p.parse_args()
+    if a.twin_runs < 1:
+        sys.exit(f"diagnosis.py: --twin-runs {a.twin_runs}: give 1 or more runs a side")
     chosen = choose(a.only)
     out = Path(a.out or tempfile.mkdtemp(prefix="stepscope-bench-diagnosis-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -212,9 +239,9 @@ def main() -> None:
     for condition in conditions:
         if condition == "load":
             with cpu_load(cores):
-                results += run_condition(condition, chosen, out, config)
+                results += run_condition(condition, chosen, out, config, a.twin_runs)
         else:
-            results += run_condition(condition, chosen, out, config)
+            results += run_condition(condition, chosen, out, config, a.twin_runs)
     card = scorecard(results)
     print("\n" + card)
     (out / "scorecard.json").write_text(json.dumps(results, indent=1))

@@ -138,3 +138,22 @@ def test_a_stall_is_excused_only_for_the_wait_inside_it(tmp_path: Path) -> None:
     assert res.cost_seconds == pytest.approx(float(own.sum()), abs=0.02)
     assert all(", its own" in f.message and "not counted" not in f.message
                for f in res.findings)  # fmt: skip
+
+
+def test_a_process_s_threads_waits_are_summed_at_most_the_interval() -> None:
+    """Torch's threads meet at a barrier: while one waits for a core the others spin
+    (own CPU), so the process is held up whenever any of its threads waits."""
+    from stepscope.sampler._tree import ProcessTree
+
+    tree, a, b = ProcessTree(None), object(), object()
+    procs = lambda da, db: {a: da, b: db}  # noqa: E731  # two main processes' threads
+    assert tree._thread_run_wait(procs({1: 1.0, 2: 1.0}, {7: 1.0}), 0.1) is None  # first read
+    # a: its loop waited 30 ms and a torch thread 40 ms at other times; b: one thread 20 ms
+    got = tree._thread_run_wait(procs({1: 1.03, 2: 1.04}, {7: 1.02}), 0.1)
+    assert got == pytest.approx(90.0)  # (30 + 40) + 20 ms of 100, not the max (40 + 20)
+    # both of a's threads waited 80 ms: they overlapped, at most the interval
+    got = tree._thread_run_wait(procs({1: 1.11, 2: 1.12}, {7: 1.02}), 0.1)
+    assert got == pytest.approx(100.0)
+    # a thread asleep adds nothing; a new thread counts all its wait
+    got = tree._thread_run_wait(procs({1: 1.11, 2: 1.12, 3: 0.005}, {7: 1.02}), 0.1)
+    assert got == pytest.approx(5.0)

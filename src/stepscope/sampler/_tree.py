@@ -74,7 +74,7 @@ class ProcessTree:
         self.roles = Roles()
         self.main_cpu: float | None = None  # of the main processes at the last read()
         self.run_wait: float | None = None  # their main threads' run-queue wait, %
-        self.thread_run_wait: float | None = None  # their most-waiting thread's, %
+        self.thread_run_wait: float | None = None  # their threads' (at most dt each), %
         self.io_wait: float | None = None  # % of the job's active threads in disk sleep
         self.io_bps: tuple[float | None, float | None] = (None, None)  # read, write
         self._delays: dict[psutil.Process, float] = {}  # run_delay at the last reading
@@ -149,12 +149,18 @@ class ProcessTree:
     def _thread_run_wait(
         self, threads: dict[psutil.Process, dict[int, float]], dt: float | None
     ) -> float | None:
-        """% of ``dt`` the most-waiting thread of each main process (its training loop
-        or one of torch's threads) waited runnable for a core, summed over the main
-        processes. Per thread: a thread that sleeps (``time.sleep``, a lock, I/O)
-        waits for no core, so its wait is 0 whatever the others do. A thread started
-        since the last reading counts all its wait (all of it is new); a process
-        counts from its second reading."""
+        """% of ``dt`` the threads of each main process (its training loop, torch's
+        threads, any other) waited runnable for a core, summed over its threads and at
+        most ``dt`` a process, then summed over the main processes.
+
+        Summed, not the most-waiting thread's: torch's threads meet at a barrier,
+        and while one of them waits for a core the others spin there, which shows as
+        the process's own CPU (two threads beside a busy process per core: steps 70x
+        slower, half of it "own CPU"); so the team is held up whenever any of its
+        threads waits. At most ``dt``: their waits may overlap. A thread that sleeps
+        (``time.sleep``, a lock, I/O) waits for no core, so it adds nothing. A thread
+        started since the last reading counts all its wait (all of it is new); a
+        process counts from its second reading."""
         now = {p: d for p, d in threads.items() if d}
         known, waited = False, 0.0
         for proc, delays in now.items():
@@ -162,9 +168,9 @@ class ProcessTree:
             if before is None:
                 continue
             known = True
-            waited += max(
-                (max(d - before.get(tid, 0.0), 0.0) for tid, d in delays.items()), default=0.0
-            )
+            each = [max(d - before.get(tid, 0.0), 0.0) for tid, d in delays.items()]
+            # at most dt, or the most-waiting thread's (a read's jitter can pass dt)
+            waited += min(sum(each), max(dt or 0.0, *each)) if each else 0.0
         self._thread_delays = now
         return 100.0 * waited / dt if dt and known else None
 
