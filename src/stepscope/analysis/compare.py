@@ -43,10 +43,14 @@ from stepscope.analysis.compare_steps import (
 from stepscope.analysis.compare_verdict import DEVICE_PARTS, verdict_of
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import pandas as pd
 
     from stepscope.analysis.downsample import FloatArray
     from stepscope.read import Job
+
+    Side: TypeAlias = Job | Sequence[Job]  # a side of a comparison: one job, or its runs
 
 __all__ = [
     "Comparison",
@@ -231,12 +235,12 @@ def compare_sides(base: list[Job], new: list[Job]) -> Comparison:
                       missing, [j.name for j in base], [j.name for j in new])  # fmt: skip
 
 
-def runs_of(side: Job | Sequence[Job]) -> list[Job]:
+def runs_of(side: Side) -> list[Job]:
     """A side's runs: one job, or several (a sequence of jobs)."""
     return list(side) if isinstance(side, Sequence) else [side]
 
 
-def compare(base: Job | Sequence[Job], new: Job | Sequence[Job]) -> Comparison:
+def compare(base: Side, new: Side) -> Comparison:
     """B (``new``) against the baseline A (``base``), each side one job or a sequence of
     runs of one setup (:func:`compare_sides`)."""
     return compare_sides(runs_of(base), runs_of(new))

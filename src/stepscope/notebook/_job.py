@@ -12,9 +12,7 @@ from stepscope.read import list_jobs as read_list_jobs
 from stepscope.store import open_store
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from stepscope.analysis.compare import Comparison
+    from stepscope.analysis.compare import Comparison, Side
 
 
 def in_notebook() -> bool:
@@ -73,7 +71,7 @@ class NotebookJob(Job):
 
         return write_report(self, None if path is None else os.fspath(path))
 
-    def compare(self, new: Job | Sequence[Job]) -> ComparisonView:
+    def compare(self, new: Side) -> ComparisonView:
         """``new`` (B: a job, or a list of runs) against this job (A, the baseline), as
         ``stepscope compare`` says."""
         return compare(self, new)
@@ -83,9 +81,7 @@ class ComparisonView:
     """A comparison (:class:`stepscope.analysis.compare.Comparison`) that a notebook
     displays: per phase the verdict, the step split of A and B, each run's steps."""
 
-    def __init__(
-        self, comparison: Comparison, base: Job | Sequence[Job], new: Job | Sequence[Job]
-    ) -> None:
+    def __init__(self, comparison: Comparison, base: Side, new: Side) -> None:
         from stepscope.analysis.compare import runs_of
 
         self.comparison, self.base, self.new = comparison, base, new  # as given
@@ -101,7 +97,7 @@ class ComparisonView:
         return f"<Comparison {self.comparison.new} against {self.comparison.base}: {verdicts}>"
 
 
-def compare(base: Job | Sequence[Job], new: Job | Sequence[Job]) -> ComparisonView:
+def compare(base: Side, new: Side) -> ComparisonView:
     """B (``new``) against the baseline A (``base``), displayable in a notebook; each
     side one job or a list of runs of one setup (``stepscope compare A1,A2 B1,B2``)."""
     from stepscope.analysis.compare import compare_sides, runs_of

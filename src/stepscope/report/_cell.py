@@ -9,7 +9,7 @@ time series keep at most ``2 * CELL_BUCKETS`` points, so that a cell stays a cel
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -24,6 +24,9 @@ from stepscope.report._context import Context
 from stepscope.report._html import esc, fmt_duration, note, script_json, table
 from stepscope.report._steps import _duration_chart, _split_charts
 from stepscope.webcharts import script_text, style_text
+
+if TYPE_CHECKING:
+    from stepscope.analysis.compare import Side
 
 CELL_BUCKETS = 150  # 2 points per bucket: 300 points per series at most
 
@@ -112,9 +115,7 @@ def _phase_table(p: PhaseComparison) -> str:
     return table(["Part", "A", "B", "B - A (95%)"], rows, cls="num split")
 
 
-def render_comparison_cell(
-    comparison: Comparison, base: Job | Sequence[Job], new: Job | Sequence[Job]
-) -> str:
+def render_comparison_cell(comparison: Comparison, base: Side, new: Side) -> str:
     """B against the baseline A as a notebook cell: the verdict, the split per phase
     and the setup that differs (HTML)."""
     charts = Charts(0.0, CELL_BUCKETS)

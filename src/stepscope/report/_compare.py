@@ -10,7 +10,7 @@ the rules whose verdicts differ. The notebook cell (:mod:`._cell`) reuses the ch
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,9 @@ from stepscope.read import Job
 from stepscope.report._charts import Charts, ChartSpec
 from stepscope.report._html import chart, esc, fmt_duration, note, section, table
 
+if TYPE_CHECKING:
+    from stepscope.analysis.compare import Side
+
 __all__ = [
     "ANCHOR",
     "comparison_charts",
@@ -30,7 +33,6 @@ __all__ = [
 ]
 
 ANCHOR = "comparison"
-Side = Job | Sequence[Job]  # a side of a comparison: one job, or its runs
 MISSING = "\u2013"
 
 

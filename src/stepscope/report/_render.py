@@ -25,10 +25,11 @@ from stepscope.report._tensors import tensors_section
 from stepscope.webcharts import script_text, style_text
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import TypeAlias
 
-    Against: TypeAlias = Job | Sequence[Job] | None  # a baseline: one job or several runs
+    from stepscope.analysis.compare import Side
+
+    Against: TypeAlias = Side | None  # a baseline: one job or several runs
 
 REPORT_NAME = "report.html"
 
