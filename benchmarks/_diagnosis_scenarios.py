@@ -163,11 +163,16 @@ SCENARIOS: tuple[Scenario, ...] = (
     s("gpu-imbalance", GPU_JOB, "LoadBalancing ~LowGPUUtilization" + CONVERGED, gpu="imbalance"),
     s("cpu-bottleneck", DECODE_HEAVY, "CPUBottleneck " + STARVED + BUSY, gpu="starved"),
     s("io-bottleneck", IO_HEAVY, "IOBottleneck ~LowGPUUtilization" + IN_LOOP, gpu="low"),
+    # One torch thread (as python-share): with two, under load the second spun at its
+    # barrier beside the Python and the hog, a fifth of the steps stalled in forward and
+    # backward (3.6-6.8 s of 7-10 s), and removing the Python removed that contention
+    # too: its twins saved 8.7 s where PythonOverhead claimed 2.1 s and HostContention
+    # 7.1 s (12-02). The twin measures the Python's own saving with one.
     s(
         "python-overhead",
-        "--steps 200 --seconds 10 --python-ms 6.5",
+        "--steps 200 --seconds 10 --threads 1 --python-ms 6.5",
         "PythonOverhead",
-        fixed="--steps 200 --seconds 10",
+        fixed="--steps 200 --seconds 10 --threads 1",
     ),
     # Under one busy process per core no core is idle: more threads would not help.
     s("one-thread", "--steps 120 --threads 1 --compute 60", "idle:CPUBoundThreads"),
