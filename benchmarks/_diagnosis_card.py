@@ -45,7 +45,9 @@ def summary(results: list[dict[str, Any]], condition: str) -> str:
     pairs = [r["twin"] for r in rs if r.get("twin")]
     held = sum(1 for t in pairs if t["ok"])
     unsettled = sum(1 for t in pairs if t.get("verdict") == "unsettled")
-    open_ = f" ({unsettled} unsettled by the spread between runs)" if unsettled else ""
+    open_ = f", {unsettled} unsettled by the spread between runs" if unsettled else ""
+    broad = sum(1 for t in pairs if twins.wide(t))
+    open_ = f" ({broad} wide{open_})" if broad or unsettled else ""
     minutes = sum(wall(r) for r in rs) / 60
     return (f"{condition}: recall {recall}; false positives {false} in {len(rs)} runs "
             f"({bad} of {len(healthy)} healthy runs); claimed savings within "

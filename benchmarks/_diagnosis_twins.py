@@ -21,7 +21,8 @@ it is within a factor of 1.5 of the measured saving, or when both are under 5% o
 problem runs' step time (nothing to save and nothing claimed: the ratio of two noises
 is no measure). It is **unsettled** when it misses 1.5x of the measured value but the
 measured interval reaches 1.5x of it (the spread between runs cannot tell), and **off**
-otherwise.
+otherwise. A cell whose interval's half-width is over half the measured saving says
+"wide": held or not, three runs a side did not pin that saving down.
 """
 
 from __future__ import annotations
@@ -121,6 +122,12 @@ def compare(
             "negligible": bool(small)}  # fmt: skip
 
 
+def wide(t: dict[str, Any]) -> bool:
+    """Whether the runs' spread is over half the measured saving (no confirmation)."""
+    lo, hi = t.get("measured_95", [float("nan")] * 2)
+    return bool(np.isfinite(lo) and (hi - lo) / 2 > abs(t["measured_s"]) / 2)
+
+
 def text(t: dict[str, Any] | None) -> str:
     """One cell of the scorecard: "claimed 2.0 s vs saved 1.9 s (1.2-2.6) = 1.05x ok"."""
     if not t:
@@ -133,6 +140,8 @@ def text(t: dict[str, Any] | None) -> str:
         verdict = "ok (both < 5% of step time)"
     lo, hi = t.get("measured_95", [float("nan")] * 2)
     spread = f" ({lo:.2f} to {hi:.2f})" if np.isfinite(lo) else ""
+    if wide(t):
+        spread += " wide"
     runs = "x".join(str(k) for k in t.get("runs", [1, 1]))
     return (f"claimed {t['claimed_s']:.2f} s{key} vs saved {t['measured_s']:.2f} s{spread}"
             f" = {t['ratio']:g}x {verdict} [{runs} runs]")  # fmt: skip
