@@ -40,23 +40,26 @@ FACTOR = 1.5
 NEGLIGIBLE = 0.05  # of the problem run's step time
 
 
-def diagnosis(job: Path, src: Path) -> list[dict[str, Any]]:
-    """The job's diagnosis entries (``stepscope show --json``); [] if it cannot tell."""
+def diagnosis(job: Path, src: Path) -> list[dict[str, Any]] | None:
+    """The job's diagnosis entries (``stepscope show --json``); None if it cannot tell."""
     cmd = [sys.executable, "-m", "stepscope.cli", "show", str(job), "--json"]
     env = dict(os.environ, PYTHONPATH=str(src))
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    except subprocess.TimeoutExpired:
+        return None
     if done.returncode:
-        return []
+        return None
     entries: list[dict[str, Any]] = json.loads(done.stdout).get("diagnosis") or []
     return entries
 
 
-def costs(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def costs(entries: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Rule, rank, cost and saving of each entry, as the scorecard records them."""
     return [
         {"rule": e.get("rule"), "rank": i + 1, "cost_seconds": e.get("cost_seconds"),
          "saving_seconds": e.get("saving_seconds")}
-        for i, e in enumerate(entries)
+        for i, e in enumerate(entries or [])
     ]  # fmt: skip
 
 
@@ -68,12 +71,15 @@ def step_times(job: Path) -> tuple[int, float]:
     return len(steps), float(steps["duration"].mean()) if len(steps) else 0.0
 
 
-def claimed(entries: list[dict[str, Any]], fixes: frozenset[str]) -> tuple[float, str]:
-    """The diagnosis' saving for the rules ``fixes``, and the key it was read from:
-    ``saving_seconds`` where this build's diagnosis has it, else ``cost_seconds``."""
-    mine = [e for e in entries if e.get("rule") in fixes]
-    key = "saving_seconds" if any("saving_seconds" in e for e in entries) else "cost_seconds"
-    return sum(float(e.get(key) or 0.0) for e in mine), key
+def claim_key(runs: list[list[dict[str, Any]]]) -> str:
+    """``saving_seconds`` where this build's diagnosis has it, else ``cost_seconds``."""
+    has = any("saving_seconds" in e for entries in runs for e in entries)
+    return "saving_seconds" if has else "cost_seconds"
+
+
+def claimed(entries: list[dict[str, Any]], fixes: frozenset[str], key: str) -> float:
+    """The diagnosis' saving (``key``) for the rules ``fixes``: 0 where none fired."""
+    return sum(float(e.get(key) or 0.0) for e in entries if e.get("rule") in fixes)
 
 
 def interval(a: list[float], b: list[float]) -> tuple[float, float]:
@@ -92,21 +98,24 @@ def interval(a: list[float], b: list[float]) -> tuple[float, float]:
 def compare(
     problems: list[Path],
     fixed: list[Path],
-    entries: list[list[dict[str, Any]]],
+    entries: list[list[dict[str, Any]] | None],
     fixes: frozenset[str],
 ) -> dict[str, Any]:
-    """The measured (with its interval) and claimed savings, their ratio, the verdict."""
+    """The measured (with its interval) and claimed savings, their ratio, the verdict.
+    A run without steps or without a diagnosis (``entries`` None) is left out."""
     p_runs, f_runs = [step_times(j) for j in problems], [step_times(j) for j in fixed]
     p_means, f_means = [m for k, m in p_runs if k], [m for k, m in f_runs if k]
-    n = float(np.median([k for k, _ in p_runs]))
+    n = float(np.median([k for k, _ in p_runs if k])) if p_means else 0.0
     nan = float("nan")
     measured = (
         n * (float(np.mean(p_means)) - float(np.mean(f_means))) if p_means and f_means else nan
     )
     lo, hi = (n * x for x in interval(p_means, f_means))
-    claims = [claimed(e, fixes) for e in entries]
-    per_step = [c / k for (c, _), (k, _) in zip(claims, p_runs, strict=True) if k]
-    claim, key = n * float(np.median(per_step)) if per_step else 0.0, claims[0][1]
+    told = [(e, k) for e, (k, _) in zip(entries, p_runs, strict=True) if e is not None and k]
+    key = claim_key([e for e, _ in told])
+    claims = [claimed(e, fixes, key) for e, _ in told]
+    per_step = [c / k for c, (_, k) in zip(claims, told, strict=True)]
+    claim = n * float(np.median(per_step)) if per_step else float("nan")
     total = n * float(np.mean(p_means)) if p_means else 0.0
     small = max(claim, measured) < NEGLIGIBLE * total if total else False
     ratio = claim / measured if measured > 0 else float("inf") if claim > 0 else nan
@@ -114,9 +123,9 @@ def compare(
     reach = np.isfinite(lo) and hi >= claim / FACTOR and lo <= claim * FACTOR
     verdict = "ok" if ok else "unsettled" if reach else "off"
     return {"fixes": sorted(fixes), "claimed_s": round(claim, 3), "claim_key": key,
-            "claims_s": [round(c, 3) for c, _ in claims],
+            "claims_s": [round(c, 3) for c in claims],
             "measured_s": round(measured, 3), "measured_95": [round(lo, 3), round(hi, 3)],
-            "ratio": round(ratio, 2), "runs": [len(problems), len(fixed)],
+            "ratio": round(ratio, 2), "runs": [len(told), len(f_means)],
             "steps": [[k for k, _ in p_runs], [k for k, _ in f_runs]],
             "step_s": round(total, 3), "ok": bool(ok), "verdict": verdict,
             "negligible": bool(small)}  # fmt: skip
@@ -125,7 +134,9 @@ def compare(
 def wide(t: dict[str, Any]) -> bool:
     """Whether the runs' spread is over half the measured saving (no confirmation)."""
     lo, hi = t.get("measured_95", [float("nan")] * 2)
-    return bool(np.isfinite(lo) and (hi - lo) / 2 > abs(t["measured_s"]) / 2)
+    # against the negligible share where the saving is about 0 (nothing to measure)
+    scale = max(abs(t["measured_s"]), NEGLIGIBLE * t["step_s"])
+    return bool(np.isfinite(lo) and (hi - lo) / 2 > scale / 2)
 
 
 def text(t: dict[str, Any] | None) -> str:

@@ -133,7 +133,7 @@ def run_one(
 
 
 def fixed_twins(
-    sc: Scenario, job: str, entries: list[dict[str, Any]], out: Path, config: Path, k: int
+    sc: Scenario, job: str, entries: list[dict[str, Any]] | None, out: Path, config: Path, k: int
 ) -> dict[str, Any]:
     """``k`` fixed twins, interleaved with ``k - 1`` more problem runs (the first, scored,
     has run): their claimed and measured savings (benchmarks/_diagnosis_twins.py)."""

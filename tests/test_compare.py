@@ -294,3 +294,22 @@ def test_a_real_change_is_still_called_on_the_calm_steps(
     train = phase(hosts["quiet"], spelled(tmp_path / "slower", 2, 0.02))
     assert train.basis == "uncontended steps" and train.direction == "slower", train.verdict
     assert train.mostly == "forward"
+
+
+def test_a_node_s_ranks_share_the_wait_its_processes_summed(tmp_path: Path) -> None:
+    """The sampler sums the waits of a node's training processes: with two ranks each
+    waiting 40% of a step, every step waited 0.4 of itself, not 0.8 (as the rules)."""
+    from stepscope.analysis.compare_contention import WAIT, with_core_wait
+
+    store = new_job(tmp_path / "two", end=T0 + 60)
+    node_info(store, gpus=0)
+    for rank in (0, 1):
+        write_steps(store, steps_frame(100, rank=rank, duration=0.4))
+    system = system_frame(100)
+    system["proc_thread_run_wait"] = np.float32(80.0)  # 40% each, summed
+    write_system(store, system)
+    job = stepscope.open(str(tmp_path / "two"))
+    steps = with_core_wait(job, job.steps(phase="train"))
+    inside = steps[steps["end"] < T0 + 45]  # steps the samples cover
+    assert len(inside) > 100 and {0, 1} <= set(inside["rank"])
+    assert np.allclose(inside[WAIT], 0.4 * 0.4, rtol=0.02)

@@ -64,12 +64,18 @@ def others_frame(start: float, end: float, cpu: float = 180.0) -> pd.DataFrame:
 
 
 def host_job(
-    path: Path, contended: bool, *, old: bool = False, wait: bool = False, **cols: np.ndarray
+    path: Path,
+    contended: bool,
+    *,
+    old: bool = False,
+    wait: bool = False,
+    waited: float = 60.0,
+    **cols: np.ndarray,
 ) -> None:
     """A CPU job on 4 cores; ``contended``: from the middle on, other processes take 70%
     of the node (the job keeps 30%, run queue 7) and steps slow from 0.2 to 0.5 s.
-    ``wait``: the per-thread run-queue wait recorded, 5% of the time alone, 60% under
-    contention."""
+    ``wait``: the per-thread run-queue wait recorded, 5% of the time alone, ``waited``
+    % under contention."""
     store = rd.new_job(path, end=rd.T0 + N * 0.5)
     rd.node_info(store, gpus=0)
     later = np.arange(N) >= HALF
@@ -80,7 +86,7 @@ def host_job(
         queue = np.where(later & contended, 7, 2)
         frame = pressure(frame, run_queue=cols.pop("run_queue", queue), **cols)
     if wait:
-        frame["proc_thread_run_wait"] = np.where(later & contended, 60.0, 5.0).astype(np.float32)
+        frame["proc_thread_run_wait"] = np.where(later & contended, waited, 5.0).astype(np.float32)
     rd.write_system(store, frame)
     first = int(HALF * 0.5 / 0.2)
     steps = np.r_[np.full(first, 0.2), np.full(int((N - HALF) * 0.5 / 0.5) - 2, 0.5)]
@@ -127,6 +133,21 @@ def test_host_contention_is_costed_by_the_wait_beyond_the_quiet_steps_wait(
     twin = judge(tmp_path / "good", "HostContention", **PARAMS)
     silent(twin)
     assert twin.cost_seconds is None
+
+
+def test_host_contention_costs_no_more_than_the_steps_excess_over_quiet_ones(
+    tmp_path: Path,
+) -> None:
+    """Two threads that each waited half the time sum to the whole step (the sampler
+    sums a process's threads' waits): the cost stops at what the steps lost, 0.5 s
+    against the quiet steps' 0.2 s, not 95% of each 0.5 s step."""
+    host_job(tmp_path / "bad", contended=True, wait=True, waited=100.0)
+    res = judge(tmp_path / "bad", "HostContention", **PARAMS)
+    fires(res)
+    (finding,) = res.findings
+    n = float(finding.message.split(" and ")[0].rsplit("; ", 1)[1])  # contended steps
+    assert res.cost_seconds == pytest.approx(n * (0.5 - 0.2), rel=0.05)
+    assert f"its threads waited {n * 0.5:.3g} s for a core during them" in finding.message
 
 
 def test_host_contention_is_silent_when_the_job_itself_fills_the_node(tmp_path: Path) -> None:

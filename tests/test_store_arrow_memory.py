@@ -42,7 +42,7 @@ def test_a_reader_over_fetched_bytes_holds_no_python_object() -> None:
 def remote_job(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path, str]]:
     local = tmp_path / "job"
     shutil.copytree(GOLDEN, local)
-    url = f"memory://arrow-{request.node.name}"
+    url = f"memory://arrow-{request.node.name}/job"
     store = open_store(url)
     for path in local.rglob("*"):
         if path.is_file():
@@ -75,3 +75,30 @@ def test_a_damaged_tensor_segment_on_an_object_store_is_skipped_and_named(
     assert [w for w in job.warnings if seg.name in w] == [
         f"skipped {key}: not a Parquet file (no magic bytes): cut short or not a segment"
     ]
+
+
+def test_no_reader_hands_arrow_a_python_file_of_an_object_store(
+    remote_job: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whole objects are fetched (``cat``), never opened as files for Arrow to read
+    from its threads: every reader of a job, the rules, ``ls`` and the launcher's
+    last step, with the store's file opening made to fail."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from stepscope.cli._ls import ls_rows
+    from stepscope.launch._ending import last_step_end
+    from stepscope.rules import evaluate_job
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"an object store's file opened: {args[1:]}")
+
+    local, url = remote_job
+    monkeypatch.setattr(MemoryFileSystem, "_open", refuse)
+    job = stepscope.open(url)
+    assert len(job.steps()) == len(stepscope.open(local).steps()) > 0
+    assert len(job.system()) > 0 and job.tensors.names()
+    assert job.arrow("steps/rank-0", ["phase"]).num_rows > 0
+    assert evaluate_job(job)
+    (row,) = ls_rows(url.rsplit("/", 1)[0])
+    assert row["problem"] is None and row["steps"] > 0
+    assert last_step_end(job.store, 0) is not None

@@ -83,7 +83,9 @@ def with_core_wait(job: Job, steps: pd.DataFrame) -> pd.DataFrame:
             continue
         starts = out.loc[rows, "start"].to_numpy(np.float64)
         ends = out.loc[rows, "end"].to_numpy(np.float64)
-        out.loc[rows, WAIT] = run_wait_in(system, starts, ends)
+        # the node's ranks share the sum of their processes' waits (as the rules do)
+        ranks = max(1, int(out.loc[rows, "rank"].nunique())) if "rank" in out else 1
+        out.loc[rows, WAIT] = run_wait_in(system, starts, ends) / ranks
         out.loc[rows, "others"] = others_during(system, starts, ends)
     return out
 

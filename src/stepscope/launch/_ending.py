@@ -17,7 +17,6 @@ and job.json is marked ``incomplete`` (docs/format.md).
 
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import dataclass
 
@@ -95,13 +94,14 @@ def _dead(pid: object) -> bool:
 
 def last_step_end(store: Store, rank: int) -> float | None:
     """The end of the rank's newest recorded step (its newest segments), or None."""
-    import pyarrow.parquet as pq  # only for a rank that ended abruptly
+    from stepscope.store import read_segment  # pyarrow: only for a rank that ended abruptly
 
     keys = store.list(paths.steps_stream(rank), suffix=".parquet")
     ends: list[float] = []
     for key in keys[-NEWEST_SEGMENTS:]:
         try:
-            table = pq.read_table(io.BytesIO(store.read_bytes(key)), columns=["end"])
+            # from Arrow's memory, not a Python file: the launcher exits right after
+            table = read_segment(store.read_bytes(key), columns=["end"])
         except Exception:  # a damaged or vanished segment: the others may tell
             continue
         ends += [float(e) for e in table.column("end").to_pylist() if e is not None]

@@ -10,8 +10,9 @@ w.reduction(100, "l2")                       # stored, or computed from the raw 
 job.tensors.scalars(names=["loss"])          # a DataFrame, for rules and exports
 ```
 Lookups filter the Parquet index and scalar segments by name, phase and step
-(pushed down into the files), then read only the bytes of the one raw tensor
-asked for, so a lookup does not scan the other tensors' data. Works on every store.
+(pushed down into the files on a local disk; on an object store each lookup fetches
+those small segments whole), then read only the bytes of the one raw tensor asked
+for, so a lookup does not scan the other tensors' data. Works on every store.
 """
 
 from __future__ import annotations

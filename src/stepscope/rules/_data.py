@@ -104,9 +104,13 @@ def stream_node(store: Store, prefix: str, check: SegmentCheck | None = None) ->
     keys = readable(store, store.list(prefix, suffix=".parquet"), check)
     if not keys:
         return None
-    fs = None if store.is_local else store.fs  # a local path: pyarrow's own, no fsspec import
-    with pq.ParquetFile(store.path(keys[0]), filesystem=fs) as segment:  # not a dataset
-        table = segment.read(columns=["node"])
+    if store.is_local:  # a local path: pyarrow's own file, no fsspec import
+        with pq.ParquetFile(store.path(keys[0])) as segment:  # not a dataset
+            table = segment.read(columns=["node"])
+    else:  # never through a Python file (store.arrow_reader says why)
+        from stepscope.store import read_segment
+
+        table = read_segment(store.read_bytes(keys[0]), columns=["node"])
     return str(table.column("node")[0]) if table.num_rows else None
 
 

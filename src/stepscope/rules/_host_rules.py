@@ -98,7 +98,8 @@ class HostContention(HostRule):
         """The job's threads' run-queue wait inside the contended steps (each step's at
         most its duration; over the node's ranks), the slowest rank's; the cost is
         that wait beyond the rank's usual one: its quiet steps' median share of a step
-        spent waiting (0 without quiet steps: alone, a loop hardly waits). None
+        spent waiting (0 without quiet steps: alone, a loop hardly waits), at most
+        their excess over the quiet steps' median duration. None
         without a wait column (older jobs, no schedstat) or a step it tells of."""
         shared = max(1, int(data.steps["rank"].nunique()))  # the node's ranks share the sum
         waits, d = self._waits(data, hit, shared), hit["duration"].to_numpy(np.float64)
@@ -115,7 +116,12 @@ class HostContention(HostRule):
             share = float(np.median(usual_waits[usual] / usual_d[usual])) if usual.any() else 0.0
             waited = float(waits[mine].sum())
             measured = max(measured, waited)
-            cost = max(cost, float(np.clip(waits[mine] - share * d[mine], 0.0, None).sum()))
+            mine_cost = float(np.clip(waits[mine] - share * d[mine], 0.0, None).sum())
+            if usual.any():  # never more than the steps' excess over the quiet ones: the
+                # threads' waits are summed, and their waits may overlap
+                excess = np.clip(d[mine] - float(np.median(usual_d[usual])), 0.0, None)
+                mine_cost = min(mine_cost, float(excess.sum()))
+            cost = max(cost, mine_cost)
         as_text = "its threads waited {} for a core during them"
         return StepEffect(cost=cost, measured=measured, measured_as=as_text)
 

@@ -10,7 +10,6 @@ files is still one row. Memory is bounded by the chunk size, not the job's lengt
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from stepscope.importers.sagemaker._metrics import SEP, Placement, describe, pla
 from stepscope.importers.sagemaker._rows import wide_table
 from stepscope.importers.sagemaker._source import SystemFile
 from stepscope.importers.sagemaker._tally import Tally
-from stepscope.store import Store
+from stepscope.store import Store, arrow_reader
 
 CHUNK_BYTES = 32 << 20
 _FIELDS = ("Type", "Name", "Dimension")
@@ -97,7 +96,8 @@ def _parse(data: bytes, tally: Tally) -> pa.Table:
         try:
             opts = pajson.ReadOptions(block_size=block)
             parse = pajson.ParseOptions(explicit_schema=_SCHEMA, unexpected_field_behavior="ignore")
-            table = pajson.read_json(io.BytesIO(data), read_options=opts, parse_options=parse)
+            # Arrow's memory, not a Python file: its threads may free it at exit
+            table = pajson.read_json(arrow_reader(data), read_options=opts, parse_options=parse)
             break
         except pa.ArrowInvalid as exc:
             if "straddling" in str(exc) and block < len(data):
