@@ -23,10 +23,16 @@ pytestmark = pytest.mark.process
 
 
 def _start(root: Path) -> subprocess.Popen[str]:
+    """``stepscope ui`` as a terminal's foreground command: SIGINT at its default. A
+    shell without job control starts what it puts in the background (``&``) with
+    SIGINT ignored, and the ignored disposition is inherited: a test runner started
+    so (a CI rehearsal run with ``&``) would pass it on, and Python then raises no
+    KeyboardInterrupt at all."""
     cmd = [str(BIN / "stepscope"), "ui", str(root), "--port", "0"]
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for_tests()
-    )
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for_tests(),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
 
 
 def _importing(proc: subprocess.Popen[str]) -> None:
