@@ -83,16 +83,12 @@ def claimed(entries: list[dict[str, Any]], fixes: frozenset[str], key: str) -> f
 
 
 def interval(a: list[float], b: list[float]) -> tuple[float, float]:
-    """95% t interval of ``mean(a) - mean(b)`` over runs (nan, nan with one run a side)."""
-    from stepscope.analysis.compare_runs import t_quantile
+    """95% t interval of ``mean(a) - mean(b)`` over runs (pooled variance, as
+    ``stepscope compare``'s; nan, nan while no spread is known: one run a side)."""
+    from stepscope.analysis.compare_runs import pooled
 
-    if len(a) < 2 or len(b) < 2:
-        return float("nan"), float("nan")
-    df = len(a) + len(b) - 2
-    pooled = (np.var(a, ddof=1) * (len(a) - 1) + np.var(b, ddof=1) * (len(b) - 1)) / df
-    half = float(t_quantile(0.95, df) * np.sqrt(pooled * (1 / len(a) + 1 / len(b))))
-    d = float(np.mean(a) - np.mean(b))
-    return d - half, d + half
+    d = pooled(np.asarray(b, np.float64), np.asarray(a, np.float64), 0.95)
+    return d.low, d.high
 
 
 def compare(

@@ -223,12 +223,8 @@ def compare_sides(base: list[Job], new: list[Job]) -> Comparison:
     of_b = sorted(set.intersection(*(set(_phases(j)) for j in new)))
     common = sorted(set(of_a) & set(of_b), key=lambda p: (p != "train", p))
     name = ",".join(j.name for j in new)
-    phases = [
-        compare_phase(
-            p, [steady_steps(j, p) for j in base], [steady_steps(j, p) for j in new], name
-        )
-        for p in common
-    ]
+    phases = [compare_phase(p, [steady_steps(j, p) for j in base],
+                            [steady_steps(j, p) for j in new], name) for p in common]  # fmt: skip
     a, b = read_setup(base[0]), read_setup(new[0])
     missing = lacking_phases(of_a, of_b)
     return Comparison(",".join(j.name for j in base), name, phases, diff_setups(a, b), a, b,

@@ -176,13 +176,10 @@ def read_stream(
     to ``on_skip`` (its key, why)."""
     import pyarrow.parquet as pq
 
-    from stepscope.store import arrow_reader, clean_floats
+    from stepscope.store import clean_floats
 
     keys = store.list(prefix, suffix=".parquet")
-    if store.is_local:
-        sources: list[str | pa.BufferReader] = [store.path(k) for k in keys]
-    else:
-        sources = [arrow_reader(b) for b in store.read_many(keys)]
+    sources = store.arrow_sources(keys)
     out: pa.Table | None = None
     for key, source in zip(keys, sources, strict=True):
         try:

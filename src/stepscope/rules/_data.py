@@ -104,13 +104,8 @@ def stream_node(store: Store, prefix: str, check: SegmentCheck | None = None) ->
     keys = readable(store, store.list(prefix, suffix=".parquet"), check)
     if not keys:
         return None
-    if store.is_local:  # a local path: pyarrow's own file, no fsspec import
-        with pq.ParquetFile(store.path(keys[0])) as segment:  # not a dataset
-            table = segment.read(columns=["node"])
-    else:  # never through a Python file (store.arrow_reader says why)
-        from stepscope.store import read_segment
-
-        table = read_segment(store.read_bytes(keys[0]), columns=["node"])
+    with pq.ParquetFile(store.arrow_sources(keys[:1])[0]) as segment:  # not a dataset
+        table = segment.read(columns=["node"])
     return str(table.column("node")[0]) if table.num_rows else None
 
 
@@ -148,7 +143,7 @@ def read_streams(
         return None
     dropped = re.compile(skip) if skip else None
     tables = []
-    for source in _sources(store, keys):
+    for source in store.arrow_sources(list(keys)):
         with pq.ParquetFile(source) as file:
             names = file.schema_arrow.names
             table = file.read([n for n in names if not (dropped and dropped.match(n))])
@@ -170,11 +165,3 @@ def read_streams(
     del table
     pa.default_memory_pool().release_unused()
     return frame
-
-
-def _sources(store: Store, keys: Sequence[str]) -> Sequence[str | pa.BufferReader]:
-    if store.is_local:
-        return [store.path(k) for k in keys]
-    from stepscope.store import arrow_reader
-
-    return [arrow_reader(data) for data in store.read_many(list(keys))]

@@ -30,6 +30,7 @@ _LOCALISH = ("file", "local", "memory")
 
 if TYPE_CHECKING:
     import fsspec
+    import pyarrow as pa
 
 
 class Store:
@@ -153,6 +154,16 @@ class Store:
         with self._errors("read", f"{keys[0]} and {len(keys) - 1} more"):
             found: dict[str, bytes] = self.fs.cat(paths, on_error="raise")
         return [found[p] for p in paths]
+
+    def arrow_sources(self, keys: builtins.list[str]) -> builtins.list[str | pa.BufferReader]:
+        """What Arrow reads for each key: its path on a local disk, else its bytes
+        fetched and copied into Arrow's memory (never a Python file or ``bytes``:
+        :func:`~stepscope.store.arrow_reader` says why)."""
+        if self.is_local:
+            return [self.path(k) for k in keys]
+        from stepscope.store._segments import arrow_reader
+
+        return [arrow_reader(data) for data in self.read_many(keys)]
 
     def write_json(self, key: str, obj: object, reserve: int = 0) -> None:
         """Write ``obj`` (JSON-serialisable) as ``key``, atomically. ``reserve``: pad the
