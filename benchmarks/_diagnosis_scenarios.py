@@ -111,10 +111,11 @@ IO_HEAVY = "--steps 100000 --seconds 8 --write-mb 128 --compute 0 --threads 1"
 # worker (12-02: data_wait 16% of 0.064 s steps, HostContention 59%).
 FEW_WORKERS = "--seconds 10 --threads 1 --workers 1 --decode-ms 0.43"
 # Issue 30's cases: small steps, so a problem of a few seconds is a large share of the
-# job. One torch thread: with two, under load the spinning pair made the steps ~3x
-# slower and their spread so wide that four 0.5 s stalls fell to ~4% of step time in
-# 2 of 3 runs (12-02) and the twins' measured saving spanned -17 to 21 s. One thread
-# leaves a core idle, which CPUBoundThreads rightly names (tolerated).
+# job. One torch thread (--compute 20: ~11 ms steps idle, as 40 with two): with two,
+# under the hog the job's steps took ~3x longer and spread so wide (the pair spinning
+# while one waits for a core) that four 0.5 s stalls fell to ~4% of step time in 2 of
+# 3 runs (12-02) and the twins' measured saving spanned -17 to 21 s. One thread leaves
+# a core idle, which CPUBoundThreads rightly names (tolerated).
 SMALL = "--threads 1 --compute 20"
 FOUR_STALLS = f"--steps 210 {SMALL} --stall-every 50"  # 0.5 s after steps 50, 100, 150, 200
 # Light compute (~2 ms a step on the 12-02 host, ~0.7 ms on the 12-01 one) so that the
@@ -183,7 +184,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     # Under one busy process per core no core is idle: more threads would not help.
     s("one-thread", "--steps 120 --threads 1 --compute 60", "idle:CPUBoundThreads"),
-    # Under load the loop slows as much as the worker: the wait is no longer the loader's.
+    # Under load the hog takes the idle core more workers would use (DataLoaderWorkers
+    # may stay silent); the loop still waits for its one worker (FEW_WORKERS).
     s("few-workers", FEW_WORKERS, "idle:DataLoaderWorkers DataLoading"),
     # Issue 30: four 0.5 s stalls, under StepOutlier's n_outliers (10) but 2 s of ~4.5 s.
     s(

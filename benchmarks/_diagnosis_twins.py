@@ -87,6 +87,8 @@ def interval(a: list[float], b: list[float]) -> tuple[float, float]:
     ``stepscope compare``'s; nan, nan while no spread is known: one run a side)."""
     from stepscope.analysis.compare_runs import pooled
 
+    if len(a) < 2 or len(b) < 2:  # pooled() would give 1 df against one run: no spread
+        return float("nan"), float("nan")
     d = pooled(np.asarray(b, np.float64), np.asarray(a, np.float64), 0.95)
     return d.low, d.high
 

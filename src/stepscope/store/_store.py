@@ -151,7 +151,8 @@ class Store:
         paths = [self.path(k) for k in keys]
         if not self.is_remote:
             return [self._files.cat_file(p) for p in paths]
-        with self._errors("read", f"{keys[0]} and {len(keys) - 1} more"):
+        more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
+        with self._errors("read", f"{keys[0]}{more}"):
             found: dict[str, bytes] = self.fs.cat(paths, on_error="raise")
         return [found[p] for p in paths]
 
