@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stepscope.jobfolder import INDEX_SCHEMA, SCALARS_SCHEMA, VALUE_KEY
+from stepscope.jobfolder import VALUE_KEY
 from stepscope.read._decode import TensorValue, np_reduce
 
 if TYPE_CHECKING:
@@ -24,11 +24,7 @@ class Tensor:
 
     def steps(self, phase: str | None = None) -> list[int]:
         """The steps at which anything of this tensor was saved (of ``phase`` if given)."""
-        cols = ["step"]
-        t = self.tensors
-        found = set(t._read("scalars", SCALARS_SCHEMA, [self.name], phase, None, cols)["step"])
-        found |= set(t._read("index", INDEX_SCHEMA, [self.name], phase, None, cols)["step"])
-        return sorted(int(s) for s in found)
+        return self.tensors.steps_of(self.name, phase)
 
     def _phase(self, step: int, phase: str | None) -> str:
         if phase is not None:

@@ -140,6 +140,13 @@ class Tensors:
         found |= set(self._read("index", INDEX_SCHEMA, None, phase, None, cols)["name"])
         return sorted(found)
 
+    def steps_of(self, name: str, phase: str | None = None) -> list[int]:
+        """The steps at which anything of tensor ``name`` was saved (of ``phase`` if given)."""
+        cols = ["step"]
+        found = set(self._read("scalars", SCALARS_SCHEMA, [name], phase, None, cols)["step"])
+        found |= set(self._read("index", INDEX_SCHEMA, [name], phase, None, cols)["step"])
+        return sorted(int(s) for s in found)
+
     def collections(self) -> dict[str, list[str]]:
         """``{collection: [tensor names]}`` as the agent saw them."""
         key = f"{self.prefix}/collections.json"

@@ -143,7 +143,7 @@ def read_streams(
         return None
     dropped = re.compile(skip) if skip else None
     tables = []
-    for source in store.arrow_sources(list(keys)):
+    for source in store.arrow_sources(keys):
         with pq.ParquetFile(source) as file:
             names = file.schema_arrow.names
             table = file.read([n for n in names if not (dropped and dropped.match(n))])
