@@ -129,6 +129,7 @@ CONTENDED = "--steps 300 --seconds 8 --threads 1 --compute 20"  # ~6 ms steps id
 # 14 ms of decoding a batch; --seconds bounds it on a busy machine (the twins compare
 # step time per step: benchmarks/_diagnosis_twins.py).
 LOADER = "--steps 200 --seconds 10 --threads 1 --compute 4 --decode-ms 0.43"
+STARVED_READ = "--steps 250 --seconds 10 --read-ms 1"  # 32 ms of sleep a batch
 STARVED = "~LowGPUUtilization ~GPUIdleBetweenSteps ~DataLoading ~DataLoaderWorkers"
 # Step rules judge a few hundred steps (at most ~10 s of them: --seconds bounds a run
 # under load); system rules 5 s windows (diagnosis.PARAMS).
@@ -145,11 +146,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     s("healthy-gpu", "--steps 300 --seconds 8 --compute 3", gpu="busy"),
     s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier", fixed="--steps 330"),
+    # A loader that sleeps (slow storage) on the training thread. Its twin applies the
+    # fix the diagnosis prices, a worker per core (until 12-03 it removed the read: a
+    # different fix, which saved more than workers can under load).
     s(
         "data-starved",
-        "--steps 250 --seconds 10 --read-ms 1",
+        STARVED_READ,
         "DataLoading ~DataLoaderWorkers",
-        fixed="--steps 250 --seconds 10",
+        fixed=f"{STARVED_READ} --workers 4",
         fixes="DataLoading DataLoaderWorkers",
     ),
     s("slow-start", "--steps 300 --start-s 30", "MaxInitializationTime"),

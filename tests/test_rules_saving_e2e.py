@@ -57,6 +57,10 @@ def test_more_workers_save_most_of_a_sleeping_wait_and_little_of_a_decoding_one(
     assert burnt < 0.9, burning
     assert "more workers only use idle cores" in burning["details"]["saving_bound"]
     assert slept >= 0.5 and slept > burnt, (sleeping, burning)
+    # The sleeping wait is off the CPU: the finding names the workers that overlap it
+    # (64 ms of loading beside ~1 ms of work: the most, 16); the burning one says cores.
+    assert "num_workers=16): the wait is mostly off the CPU" in sleeping["message"], sleeping
+    assert "N up to the idle cores" in burning["message"], burning
     assert main(["show", "--json", str(job)]) == 0
     (entry,) = [e for e in json.loads(capsys.readouterr().out)["diagnosis"]
                 if e["rule"] == "DataLoaderWorkers"]  # fmt: skip

@@ -33,12 +33,18 @@ from stepscope.rules._cpu_facts import (
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_s
-from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
+from stepscope.rules._saving import (
+    COMPUTE,
+    autogroup_of,
+    bounded,
+    computing_of,
+    idle_core_bound,
+)
 from stepscope.rules._train_frame import rows_with_waited, train_frame, typical_rows
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import share_finding
 
-READ = ("rank", "node", "step", "start", "end", "duration", "data_wait")  # copied: no more
+READ = ("rank", "node", "step", "start", "end", "duration", "data_wait", *COMPUTE)  # no more
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class Priced:
     cost: float
     saving: float
     why: str | None = None
+    off_cpu: float = 0.0  # of the wait, at least off the CPU (unknown: 0)
 
     def text(self) -> str:
         """For the finding's fix: the saving, when the idle cores bound it."""
@@ -64,8 +71,9 @@ class DataLoaderWorkers(NodeRule):
         "workers are each busy near a whole core."
     )
     recommendation = (
-        "With num_workers=0, set DataLoader(num_workers=N) (N up to the idle cores); with "
-        "saturated workers, add workers while cores are idle, else make the transforms "
+        "With num_workers=0, set DataLoader(num_workers=N) (N up to the idle cores; for a "
+        "wait off the CPU, slow storage, enough to overlap it: the finding says how many); "
+        "with saturated workers, add workers while cores are idle, else make the transforms "
         "cheaper (decode once, pre-process offline, vectorise, smaller images)."
     )
     params = (
@@ -115,8 +123,10 @@ class DataLoaderWorkers(NodeRule):
         cores = node_cores(data, {int(rows["rank"].iloc[0]): facts})
         times = float(rows["duration"].sum()), wait
         grouped = autogroup_of(data)
-        bound = idle_core_bound(data.system, span, times, cores, facts.affinity, grouped)
-        return Priced(wait, *bounded(wait, bound))
+        bound = idle_core_bound(
+            data.system, span, times, cores, facts.affinity, grouped, computing_of(rows)
+        )
+        return Priced(wait, *bounded(wait, bound), off_cpu=bound.off_cpu if bound else 0.0)
 
     def _judge(
         self,
@@ -135,7 +145,7 @@ class DataLoaderWorkers(NodeRule):
         start, end = float(rows["start"].min()), float(rows["end"].max())
         if not facts.workers:
             what = "with num_workers=0: every batch is made on the training thread"
-            fix = "set DataLoader(num_workers=N), N up to the idle cores"
+            fix = first_workers(rows, priced)
             return self._finding(rows, rank, share, what, fix + priced.text())
         busy = sample_median(data.system, "proc_cpu", start, end)
         main = sample_median(data.system, "proc_cpu_main", start, end)
@@ -214,3 +224,22 @@ class DataLoaderWorkers(NodeRule):
 def _cpu(per_core: float, cores: int | None) -> str:
     """CPU as % of one core summed, shown as % of the node with the cores."""
     return cpu_text(per_core / cores, cores, 0) if cores else f"{per_core / 100:.2f} core"
+
+
+MOST_WORKERS = 16  # more than this many sleeping workers is a storage problem to name
+
+
+def first_workers(rows: pd.DataFrame, priced: Priced) -> str:
+    """How many workers a loop without any needs. A loader that computes: up to the idle
+    cores. One whose wait is mostly off the CPU (slow storage, a sleep): enough to
+    fetch a batch in the time the steps' own work takes (its ``wait / (steps - wait)``,
+    totals: throughput, not a typical step), cores or not."""
+    if priced.off_cpu < 0.5 * priced.cost:
+        return "set DataLoader(num_workers=N), N up to the idle cores"
+    wait, total = float(rows["data_wait"].sum()), float(rows["duration"].sum())
+    n = min(int(np.ceil(wait / (total - wait))), MOST_WORKERS) if total > wait else MOST_WORKERS
+    return (
+        f"set DataLoader(num_workers={max(n, 1)}): the wait is mostly off the CPU (slow "
+        f"storage, a sleep), which workers overlap without cores; {max(n, 1)} fetch a batch "
+        "in the time a step's own work takes"
+    )
