@@ -147,8 +147,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     s("healthy-gpu", "--steps 300 --seconds 8 --compute 3", gpu="busy"),
     s("stalls", "--steps 330 --stall-every 25 --stall-s 0.6", "StepOutlier", fixed="--steps 330"),
     # A loader that sleeps (slow storage) on the training thread. Its twin applies the
-    # fix the diagnosis prices, a worker per core (until 12-03 it removed the read: a
-    # different fix, which saved more than workers can under load).
+    # fix the diagnosis prices and names idle, 4 workers (until 12-03 it removed the
+    # read: a different fix, which saved more than workers can under load).
     s(
         "data-starved",
         STARVED_READ,

@@ -28,6 +28,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from overhead import median_ci  # noqa: E402
 
+MEMORY = ["--parts", "memory"]  # switch only the allocator's reading (_gpu_switched.py)
 Run = tuple[str, str, list[str]]  # (name, loop kind, _gpu_switched.py options)
 
 
@@ -43,6 +44,9 @@ def runs(split: bool) -> list[Run]:
             ("launch, hooks only", "launch", ["--parts", "hooks"]),
             ("launch, helpers only", "launch", ["--parts", "helpers"]),
             ("launch, writers only", "launch", ["--parts", "writers"]),
+            # issue 33: the allocator's counters read at a timed step's end, alone
+            ("launch, allocator reads", "launch", MEMORY),
+            ("launch, allocator reads, every step", "launch", ["--period-ms", "0", *MEMORY]),
         ]
     return out
 
@@ -102,7 +106,52 @@ def event_costs(n: int = 2000) -> dict[str, float]:
     b.synchronize()
     per_call("elapsed_time", lambda: a.elapsed_time(b))
     per_call("query", b.query)
+    from stepscope.agent._cuda_memory import read_memory
+
+    per_call("memory_stats_as_nested_dict", torch.cuda.memory_stats_as_nested_dict)
+    per_call("read_memory (the step's 3 columns)", lambda: read_memory(torch.cuda))
     return out
+
+
+def memory_history_costs(blocks: int = 10) -> dict[str, float]:
+    """What a memory window costs (issue 33): the launch-bound loop's steps with the
+    allocator's history on (the window's ``max_entries``) against off, in alternating
+    blocks (median ratio); then one ``_snapshot()`` and its pickle, as the window's end
+    takes them, with the snapshot's size."""
+    import pickle
+
+    import torch
+    from _gpu_loop import GpuLoop
+
+    from stepscope.config._window import DEFAULT_MAX_ENTRIES
+
+    loop = GpuLoop("launch")
+    steps, _ = loop.calibrate(0.3)
+
+    def record(on: bool) -> None:  # as the window's start and end call it
+        if on:
+            torch.cuda.memory._record_memory_history(max_entries=DEFAULT_MAX_ENTRIES)
+        else:
+            torch.cuda.memory._record_memory_history(enabled=None)
+
+    ratios = []
+    for i in range(blocks):
+        times = {}
+        for on in (True, False) if i % 2 else (False, True):
+            record(on)
+            times[on] = loop.run(steps)
+        ratios.append(times[True] / times[False])
+    record(True)
+    loop.run(steps)
+    t0 = time.perf_counter()
+    snapshot = torch.cuda.memory._snapshot()
+    t1 = time.perf_counter()
+    data = pickle.dumps(snapshot)
+    t2 = time.perf_counter()
+    record(False)
+    return {"step_ratio_median": statistics.median(ratios), "step_ratio_min": min(ratios),
+            "step_ratio_max": max(ratios), "snapshot_s": t1 - t0, "pickle_s": t2 - t1,
+            "snapshot_mb": len(data) / 2**20, "steps_per_block": steps}  # fmt: skip
 
 
 def main() -> None:
@@ -123,6 +172,11 @@ def main() -> None:
     if a.events and not a.cpu:
         results["event_costs_us"] = event_costs()
         print("CUDA event costs (us/call):", json.dumps(results["event_costs_us"]), flush=True)
+        try:  # first run on a GPU: its failure must not cost the overhead runs after it
+            results["memory_window"] = memory_history_costs()
+        except Exception as e:  # reported in the results, as measured
+            results["memory_window"] = {"error": f"{type(e).__name__}: {e}"}
+        print("memory window costs:", json.dumps(results["memory_window"]), flush=True)
     results["runs"] = []
     for name, kind, options in runs(a.split):
         if a.only and name not in a.only:

@@ -1,6 +1,7 @@
 """Everything GPU in one call: the *_gpu.py tests, the GPU overhead benchmark, and
-three planted GPU jobs (plus a healthy twin) with their expected verdicts, the
-kernel breakdown of a detailed window of a GPU-bound job, and a memory window asked
+the planted GPU jobs with their expected verdicts (scripts/gpu_jobs.py: a stall, a
+starved loader, a leak, a healthy twin, the kernel breakdown of a detailed window of
+a GPU-bound job, and issue 33's rules each with its twin), and a memory window asked
 in the dashboard of a running one (scripts/gpu_memory_window.py).
 
     scripts/gpu-check OUT            # on a machine with an NVIDIA GPU (docs/gpu.md)
@@ -19,122 +20,14 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpu_memory_window import memory_window  # scripts/, beside this file
+from gpu_jobs import GPU_JOBS, JOBS  # scripts/, beside this file
+from gpu_memory_window import memory_window
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPSCOPE = [sys.executable, "-m", "stepscope.cli"]
-Verdicts = dict[str, dict[str, Any]]  # rule name -> its verdict (`stepscope rules --json`)
-DETAILED = """[profiler]
-system_monitor_interval_millis = 100
-[profiler.framework_profile_params.detailed_profiling_config]
-start_step = 100
-num_steps = 3
-"""
-PLAIN = "[profiler]\nsystem_monitor_interval_millis = 100\n"
-KERNELS = DETAILED.replace("start_step = 100", "start_step = 40")  # inside a dry run too
-
-
-def fired(v: Verdicts, rule: str) -> bool:
-    return v.get(rule, {}).get("status") == "IssuesFound"
-
-
-def stall_steps(v: Verdicts) -> set[int]:
-    """The steps StepOutlier flagged (its findings' step ranges)."""
-    out: set[int] = set()
-    for f in v.get("StepOutlier", {}).get("findings", []):
-        lo, hi = f.get("steps") or (None, None)
-        if lo is not None:
-            out.update(range(lo, hi + 1))
-    return out
-
-
-def detailed_kernels(s: dict[str, Any]) -> list[dict[str, Any]]:
-    """The kernel breakdowns (``show --json``'s ``profiling[].kernels``) of the detailed
-    windows (on the CPU: ``{"not_applicable": why}``)."""
-    return [p["kernels"] for p in s["profiling"] if p["kind"] == "detailed"]
-
-
-def kernel_facts(s: dict[str, Any]) -> tuple[str | None, float]:
-    """The largest kind of the first detailed window and its first GPU's busy share."""
-    k = (detailed_kernels(s) or [{}])[0] or {}
-    devices = k.get("devices") or [{}]
-    return (k["kinds"][0]["kind"] if k.get("kinds") else None), devices[0].get("busy_share") or 0
-
-
-# (job, train.py arguments, config, {check name: (check, required on a dry run)})
-Check = tuple[Callable[[Verdicts, dict[str, Any]], bool], bool]
-JOBS: list[tuple[str, list[str], str, dict[str, Check]]] = [
-    (
-        "stall",
-        ["stall", "600"],
-        DETAILED,
-        {
-            "StepOutlier fired": (lambda v, s: fired(v, "StepOutlier"), False),
-            "at least 10 of the 12 stalls flagged": (
-                lambda v, s: len(stall_steps(v) & set(range(45, 620, 50))) >= 10,
-                False,
-            ),
-            "steps after the window judged": (
-                lambda v, s: v["StepOutlier"]["datapoints"] >= 400,
-                False,
-            ),
-        },
-    ),
-    (
-        "loader",
-        ["loader", "300"],
-        PLAIN,
-        {
-            "DataLoading fired": (lambda v, s: fired(v, "DataLoading"), True),
-            "DataLoaderWorkers fired": (lambda v, s: fired(v, "DataLoaderWorkers"), True),
-        },
-    ),
-    (
-        "leak",
-        ["leak", "450"],
-        PLAIN,
-        {
-            "GPUMemoryIncrease fired": (lambda v, s: fired(v, "GPUMemoryIncrease"), False),
-            "CUDAMemory found the leak": (
-                lambda v, s: any("a leak" in f["message"] for f in v["CUDAMemory"]["findings"]),
-                False,
-            ),
-        },
-    ),
-    (
-        "kernels",
-        ["big", "200"],
-        KERNELS,
-        {
-            # on the CPU the trace has no device activity: said, never zeros
-            "one detailed window with a kernels entry": (
-                lambda v, s: [k is not None for k in detailed_kernels(s)] == [True],
-                True,
-            ),
-            "matmul the largest kind": (lambda v, s: kernel_facts(s)[0] == "matmul", False),
-            "the GPU busy over 80% of the window": (lambda v, s: kernel_facts(s)[1] > 0.8, False),
-        },
-    ),
-    (
-        "healthy",
-        ["big", "600"],
-        PLAIN,
-        {
-            "nothing fired": (
-                lambda v, s: not [r for r, x in v.items() if x.get("status") == "IssuesFound"],
-                False,
-            ),
-            "show leads with the device split": (
-                lambda v, s: "device" in s["steps"]["phases"]["train"],
-                False,
-            ),
-        },
-    ),
-]
 
 
 def sh(cmd: list[str], log: Path, timeout: float) -> tuple[int, str]:
@@ -168,9 +61,20 @@ def benchmark(out: Path, dry: bool) -> dict[str, Any]:
     return {"step": "gpu overhead benchmark", "ok": code == 0, "result": stdout.strip()}
 
 
+def bare(out: Path, name: str, args: list[str]) -> dict[str, Any]:
+    """A dry run of a job whose checks need a GPU: its script alone, on the CPU."""
+    code, _ = sh([sys.executable, "scripts/gpu_train.py", *args], out / f"{name}.log", 240)
+    why = "dry run: the script ran bare (its checks need a GPU)"
+    return {"step": f"job {name}", "ok": code == 0, "result": f"exit {code}; {why}"}
+
+
 def planted(out: Path, dry: bool) -> list[dict[str, Any]]:
     runs, results = out / "runs", []
-    for name, args, config, checks in JOBS:
+    jobs = [(job, False) for job in JOBS] + [(job, True) for job in GPU_JOBS]
+    for (name, args, config, checks), gpu_only in jobs:
+        if dry and gpu_only:
+            results.append(bare(out, name, args))
+            continue
         cfg = out / f"{name}.toml"
         cfg.write_text(config)
         run = [*STEPSCOPE, "run", "-o", str(runs), "--job", name, "--config", str(cfg), "--"]

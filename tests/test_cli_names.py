@@ -5,6 +5,7 @@ matches several jobs, or none, is one line (exit 2) naming the folder searched."
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import time
@@ -14,7 +15,7 @@ import pytest
 
 import rules_data as rd
 from stepscope.cli import main
-from stepscope.cli._jobs import OUTPUT_ENV, resolve_job
+from stepscope.cli._jobs import OUTPUT_ENV, resolve_job, side_arg
 from stepscope.errors import JobNotFoundError, UsageError
 from stepscope.store import open_store
 
@@ -248,3 +249,16 @@ def test_ui_serves_the_folder_ls_lists_by_default(
     monkeypatch.delenv(OUTPUT_ENV)
     assert main(["ui", "--port", "0"]) == 2
     assert "no folder './stepscope-runs'" in capsys.readouterr().err
+
+
+def test_a_url_holding_a_comma_that_is_a_job_is_one_job() -> None:
+    """An object key may hold a comma: a URL that is itself a job is one job, not two
+    runs. Twin: two URLs separated by a comma, which together name no job, are two."""
+    runs = open_store("memory://s-commas/runs")
+    for name in ("a,b", "a", "b"):
+        runs.sub(name).write_json("job.json", {"name": name, "status": "Completed"})
+    args = argparse.Namespace(jobs_in=None, jobs_in_flag="-o")
+    whole = "memory://s-commas/runs/a,b"
+    assert side_arg(whole, "the baseline", args) == [whole]
+    two = "memory://s-commas/runs/a,memory://s-commas/runs/b"
+    assert side_arg(two, "the baseline", args) == two.split(",")

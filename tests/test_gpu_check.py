@@ -25,7 +25,8 @@ def test_the_dry_run_runs_every_job_and_writes_its_summary(tmp_path):
     steps = {s["step"]: s for s in json.loads((tmp_path / "summary.json").read_text())}
     assert set(steps) == {
         "environment", "gpu tests", "job stall", "job loader", "job leak", "job healthy",
-        "job kernels", "job memory window", "gpu overhead benchmark",
+        "job kernels", "job tf32", "job launch", "job pageable", "job pinned",
+        "job memory window", "gpu overhead benchmark",
     }  # fmt: skip
     assert steps["environment"]["result"]["differs_from_src"] == []
     # the loader's starvation is planted on the CPU too: its verdicts are required
@@ -38,7 +39,13 @@ def test_the_dry_run_runs_every_job_and_writes_its_summary(tmp_path):
         "one detailed window with a kernels entry": True,
         "matmul the largest kind": "False (not required on a dry run)",
         "the GPU busy over 80% of the window": "False (not required on a dry run)",
+        "FP32MatMul fired": "False (not required on a dry run)",
+        "GPUIdleInSteps silent (kernels judged)": "False (not required on a dry run)",
     }
+    # issue 33's planted cases and twins need a GPU: on the CPU their scripts run bare
+    for name in ("tf32", "launch", "pageable", "pinned"):
+        assert steps[f"job {name}"]["ok"] and "ran bare" in steps[f"job {name}"]["result"]
+        assert "LOOP " in (tmp_path / f"{name}.log").read_text()
     # a memory window asked in the dashboard: on the CPU, refused for want of CUDA
     assert steps["job memory window"]["checks"] == {
         "0 steps refused with the valid range": True,

@@ -22,7 +22,7 @@ from stepscope.testing import SyntheticJob, write_synthetic_job
 pytestmark = pytest.mark.process
 
 
-def _start(root: Path) -> subprocess.Popen[str]:
+def _start(root: Path, sigint: signal.Handlers = signal.SIG_DFL) -> subprocess.Popen[str]:
     """``stepscope ui`` as a terminal's foreground command: SIGINT at its default. A
     shell without job control starts what it puts in the background (``&``) with
     SIGINT ignored, and the ignored disposition is inherited: a test runner started
@@ -31,7 +31,7 @@ def _start(root: Path) -> subprocess.Popen[str]:
     cmd = [str(BIN / "stepscope"), "ui", str(root), "--port", "0"]
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for_tests(),
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
     )  # fmt: skip
 
 
@@ -84,3 +84,25 @@ def test_ctrl_c_ends_ui_without_a_traceback(tmp_path: Path, moment: str) -> None
     else:  # before uvicorn took over SIGINT: the CLI's Ctrl-C (the shell's 130)
         assert (proc.returncode, err.strip()) in ((130, "stepscope: interrupted"),
                                                   (0, "stepscope ui: stopped")), err  # fmt: skip
+
+
+def test_started_with_ctrl_c_ignored_ui_keeps_it_ignored(tmp_path: Path) -> None:
+    """A background ``stepscope ui &`` of a script (SIGINT ignored, inherited) outlives
+    a Ctrl-C meant for the foreground, as a background program should; SIGTERM ends
+    it. The twin, SIGINT at its default, is ``test_ctrl_c_ends_ui_without_a_traceback``."""
+    write_synthetic_job(str(tmp_path / "runs" / "done"), SyntheticJob(name="done", hours=0.01))
+    proc = _start(tmp_path / "runs", signal.SIG_IGN)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" at ", 1)[1].strip()
+        with urllib.request.urlopen(url, timeout=60) as r:
+            assert r.status == 200
+        proc.send_signal(signal.SIGINT)
+        with urllib.request.urlopen(url, timeout=60) as r:  # still serving
+            assert r.status == 200 and proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert (proc.returncode, err.strip()) == (0, "stepscope ui: stopped"), err

@@ -74,9 +74,11 @@ def against_arg(args: argparse.Namespace) -> list[str]:
 
 def side_arg(given: str, side: str, args: argparse.Namespace) -> list[str]:
     """The paths or URLs of one side of a comparison: ``given`` names one job, or
-    several runs separated by commas (a folder whose name holds a comma is one job);
+    several runs separated by commas (a folder or a URL whose name holds a comma is
+    one job);
     ``side`` names it in errors."""
-    names = [given] if os.path.isdir(given) else [x.strip() for x in given.split(",")]
+    whole = os.path.isdir(given) or _url_of_a_job(given)
+    names = [given] if whole else [x.strip() for x in given.split(",")]
     if not all(names):
         raise UsageError(
             f"{side} {given!r} names no job between its commas: give one job or several "
@@ -90,6 +92,21 @@ def side_arg(given: str, side: str, args: argparse.Namespace) -> list[str]:
             "runs must be different runs, or the spread between them reads as 0"
         )
     return paths
+
+
+def _url_of_a_job(given: str) -> bool:
+    """Whether ``given`` is a URL holding a comma that is itself a job (an object key
+    may hold one): it is then one job, not runs separated by commas. A store that
+    cannot say is left to the lookup of each part, whose error names it."""
+    if "://" not in given or "," not in given:
+        return False
+    from stepscope.jobfolder import is_job
+    from stepscope.store import open_store
+
+    try:
+        return is_job(open_store(given))
+    except (StepscopeError, OSError):
+        return False
 
 
 def output_folder(given: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str]:

@@ -14,11 +14,13 @@ checked here (readable, a certificate and its key) before anything is bound.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -180,13 +182,18 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def serve(server: uvicorn.Server, sock: socket.socket) -> None:
     """Run ``server`` until Ctrl-C. uvicorn takes SIGINT over only once its loop runs: a
     Ctrl-C in its start-up raised KeyboardInterrupt in the middle of it (a traceback, a
-    coroutine never awaited). Until then, and after, a Ctrl-C asks the server to stop."""
+    coroutine never awaited). Until then, and after, a Ctrl-C asks the server to stop.
+    Started with SIGINT ignored (a shell's ``&`` without job control), it keeps it
+    ignored, as a background program should; SIGTERM stops it."""
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         server.force_exit = server.should_exit  # a second Ctrl-C: no graceful wait
         server.should_exit = True  # uvicorn's own start-up checks it, then shuts down
 
-    before = signal.signal(signal.SIGINT, stop)
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:  # started so (`&` in a shell without job control): keep it so
+        server.capture_signals = functools.partial(_on_sigterm, server)  # type: ignore[method-assign]
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else stop)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # a uvicorn that raises the Ctrl-C again once shut down
@@ -194,6 +201,16 @@ def serve(server: uvicorn.Server, sock: socket.socket) -> None:
     finally:
         signal.signal(signal.SIGINT, before)
         sock.close()
+
+
+@contextlib.contextmanager
+def _on_sigterm(server: uvicorn.Server) -> Iterator[None]:
+    """uvicorn's ``capture_signals`` for SIGTERM alone: SIGINT stays as it was."""
+    before = signal.signal(signal.SIGTERM, server.handle_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def new_token_if_loopback(host: str, make: Callable[[], object]) -> str:

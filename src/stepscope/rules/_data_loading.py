@@ -18,13 +18,13 @@ from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, window
 from stepscope.rules._reduce import Groups
-from stepscope.rules._saving import COMPUTE, autogroup_of, bounded, idle_core_bound
+from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
 from stepscope.rules._text import versus, waiting_reason
 from stepscope.rules._train_frame import rows_with_waited, train_frame, train_rows
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import Hit, runs, share_finding
 
-READ = ("rank", "node", "step", "start", "end", "duration", "data_wait", *COMPUTE)  # no more
+READ = ("rank", "node", "step", "start", "end", "duration", "data_wait")  # copied: no more
 WAIT_ALLOWANCE = 0.05  # share of step time a well-fed loop still waits (DataLoading's cost)
 
 
@@ -96,8 +96,7 @@ class DataLoading(NodeRule):
         usable = min((f.affinity for f in facts.values() if f.affinity), default=None)
         times = float(rows["total"].sum()), float(rows["wait"].sum())
         cores, grouped = node_cores(data, facts), autogroup_of(data)
-        computing = float(rows["computing"].sum())
-        bound = idle_core_bound(data.system, span, times, cores, usable, grouped, computing)
+        bound = idle_core_bound(data.system, span, times, cores, usable, grouped)
         return bounded(cost, bound)
 
     def _windows(self, steps: pd.DataFrame) -> pd.DataFrame:
@@ -107,12 +106,9 @@ class DataLoading(NodeRule):
         sums = steps.groupby([steps["rank"], win])[["data_wait", "duration"]].sum()
         g = Groups(steps["rank"].to_numpy(), win.to_numpy())
         step = steps["step"].to_numpy()
-        parts = [steps[c].to_numpy(np.float64) for c in COMPUTE if c in steps]
-        computing = np.nansum(parts, axis=0) if parts else np.zeros(len(steps))
         columns = {
             "wait": sums["data_wait"].to_numpy(),
             "total": sums["duration"].to_numpy(),
-            "computing": g.nansum(computing),  # the loop's own work (the saving bound)
             "n": g.counts,
             "start": g.min(steps["start"].to_numpy()),
             "end": g.max(steps["end"].to_numpy()),

@@ -33,18 +33,12 @@ from stepscope.rules._cpu_facts import (
 from stepscope.rules._input import RuleInput
 from stepscope.rules._node_rule import NodeRule, Part
 from stepscope.rules._params import Param, min_cost_s
-from stepscope.rules._saving import (
-    COMPUTE,
-    autogroup_of,
-    bounded,
-    computing_of,
-    idle_core_bound,
-)
+from stepscope.rules._saving import autogroup_of, bounded, idle_core_bound
 from stepscope.rules._train_frame import rows_with_waited, train_frame, typical_rows
 from stepscope.rules._types import Finding
 from stepscope.rules._windows import share_finding
 
-READ = ("rank", "node", "step", "start", "end", "duration", "data_wait", *COMPUTE)  # no more
+READ = ("rank", "node", "step", "start", "end", "duration", "data_wait")  # copied: no more
 
 
 @dataclass(frozen=True)
@@ -123,9 +117,7 @@ class DataLoaderWorkers(NodeRule):
         cores = node_cores(data, {int(rows["rank"].iloc[0]): facts})
         times = float(rows["duration"].sum()), wait
         grouped = autogroup_of(data)
-        bound = idle_core_bound(
-            data.system, span, times, cores, facts.affinity, grouped, computing_of(rows)
-        )
+        bound = idle_core_bound(data.system, span, times, cores, facts.affinity, grouped)
         return Priced(wait, *bounded(wait, bound), off_cpu=bound.off_cpu if bound else 0.0)
 
     def _judge(

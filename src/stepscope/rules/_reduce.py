@@ -139,11 +139,6 @@ class Groups:
     def max(self, x: FloatArray) -> FloatArray:
         return np.asarray(np.fmax.reduceat(np.asarray(x)[self.order], self.offsets))
 
-    def nansum(self, x: FloatArray) -> FloatArray:
-        """Per group: the sum of the non-NaN values (0 if none), in float64."""
-        values = np.nan_to_num(np.asarray(x, dtype=np.float64)[self.order], nan=0.0)
-        return np.asarray(np.add.reduceat(values, self.offsets))
-
     def median(self, x: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
         """Per group: the median of the non-NaN values (NaN if none), computed in float64
         and returned in the dtype of ``x`` if a float one, as pandas does."""

@@ -15,18 +15,12 @@ nothing. Without the job's own CPU (an imported job) the node's busy CPU is take
 as the job's; without the node's CPU there is no bound (the whole wait).
 
 Only the wait spent on a CPU needs the cores: of a wait ``W``, at least
-``W - (T * (job + queued) - held)`` was spent off the CPU (a sleep, slow storage: the
-job's CPU seconds hold all its waits' CPU, ``queued`` its training threads' and
-workers' run-queue wait: a worker waiting for a core is no wait off the CPU), and
-workers overlap that part without cores. ``held`` is the CPU the wait cannot have
-held: the loop's own thread computing between waits (forward, backward, optimizer:
-``C`` seconds, on a core or waiting for one), at most what the main processes were
-on a core or queued (``T * (main + main_queued)``, ``proc_cpu_main`` and
-``proc_run_wait``: a loop that sleeps in its forward holds no core); 0 without
-``proc_cpu_main``. The bound is
-``min(W, max(W - (T * (job + queued) - held), 0) + T * (1 - job / room))``: a
-sleeping loader saves its wait on a busy node, a decoding one only what the idle
-cores absorb.
+``W - T * (job + queued)`` was spent off the CPU (a sleep, slow storage: the job's
+CPU seconds hold all its waits' CPU, ``queued`` its training threads' and workers'
+run-queue wait: a worker waiting for a core is no wait off the CPU), and workers
+overlap that part without cores. The bound is
+``min(W, max(W - T * (job + queued), 0) + T * (1 - job / room))``: a sleeping loader
+saves its wait on a busy node, a decoding one only what the idle cores absorb.
 
 How the busy cores are shared depends on the scheduler (``sched_autogroup`` in
 ``nodes/<node>.json``). Autogroup off: among all runnable tasks, as above. Autogroup
@@ -121,13 +115,11 @@ def idle_core_bound(
     cores: float | None,
     usable: float | None = None,
     autogroup: bool | None = None,
-    computing: float = 0.0,
 ) -> Saving | None:
     """The most that moving the loader's work onto other cores saves of ``times``
     (``step_time`` seconds of steps in ``span``, ``wait`` of them waiting for data);
     None without the node's CPU or core count. ``autogroup``: the node's scheduler
-    shares busy cores among sessions first (None: unknown; see ``autogroup_of``).
-    ``computing``: the loop's forward, backward and optimizer seconds in the steps."""
+    shares busy cores among sessions first (None: unknown; see ``autogroup_of``)."""
     step_time, wait = times
     cpu = sample_mean(system, "cpu", *span)
     if cpu is None or not cores or step_time <= 0:
@@ -144,8 +136,7 @@ def idle_core_bound(
     share = _fair_share(system, span, job + queued, cores, usable, others)
     room = min(float(usable or cores), max(job + idle, share))
     on_cores = step_time * max(1.0 - job / room, 0.0) if room > 0 else 0.0
-    held = _held(system, span, step_time, computing)
-    off_cpu = max(wait - (step_time * (job + queued) - held), 0.0)
+    off_cpu = max(wait - step_time * (job + queued), 0.0)
     seconds = min(wait, off_cpu + on_cores)
     whose = "the job" if proc is not None else "the node (the job's own CPU unrecorded)"
     used = f"{whose} used {cpu_text(100.0 * job / cores, cores, 0)} of the node's CPU"
@@ -161,28 +152,6 @@ def idle_core_bound(
         f"{step_time - seconds:.1f} s"
     )
     return Saving(seconds, why, off_cpu)
-
-
-COMPUTE = ("forward", "backward", "optimizer")  # the loop's own work between waits
-
-
-def computing_of(steps: pd.DataFrame) -> float:
-    """Seconds of ``steps`` in forward, backward and optimizer (unknown parts: none)."""
-    parts = [steps[c].sum() for c in COMPUTE if c in steps]  # pandas sums skip nulls
-    return float(sum(parts))
-
-
-def _held(
-    system: pd.DataFrame, span: tuple[float, float], step_time: float, computing: float
-) -> float:
-    """The job's CPU (or run-queue) seconds spent outside the wait by the loop computing:
-    ``computing``, at most the main processes' own on a core or queued; 0 without
-    ``proc_cpu_main`` (older and imported jobs: the wait may then have held all)."""
-    main = sample_mean(system, "proc_cpu_main", *span)
-    if main is None or computing <= 0:
-        return 0.0
-    queued = sample_mean(system, "proc_run_wait", *span) or 0.0
-    return min(computing, step_time * (main + queued) / 100.0)
 
 
 def _fair_share(
